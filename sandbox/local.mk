@@ -1,0 +1,1 @@
+# sandbox: filled in by its issue.

@@ -1,0 +1,7 @@
+# shm/: guest memory and split rings. No libevent, no seccomp: links alone into tests.
+noinst_LTLIBRARIES += libvnicshm.la
+libvnicshm_la_SOURCES = \
+	shm/memtable.c shm/memtable.h \
+	shm/vring.c shm/vring.h \
+	shm/vring_drv.c shm/vring_drv.h \
+	shm/iov.c shm/iov.h

@@ -1,0 +1,1 @@
+# supervisor: filled in by its issue.

@@ -1,0 +1,19 @@
+# tests/: one check_<module> per module, plus end-to-end scripts.
+TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+TEST_LIBS = $(CHECK_LIBS)
+
+check_PROGRAMS += tests/check_memtable tests/check_vring tests/check_iov tests/check_vring_random
+tests_check_memtable_SOURCES = tests/check_memtable.c tests/testutil.c tests/testutil.h
+tests_check_memtable_CFLAGS = $(TEST_CFLAGS)
+tests_check_memtable_LDADD = libvnicshm.la $(TEST_LIBS)
+tests_check_iov_SOURCES = tests/check_iov.c
+tests_check_iov_CFLAGS = $(TEST_CFLAGS)
+tests_check_iov_LDADD = libvnicshm.la $(TEST_LIBS)
+tests_check_vring_SOURCES = tests/check_vring.c tests/testutil.c tests/testutil.h
+tests_check_vring_CFLAGS = $(TEST_CFLAGS)
+tests_check_vring_LDADD = libvnicshm.la $(TEST_LIBS) -lpthread
+tests_check_vring_random_SOURCES = tests/check_vring_random.c tests/testutil.c tests/testutil.h
+tests_check_vring_random_CFLAGS = $(TEST_CFLAGS)
+tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
+
+TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random

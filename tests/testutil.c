@@ -1,0 +1,94 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static void tu_die(const char *what)
+{
+	fprintf(stderr, "testutil: %s: %s\n", what, strerror(errno));
+	abort();
+}
+
+int tu_memfd(size_t size, bool seal)
+{
+	int fd = memfd_create("vnic-test-guest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		tu_die("memfd_create");
+	if (ftruncate(fd, (off_t)size) < 0)
+		tu_die("ftruncate");
+	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		tu_die("F_ADD_SEALS");
+	return fd;
+}
+
+void tu_guest_new(struct tu_guest *g, uint64_t gpa_base, size_t size)
+{
+	size_t ends[1] = { size };
+
+	memset(g, 0, sizeof(*g));
+	g->fd = tu_memfd(size, true);
+	g->gpa_base = gpa_base;
+	g->size = size;
+	g->drv = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
+	if (g->drv == MAP_FAILED)
+		tu_die("mmap driver view");
+	tu_guest_split(g, ends, 1);
+}
+
+void tu_guest_split(struct tu_guest *g, const size_t *ends, unsigned n)
+{
+	struct memtable_region_desc *d = calloc(n, sizeof(*d));
+	char err[256];
+	size_t start = 0;
+
+	if (!d)
+		tu_die("calloc");
+	for (unsigned i = 0; i < n; i++) {
+		d[i].gpa = g->gpa_base + start;
+		d[i].size = ends[i] - start;
+		d[i].offset = start;
+		d[i].fd = g->fd;
+		start = ends[i];
+	}
+	g->mt = memtable_free(g->mt);
+	if (memtable_map(d, n, &g->mt, err, sizeof(err)) < 0) {
+		fprintf(stderr, "testutil: memtable_map: %s\n", err);
+		abort();
+	}
+	free(d);
+}
+
+void tu_guest_free(struct tu_guest *g)
+{
+	g->mt = memtable_free(g->mt);
+	if (g->drv)
+		munmap(g->drv, g->size);
+	if (g->fd >= 0)
+		close(g->fd);
+	memset(g, 0, sizeof(*g));
+	g->fd = -1;
+}
+
+void *tu_drv_ptr(const struct tu_guest *g, uint64_t gpa)
+{
+	if (gpa < g->gpa_base || gpa - g->gpa_base >= g->size)
+		return NULL;
+	return g->drv + (gpa - g->gpa_base);
+}
+
+unsigned long tu_seed(const char *test_name, unsigned long fixed_default)
+{
+	const char *s = getenv("VNIC_SEED");
+	unsigned long seed = s ? strtoul(s, NULL, 0) : fixed_default;
+
+	fprintf(stderr, "%s: seed %lu (replay with VNIC_SEED=%lu)\n", test_name, seed, seed);
+	return seed;
+}

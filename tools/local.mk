@@ -1,0 +1,4 @@
+# tools/: vnicctl (administration) and vnic-bench (simulated VMM and guest).
+bin_PROGRAMS += vnic-bench
+vnic_bench_SOURCES = tools/vnic-bench.c tools/bench_ring.c tools/bench.h
+vnic_bench_LDADD = libvnicshm.la -lm

@@ -1,0 +1,1 @@
+# workers: filled in by its issue.
