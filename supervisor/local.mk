@@ -7,3 +7,13 @@ libvnicsup_la_SOURCES = \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h
 libvnicsup_la_LIBADD = libvnicshm.la
+
+sbin_PROGRAMS += vnicd
+vnicd_SOURCES = \
+	supervisor/main.c supervisor/supervisor.h \
+	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
+	supervisor/nic.c supervisor/monitor.c
+vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
+vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+vnicd_LDADD = libvnicsup.la libvnicproto.la $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
