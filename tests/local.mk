@@ -17,3 +17,13 @@ tests_check_vring_random_CFLAGS = $(TEST_CFLAGS)
 tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
 
 TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random
+
+# Supervisor, libvnic and vnicctl: against real vnicd processes.
+check_PROGRAMS += tests/check_addnic tests/check_supervisor
+tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h
+tests_check_addnic_CFLAGS = $(TEST_CFLAGS)
+tests_check_addnic_LDADD = libvnic.la $(TEST_LIBS)
+tests_check_supervisor_SOURCES = tests/check_supervisor.c tests/suptest.c tests/suptest.h
+tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
+TESTS += tests/check_addnic tests/check_supervisor
