@@ -24,6 +24,6 @@ tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.
 tests_check_addnic_CFLAGS = $(TEST_CFLAGS)
 tests_check_addnic_LDADD = libvnic.la $(TEST_LIBS)
 tests_check_supervisor_SOURCES = tests/check_supervisor.c tests/suptest.c tests/suptest.h
-tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(top_srcdir)/supervisor
 tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
 TESTS += tests/check_addnic tests/check_supervisor

@@ -93,7 +93,18 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...)
 		struct vnic_conn *c = NULL;
 
 		if (vnic_connect(v->sock, &c) == 0) {
+			int prev = -2, n;
+
 			vnic_close(c);
+			/* Until vnicd has closed the probe: fd counts in the
+			 * tests start from a quiet daemon. */
+			for (int k = 0; k < 100; k++) {
+				msleep(20);
+				n = st_fd_count(v->pid);
+				if (n == prev)
+					break;
+				prev = n;
+			}
 			return;
 		}
 		if (waitpid(v->pid, NULL, WNOHANG) == v->pid)
@@ -101,6 +112,24 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...)
 		msleep(10);
 	}
 	ck_abort_msg("vnicd did not listen on %s within 5 s", v->sock);
+}
+
+void st_rmdir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[512];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
 }
 
 int st_vnicd_stop(struct vnicd_proc *v)
@@ -113,6 +142,11 @@ int st_vnicd_stop(struct vnicd_proc *v)
 	for (int i = 0; i < 1500; i++) {
 		if (waitpid(v->pid, &status, WNOHANG) == v->pid) {
 			v->pid = 0;
+			/* Keep the log of a daemon that did not exit cleanly. */
+			if (status == 0)
+				st_rmdir(v->dir);
+			else
+				fprintf(stderr, "vnicd exit status 0x%x, log in %s\n", status, v->log);
 			return status;
 		}
 		msleep(10);

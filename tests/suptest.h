@@ -34,6 +34,9 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...);
  * (then it was SIGKILLed). */
 int st_vnicd_stop(struct vnicd_proc *v);
 
+/* Remove the files in dir (one level) and dir. */
+void st_rmdir(const char *dir);
+
 /* Open fds of a process (entries of /proc/pid/fd). */
 int st_fd_count(pid_t pid);
 
