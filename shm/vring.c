@@ -423,6 +423,16 @@ int vring_pop(struct vring *vq, struct vring_chain *c)
 	return 1;
 }
 
+void vring_unpop(struct vring *vq, uint16_t n)
+{
+	/* Only chains still in flight can be given back; a larger n is a
+	 * caller bug, clamped so that the shadows stay consistent. */
+	if (n > vq->inflight)
+		n = vq->inflight;
+	vq->last_avail_idx = (uint16_t)(vq->last_avail_idx - n);
+	vq->inflight = (uint16_t)(vq->inflight - n);
+}
+
 void vring_push(struct vring *vq, uint16_t head, uint32_t len)
 {
 	struct vring_used_elem *e;

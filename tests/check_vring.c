@@ -1039,6 +1039,34 @@ START_TEST(set_base_wraps_indices)
 }
 END_TEST
 
+START_TEST(unpop_gives_chains_back)
+{
+	setup(8, 0);
+	for (unsigned i = 0; i < 3; i++) {
+		put_desc(drv.desc, i, DATA(i * 64), 64, VRING_DESC_F_WRITE, 0);
+		offer((uint16_t)i);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_int_eq(vring_pop(&vq, &ch), 1);
+	ck_assert_uint_eq(vq.inflight, 3);
+	vring_unpop(&vq, 2);
+	ck_assert_uint_eq(vq.inflight, 1);
+	ck_assert(vring_avail_pending(&vq));
+	ck_assert_int_eq(vring_pop(&vq, &ch), 1);
+	ck_assert_uint_eq(ch.head, 1);
+	ck_assert_int_eq(vring_pop(&vq, &ch), 1);
+	ck_assert_uint_eq(ch.head, 2);
+	ck_assert_int_eq(vring_pop(&vq, &ch), 0);
+	/* More than in flight is clamped: the shadows never pass the guest. */
+	vring_unpop(&vq, 100);
+	ck_assert_uint_eq(vq.inflight, 0);
+	ck_assert_uint_eq(vq.last_avail_idx, 0);
+	ck_assert_int_eq(vring_pop(&vq, &ch), 1);
+	ck_assert_uint_eq(ch.head, 0);
+	teardown();
+}
+END_TEST
+
 static void pop_n(unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -1387,6 +1415,7 @@ static Suite *vring_suite(void)
 	tcase_add_test(tc, g17_used_ring_scribbles_ignored);
 	tcase_add_test(tc, batched_push_one_flush);
 	tcase_add_test(tc, set_base_wraps_indices);
+	tcase_add_test(tc, unpop_gives_chains_back);
 	tcase_add_test(tc, event_idx_interrupt_decisions);
 	tcase_add_test(tc, no_interrupt_flag_honoured);
 	tcase_add_test(tc, event_idx_kick_decisions);
