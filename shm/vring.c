@@ -216,7 +216,8 @@ static int vring_add_buf(struct vring *vq, struct vring_chain *c, const struct v
 				  where, idx, head, (unsigned long long)d->addr, d->len);
 		return -EIO;
 	}
-	/* G10, spec 2.7.4.2: device-readable descriptors come first (in_len
+	/* G10, spec 2.7.5.2: device-writable descriptors come after every
+	 * device-readable one (in_len
 	 * counts writable bytes even once truncated; every len is > 0). */
 	if (!writable && c->in_len > 0) {
 		vring_mark_broken(vq, "readable %s %u after a writable one in chain from head %u",
@@ -243,7 +244,9 @@ static int vring_add_buf(struct vring *vq, struct vring_chain *c, const struct v
 		goto out_of_memory;
 
 	/* G12: 64-bit sums of 32-bit lengths; at most 2 * 32768 descriptors
-	 * of < 2^32 bytes each, so these cannot wrap. */
+	 * of < 2^32 bytes each, so these cannot wrap. The spec's 2^32 total
+	 * (2.7.5.2) is not enforced here: callers DROP above their maximum
+	 * frame, which is far lower. */
 	if (writable)
 		c->in_len += d->len;
 	else
@@ -328,8 +331,8 @@ static int vring_walk(struct vring *vq, uint16_t head, struct vring_chain *c)
 	for (;;) {
 		/* G1: a chain visits each descriptor of a table at most once,
 		 * so more than the table size means a loop (spec 2.7.5.2:
-		 * no chain longer than the queue size; the table size for an
-		 * indirect table). */
+		 * loops are forbidden; 2.7.5.3.1: no chain longer than the
+		 * queue size). An indirect table is bounded by its own size. */
 		if (walked >= table_n) {
 			if (in_indirect)
 				vring_mark_broken(vq, "descriptor loop: indirect table of head %u "

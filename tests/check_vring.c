@@ -1322,11 +1322,12 @@ START_TEST(drv_bogus_used_id)
 	struct vring_drv_buf b = { DATA(0), 8, true };
 	void *got = (void *)0x1;
 	uint32_t len = 77;
-	int h;
+	int h, h2;
 
 	setup(8, 0);
 	h = vring_drv_add(&drv, &b, 1, NULL);
-	vring_drv_add(&drv, &b, 1, NULL);
+	h2 = vring_drv_add(&drv, &b, 1, NULL);
+	ck_assert_int_ge(h2, 0);
 	vring_drv_publish(&drv);
 	pop_n(2);
 	vring_push(&vq, (uint16_t)h, 8);
@@ -1344,7 +1345,9 @@ START_TEST(drv_bogus_used_id)
 	/* ... an id that is not in flight (returned already) ... */
 	vq.used->ring[1].id = htole32((uint32_t)h);
 	ck_assert_int_eq(vring_drv_get_used(&drv, &got, &len), -EIO);
-	/* ... and more used entries than buffers in flight. */
+	/* ... and more used entries than buffers in flight (the first one
+	 * itself would be fine). */
+	vq.used->ring[1].id = htole32((uint32_t)h2);
 	vq.used->idx = htole16(5);
 	ck_assert_int_eq(vring_drv_get_used(&drv, &got, &len), -EIO);
 	ck_assert_uint_eq(drv.num_free, 7);
