@@ -129,7 +129,11 @@ static void send_packed(int sock, const ProtobufCMessage *m, const int *fds, uns
 	free(p);
 }
 
-static void expect_vmm_reject(int sock, enum wire_peer from, int code, struct wire_err *err)
+/* Receive one frame, expect it rejected with code and, when why is not
+ * NULL, with why in the error text (so a test cannot pass because a later
+ * check happened to catch what an earlier one should have). */
+static void expect_vmm_reject_why(int sock, enum wire_peer from, int code,
+				  const char *why, struct wire_err *err)
 {
 	Vnic__Vmm__VmmMessage *m = NULL;
 	struct wire_fds got = { .n = 0 };
@@ -140,10 +144,17 @@ static void expect_vmm_reject(int sock, enum wire_peer from, int code, struct wi
 	ck_assert_uint_eq(got.n, 0);
 	ck_assert_int_eq(err->code, code);
 	ck_assert_msg(err->msg[0] != '\0', "no error text");
+	if (why)
+		ck_assert_msg(strstr(err->msg, why), "error \"%s\" lacks \"%s\"", err->msg, why);
 }
 
-static void expect_worker_reject(int sock, enum wire_peer from, int code,
-				 struct wire_err *err)
+static void expect_vmm_reject(int sock, enum wire_peer from, int code, struct wire_err *err)
+{
+	expect_vmm_reject_why(sock, from, code, NULL, err);
+}
+
+static void expect_worker_reject_why(int sock, enum wire_peer from, int code,
+				     const char *why, struct wire_err *err)
 {
 	Vnic__Worker__WorkerMessage *m = NULL;
 	struct wire_fds got = { .n = 0 };
@@ -152,7 +163,16 @@ static void expect_worker_reject(int sock, enum wire_peer from, int code,
 	ck_assert_msg(r == code, "got %d (%s), want %d", r, err->msg, code);
 	ck_assert_ptr_null(m);
 	ck_assert_uint_eq(got.n, 0);
+	ck_assert_int_eq(err->code, code);
 	ck_assert_msg(err->msg[0] != '\0', "no error text");
+	if (why)
+		ck_assert_msg(strstr(err->msg, why), "error \"%s\" lacks \"%s\"", err->msg, why);
+}
+
+static void expect_worker_reject(int sock, enum wire_peer from, int code,
+				 struct wire_err *err)
+{
+	expect_worker_reject_why(sock, from, code, NULL, err);
 }
 
 /* --------------------------------------------------- message builders */
@@ -773,7 +793,8 @@ START_TEST(c1_oversized_prefix)
 	before = count_fds();
 	for (unsigned i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		send_raw(sv[0], prefixes[i], payload, sizeof(payload), fds, 2);
-		expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EMSGSIZE, &err);
+		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EMSGSIZE, "above the channel maximum",
+				      &err);
 		ck_assert_int_eq(count_fds(), before);
 	}
 	fdpass_close_all(fds, 2);
@@ -795,9 +816,9 @@ START_TEST(c1_prefix_mismatch)
 	mkmemfds(fds, 1);
 	before = count_fds();
 	send_raw(sv[0], (uint32_t)len - 1, p, len, fds, 1); /* prefix short */
-	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "payload bytes", &err);
 	send_raw(sv[0], (uint32_t)len + 1, p, len, fds, 1); /* prefix long */
-	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "payload bytes", &err);
 	ck_assert_int_eq(count_fds(), before);
 	send_raw(sv[0], (uint32_t)len, p, len, NULL, 0); /* and right */
 	{
@@ -825,7 +846,7 @@ START_TEST(c1_truncated_frame)
 	before = count_fds();
 	for (size_t n = 1; n < WIRE_HDR_LEN; n++) {
 		ck_assert_int_eq(fdpass_send(sv[0], bytes, n, fds, 1), 0);
-		expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "shorter than", &err);
 		ck_assert_int_eq(count_fds(), before);
 	}
 	fdpass_close_all(fds, 1);
@@ -853,10 +874,10 @@ START_TEST(c1_garbage_protobuf)
 	before = count_fds();
 	for (unsigned i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
 		send_raw(sv[0], (uint32_t)g[i].n, g[i].p, g[i].n, fds, 2);
-		expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "not a valid", &err);
 		ck_assert_int_eq(count_fds(), before);
 		send_raw(sv[0], (uint32_t)g[i].n, g[i].p, g[i].n, fds, 2);
-		expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, &err);
+		expect_worker_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, "not a valid", &err);
 		ck_assert_int_eq(count_fds(), before);
 	}
 	fdpass_close_all(fds, 2);
@@ -948,11 +969,11 @@ START_TEST(c1_empty_envelope)
 	ck_assert_int_eq(count_fds(), before);
 
 	send_raw(sv[0], 0, NULL, 0, fds, 1);
-	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, &err);
+	expect_worker_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, "no known message", &err);
 	send_raw(sv[0], sizeof(unknown_arm), unknown_arm, sizeof(unknown_arm), fds, 1);
-	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "no known message", &err);
 	send_raw(sv[0], sizeof(unknown_arm), unknown_arm, sizeof(unknown_arm), NULL, 0);
-	expect_worker_reject(sv[1], WIRE_PEER_WORKER, -EBADMSG, &err);
+	expect_worker_reject_why(sv[1], WIRE_PEER_WORKER, -EBADMSG, "no known message", &err);
 	ck_assert_int_eq(count_fds(), before);
 	fdpass_close_all(fds, 1);
 	closepair(sv);
@@ -1077,7 +1098,8 @@ START_TEST(c1_huge_repeated_size_cap)
 	mkmemfds(fds, 2);
 	before = count_fds();
 	send_packed(sv[0], &s.env.base, fds, 2);
-	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EMSGSIZE, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EMSGSIZE, "frame above the channel maximum",
+			      &err);
 	ck_assert_int_eq(count_fds(), before);
 	free(s.add.regions);
 	free(arr);
@@ -1141,7 +1163,7 @@ START_TEST(c2_add_nic_fd_count)
 		if (n == 7)
 			continue;
 		send_packed(sv[0], &s.env.base, fds, n);
-		expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EPROTO, &err);
+		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EPROTO, "needs 7 fds", &err);
 		ck_assert(err.has_request_id);
 		ck_assert_uint_eq(err.request_id, 31);
 		ck_assert_int_eq(count_fds(), before);
@@ -1366,7 +1388,7 @@ START_TEST(c2_soak_10k_bad_frames)
 			break;
 		case 1: /* prefix mismatch */
 			send_raw(sv[0], (uint32_t)l_add + 1, p_add, l_add, fds, n);
-			expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+			expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "payload bytes", &err);
 			break;
 		case 2: /* garbage protobuf */
 			send_raw(sv[0], sizeof(garbage), garbage, sizeof(garbage), fds, n);
@@ -1386,11 +1408,11 @@ START_TEST(c2_soak_10k_bad_frames)
 			break;
 		case 6: /* shorter than the prefix */
 			ck_assert_int_eq(fdpass_send(sv[0], garbage, 1 + (size_t)it % 3, fds, n), 0);
-			expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+			expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "shorter than", &err);
 			break;
 		case 7: /* empty envelope */
 			send_raw(sv[0], 0, NULL, 0, fds, n);
-			expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EBADMSG, &err);
+			expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "no known message", &err);
 			break;
 		case 8: /* a Reply from the VMM */
 			vmm_case(&hello, 8, &from, &nfds);
