@@ -1032,20 +1032,21 @@ START_TEST(c1_wrong_direction)
 	/* a client makes room for no fds at all */
 	expect_vmm_reject(sv[1], WIRE_PEER_SUPERVISOR, -ENOBUFS, &err);
 	send_packed(sv[0], &s.env.base, NULL, 0);
-	expect_vmm_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, "from the supervisor", &err);
 	vmm_case(&s, 7, &from, &nfds); /* a Reply "from" the VMM */
 	send_packed(sv[0], &s.env.base, NULL, 0);
-	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EPROTO, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EPROTO, "Reply from the VMM", &err);
 	vmm_case(&s, 12, &from, &nfds); /* an Event "from" the VMM */
 	send_packed(sv[0], &s.env.base, NULL, 0);
-	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EPROTO, &err);
+	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EPROTO, "Event from the VMM", &err);
 
 	worker_case(&w, 0, &from, &nfds); /* a Config "from" a worker */
 	send_packed(sv[0], &w.env.base, NULL, 0);
-	expect_worker_reject(sv[1], WIRE_PEER_WORKER, -EPROTO, &err);
+	expect_worker_reject_why(sv[1], WIRE_PEER_WORKER, -EPROTO, "config from the worker", &err);
 	worker_case(&w, 4, &from, &nfds); /* a Ready "from" the supervisor */
 	send_packed(sv[0], &w.env.base, NULL, 0);
-	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
+	expect_worker_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, "ready from the supervisor",
+				 &err);
 	ck_assert_int_eq(count_fds(), before);
 	fdpass_close_all(fds, 16);
 	closepair(sv);
