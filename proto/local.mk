@@ -48,4 +48,5 @@ libvnicproto_la_LIBADD = libvnicprotogen.la $(PROTOBUF_C_LIBS)
 
 # BUILT_SOURCES only applies to `make all/check/install`; these lines let
 # `make libvnicproto.la` (or one test) on a clean tree generate first.
-$(libvnicproto_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+$(libvnicproto_la_OBJECTS) $(libvnicprotogen_la_OBJECTS): \
+	proto/vmm.pb-c.h proto/worker.pb-c.h
