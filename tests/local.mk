@@ -18,6 +18,16 @@ tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
 
 TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random
 
+check_PROGRAMS += tests/check_wire tests/check_fdpass
+tests_check_wire_SOURCES = tests/check_wire.c
+tests_check_wire_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_wire_LDADD = libvnicproto.la $(TEST_LIBS)
+tests_check_fdpass_SOURCES = tests/check_fdpass.c
+tests_check_fdpass_CFLAGS = $(TEST_CFLAGS)
+tests_check_fdpass_LDADD = libvnicproto.la $(TEST_LIBS)
+$(tests_check_wire_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_wire tests/check_fdpass
+
 # Supervisor, libvnic and vnicctl: against real vnicd processes.
 check_PROGRAMS += tests/check_addnic tests/check_supervisor
 tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h
@@ -26,4 +36,5 @@ tests_check_addnic_LDADD = libvnic.la $(TEST_LIBS)
 tests_check_supervisor_SOURCES = tests/check_supervisor.c tests/suptest.c tests/suptest.h
 tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(top_srcdir)/supervisor
 tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
+$(tests_check_supervisor_OBJECTS) $(tests_check_addnic_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_addnic tests/check_supervisor
