@@ -5,8 +5,15 @@
  * Each test asserts (1) the reply's status and reason, (2) that state is
  * unchanged (status shows no NIC) and (3) that the supervisor holds
  * exactly the fds it held before the request (every fd of the rejected
- * frame was closed). No worker is ever started: a valid request would
- * reach /bin/false, so nothing here depends on the worker being built.
+ * frame was closed). The "reject" cases run vnicd with /bin/false as its
+ * worker, so they do not depend on the worker being built.
+ *
+ * The "lifecycle" cases run the real workers/vnicd-worker (skipped, with a
+ * line on stderr, when it is not built): AddNic, status, duplicate id,
+ * RemoveNic from another connection (F3), RemoveNic answered only after
+ * the worker is reaped, disconnect and SIGTERM teardown (L7), a crashed
+ * worker reported as NicFailed, and a looping tx0 chain (G1) reaching the
+ * VMM as QueueNeedsReset (L10).
  */
 #include "config.h"
 
@@ -17,9 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "suptest.h"
@@ -449,6 +459,217 @@ START_TEST(worker_exit_before_ready)
 }
 END_TEST
 
+
+/* --------------------------------------------- lifecycle, real worker */
+
+static struct vnicd_proc lv;
+static struct vnic_conn *lconn;
+static struct st_guest lg;
+static int lfds_idle;
+
+static void lsetup(void)
+{
+	st_vnicd_start(&lv, st_worker_path(), NULL);
+	lconn = st_connect(&lv);
+	st_guest_init(&lg, "nic0");
+	lfds_idle = st_fd_count(lv.pid);
+}
+
+static void lteardown(void)
+{
+	st_guest_free(&lg);
+	vnic_close(lconn);
+	if (lv.pid)
+		ck_assert_int_eq(st_vnicd_stop(&lv), 0);
+}
+
+static void add_ok(struct vnic_conn *c, struct st_guest *gg)
+{
+	char err[512] = "";
+	int rc = vnic_add_nic(c, &gg->cfg, err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "AddNic: %d %s", rc, err);
+}
+
+/* The one NIC's status (asserts there is exactly one). */
+static struct vnic_nic_status one_nic(struct vnic_conn *c)
+{
+	struct vnic_status *st = NULL;
+	struct vnic_nic_status n;
+
+	ck_assert_int_eq(vnic_status(c, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	n = st->nics[0];
+	vnic_status_free(st);
+	return n;
+}
+
+static bool pid_alive(pid_t pid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
+	return access(p, F_OK) == 0;
+}
+
+START_TEST(happy_path_add_status_remove)
+{
+	struct vnic_nic_status n;
+	struct vnic_remove_result rr;
+	struct vnic_conn *other;
+	char err[512] = "";
+	int fds_running;
+
+	add_ok(lconn, &lg);
+	n = one_nic(lconn);
+	ck_assert_str_eq(n.id, "nic0");
+	ck_assert_int_eq(n.state, VNIC_NIC_RUNNING);
+	ck_assert_int_gt(n.pid, 0);
+	ck_assert(pid_alive(n.pid));
+	ck_assert_str_eq(vnic_mitigation_name(n.policy.mode), "bh");
+	ck_assert_uint_eq(n.nqueues, 2);
+	ck_assert_str_eq(n.queues[0].name, "rx0");
+	ck_assert_str_eq(n.queues[1].name, "tx0");
+	ck_assert(!n.queues[0].broken && !n.queues[1].broken);
+	fds_running = st_fd_count(lv.pid);
+
+	/* Duplicate id: ALREADY_EXISTS, fds of the second frame closed. */
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_ALREADY_EXISTS);
+	ck_assert_int_eq(st_fd_count(lv.pid), fds_running);
+
+	/* F3: another connection sees the NIC in status but cannot remove it. */
+	other = st_connect(&lv);
+	ck_assert_int_eq(vnic_remove_nic(other, "nic0", 1000, &rr), VNIC_STATUS_NOT_FOUND);
+	ck_assert_int_eq(one_nic(other).state, VNIC_NIC_RUNNING);
+	vnic_close(other);
+
+	/* RemoveNic answers only once the worker is reaped. */
+	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 3000, &rr), 0);
+	ck_assert_msg(!pid_alive(n.pid), "worker %d still exists after RemoveNic", n.pid);
+	ck_assert_uint_eq(rr.nqueues, 2);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
+START_TEST(l7_disconnect_tears_down)
+{
+	pid_t wpid;
+	struct vnic_conn *c2;
+
+	add_ok(lconn, &lg);
+	wpid = one_nic(lconn).pid;
+	vnic_close(lconn);
+	lconn = NULL;
+	c2 = st_connect(&lv);
+	for (int i = 0; i < 500 && (st_nic_count(c2) || pid_alive(wpid)); i++)
+		usleep(10000);
+	ck_assert_int_eq(st_nic_count(c2), 0);
+	ck_assert(!pid_alive(wpid));
+	lconn = c2;
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
+START_TEST(sigterm_reaps_workers)
+{
+	pid_t wpid;
+	struct stat st;
+
+	add_ok(lconn, &lg);
+	wpid = one_nic(lconn).pid;
+	ck_assert_int_eq(st_vnicd_stop(&lv), 0);
+	ck_assert(!pid_alive(wpid));
+	ck_assert_int_eq(stat(lv.sock, &st), -1);
+}
+END_TEST
+
+struct ev_seen {
+	int failed, needs_reset;
+	struct vnic_event last;
+};
+
+static void on_event(struct vnic_conn *c, const struct vnic_event *ev, void *arg)
+{
+	struct ev_seen *s = arg;
+
+	if (ev->type == VNIC_EVENT_NIC_FAILED)
+		s->failed++;
+	if (ev->type == VNIC_EVENT_QUEUE_NEEDS_RESET)
+		s->needs_reset++;
+	s->last = *ev;
+}
+
+static void wait_event(struct ev_seen *s, const int *counter)
+{
+	for (int i = 0; i < 500 && *counter == 0; i++) {
+		struct pollfd p = { .fd = vnic_fd(lconn), .events = POLLIN };
+
+		if (poll(&p, 1, 10) > 0)
+			ck_assert_int_ge(vnic_dispatch(lconn), 0);
+	}
+	ck_assert_int_gt(*counter, 0);
+}
+
+START_TEST(worker_crash_marks_failed)
+{
+	struct ev_seen seen = { 0 };
+	struct vnic_nic_status n;
+	struct vnic_remove_result rr;
+
+	vnic_set_event_cb(lconn, on_event, &seen);
+	add_ok(lconn, &lg);
+	n = one_nic(lconn);
+	ck_assert_int_eq(kill(n.pid, SIGKILL), 0);
+	wait_event(&seen, &seen.failed);
+	ck_assert_str_eq(seen.last.id, "nic0");
+	ck_assert_int_eq(seen.last.signal, SIGKILL);
+	n = one_nic(lconn);
+	ck_assert_int_eq(n.state, VNIC_NIC_FAILED);
+	ck_assert_int_eq(n.pid, 0);
+	ck_assert_msg(strstr(n.last_error, "killed by signal 9"), "%s", n.last_error);
+	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 1000, &rr), 0);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
+START_TEST(l10_broken_queue_reaches_vmm)
+{
+	struct ev_seen seen = { 0 };
+	struct vnic_nic_status n;
+	uint8_t *mem;
+	uint64_t one = 1;
+	struct vring_desc_le { uint64_t addr; uint32_t len; uint16_t flags, next; } *d;
+	uint16_t *avail;
+
+	vnic_set_event_cb(lconn, on_event, &seen);
+	add_ok(lconn, &lg);
+	/* G1 through a real worker: tx0's descriptor 0 chains to itself. */
+	mem = mmap(NULL, ST_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, lg.memfd, 0);
+	ck_assert_ptr_ne(mem, MAP_FAILED);
+	d = (void *)(mem + (lg.q[1].desc_gpa - ST_GPA_BASE));
+	avail = (void *)(mem + (lg.q[1].avail_gpa - ST_GPA_BASE));
+	d[0].addr = ST_GPA_BASE + 0x80000;
+	d[0].len = 64;
+	d[0].flags = 1; /* NEXT */
+	d[0].next = 0;
+	avail[2] = 0;   /* ring[0] = head 0 */
+	__atomic_store_n(&avail[1], 1, __ATOMIC_RELEASE); /* idx = 1 */
+	ck_assert_int_eq(write(lg.kick[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+	wait_event(&seen, &seen.needs_reset);
+	ck_assert_str_eq(seen.last.id, "nic0");
+	ck_assert_uint_eq(seen.last.queue, 1);
+	n = one_nic(lconn);
+	ck_assert(n.queues[1].broken);
+	ck_assert(n.queues[1].broken_reason[0] != '\0');
+	ck_assert(!n.queues[0].broken);
+	munmap(mem, ST_MEM_SIZE);
+}
+END_TEST
+
 static Suite *addnic_suite(void)
 {
 	Suite *s = suite_create("addnic");
@@ -494,6 +715,21 @@ static Suite *addnic_suite(void)
 	tcase_add_test(tc, f1_eventfd_as_tap);
 	tcase_add_test(tc, worker_exit_before_ready);
 	suite_add_tcase(s, tc);
+
+	if (st_worker_path()) {
+		TCase *tl = tcase_create("lifecycle");
+
+		tcase_add_checked_fixture(tl, lsetup, lteardown);
+		tcase_set_timeout(tl, 60);
+		tcase_add_test(tl, happy_path_add_status_remove);
+		tcase_add_test(tl, l7_disconnect_tears_down);
+		tcase_add_test(tl, sigterm_reaps_workers);
+		tcase_add_test(tl, worker_crash_marks_failed);
+		tcase_add_test(tl, l10_broken_queue_reaches_vmm);
+		suite_add_tcase(s, tl);
+	} else {
+		fprintf(stderr, "check_addnic: workers/vnicd-worker not built: lifecycle tests skipped\n");
+	}
 	return s;
 }
 
