@@ -17,3 +17,11 @@ tests_check_vring_random_CFLAGS = $(TEST_CFLAGS)
 tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
 
 TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random
+
+# sandbox/: seccomp policy, privilege drop (TESTPLAN S1, S2). Parts need root.
+check_PROGRAMS += tests/check_sandbox
+tests_check_sandbox_SOURCES = tests/check_sandbox.c
+tests_check_sandbox_CFLAGS = $(TEST_CFLAGS) $(LIBEVENT_CFLAGS) $(SECCOMP_CFLAGS)
+tests_check_sandbox_LDADD = libvnicsandbox.la $(LIBEVENT_LIBS) $(TEST_LIBS)
+TESTS += tests/check_sandbox
+EXTRA_DIST += tests/sandbox-policy.golden
