@@ -147,6 +147,10 @@ const unsigned sandbox_policy_len = sizeof(sandbox_policy) / sizeof(sandbox_poli
  * production build; not in the golden dump.
  */
 static const struct sandbox_rule sanitizer_rules[] = {
+	/* ASan maps shadow memory for new heap regions without huge pages */
+	ALLOW_IF(madvise, EQ32(2, MADV_NOHUGEPAGE)),
+	/* libasan's _exit() path calls sigaltstack when leak detection is
+	 * on (a sandboxed program ending in _exit died without this row) */
 	ALLOW(sigaltstack),
 };
 const struct sandbox_rule *const sandbox_policy_sanitizer = sanitizer_rules;

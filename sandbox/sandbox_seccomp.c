@@ -71,6 +71,20 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 		;
 }
 
+/*
+ * LeakSanitizer's end-of-process check reads /proc/<pid>/task, clones a
+ * tracer thread and ptraces: neither the empty root nor the filter allows
+ * that. In sanitizer builds, check now (at the first of sandbox_isolate()
+ * and sandbox_enter()); this also turns the check at exit off, so leaks
+ * of the sandboxed phase go unreported.
+ */
+static void sanitizer_last_leak_check(void)
+{
+#ifdef VNIC_SANITIZERS
+	__lsan_do_leak_check();
+#endif
+}
+
 static uint32_t action_of(enum sandbox_action a)
 {
 	return a == SANDBOX_EACCES ? SCMP_ACT_ERRNO(EACCES) : SCMP_ACT_ALLOW;
@@ -159,12 +173,7 @@ int sandbox_enter(const struct sandbox_cfg *cfg)
 	if (rc < 0)
 		return rc;
 
-#ifdef VNIC_SANITIZERS
-	/* LeakSanitizer's end-of-process check clones a tracer thread and
-	 * ptraces; the filter kills that. Check now instead; this also turns
-	 * the check at exit off. */
-	__lsan_do_leak_check();
-#endif
+	sanitizer_last_leak_check();
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = sigsys_handler;
@@ -227,6 +236,7 @@ int sandbox_isolate(void)
 	struct statfs sfs;
 	struct stat st;
 
+	sanitizer_last_leak_check();
 	if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET) < 0)
 		return -errno;
 	/* Nothing we mount or unmount may propagate back to the host. */
