@@ -86,8 +86,9 @@ struct sandbox_cfg {
  * TSYNC: the worker never starts threads).
  * It refuses a process whose personality has READ_IMPLIES_EXEC (PROT_READ
  * would then give executable mappings past the PROT_EXEC filter).
- * In sanitizer builds it runs LeakSanitizer's leak check now, since the
- * end-of-process check needs ptrace and clone, which the filter forbids.
+ * In sanitizer builds LeakSanitizer's leak check runs here or in
+ * sandbox_isolate(), whichever comes first (its end-of-process check needs
+ * /proc, clone and ptrace); leaks of the sandboxed phase go unreported.
  * Returns: 0 when the filter is in place; SANDBOX_DISABLED when cfg->mode
  * is SANDBOX_MODE_OFF (only NO_NEW_PRIVS set); a negative errno on failure
  * (the filter may or may not be loaded then: the caller must exit).
