@@ -36,7 +36,9 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/if_tun.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <stddef.h>
 #include <sys/mman.h>
 
@@ -152,6 +154,14 @@ static const struct sandbox_rule sanitizer_rules[] = {
 	/* libasan's _exit() path calls sigaltstack when leak detection is
 	 * on (a sandboxed program ending in _exit died without this row) */
 	ALLOW(sigaltstack),
+	/* an error report first asks whether stderr is a terminal (colour) */
+	ALLOW_IF(ioctl, EQ32(1, TCGETS)),
+	/* abort_on_error=1: abort() raises SIGABRT with tgkill, so the
+	 * supervisor sees the sanitizer's SIGABRT, not a sandbox violation */
+	ALLOW_IF(tgkill, EQ32(2, SIGABRT)),
+	/* UBSan's report probes whether memory near the bad pointer is
+	 * readable by writing it into a fresh pipe (IsAccessibleMemoryRange) */
+	ALLOW(pipe2),
 };
 const struct sandbox_rule *const sandbox_policy_sanitizer = sanitizer_rules;
 const unsigned sandbox_policy_sanitizer_len = sizeof(sanitizer_rules) / sizeof(sanitizer_rules[0]);

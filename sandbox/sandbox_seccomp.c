@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #ifdef VNIC_SANITIZERS
+#include <sanitizer/common_interface_defs.h>
 #include <sanitizer/lsan_interface.h>
 #endif
 
@@ -82,6 +83,9 @@ static void sanitizer_last_leak_check(void)
 {
 #ifdef VNIC_SANITIZERS
 	__lsan_do_leak_check();
+	/* The runtime's hook for exactly this: cache /proc/self/maps and the
+	 * module list while they can still be read. */
+	__sanitizer_sandbox_on_notify(NULL);
 #endif
 }
 
