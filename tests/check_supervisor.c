@@ -11,12 +11,16 @@
  *  - a worker that never sends READY, sends garbage, or sends a message
  *    its state does not permit is killed and reaped (scripted peers: the
  *    fault-injection practice of TESTPLAN, not a stand-in for the worker);
- *  - SIGTERM removes the socket and exits 0.
+ *  - a worker that ignores Stop is killed at the RemoveNic deadline and
+ *    reaped before the reply (DEADLINE_EXCEEDED);
+ *  - SIGTERM removes the socket and exits 0; without --foreground vnicd
+ *    returns once its socket listens.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -543,6 +547,125 @@ START_TEST(worker_unpermitted_message_is_killed)
 }
 END_TEST
 
+
+START_TEST(remove_deadline_kills_worker)
+{
+	char script[128], e[512] = "";
+	struct vnic_conn *c;
+	struct vnic_remove_result rr;
+	struct vnic_status *st = NULL;
+	struct st_guest g;
+	int before, rc;
+	pid_t wpid;
+	char proc[64];
+
+	/* A worker that says Ready (WorkerMessage field 10, empty) and then
+	 * ignores Stop: RemoveNic must kill it at the deadline, reap it and
+	 * only then answer. */
+	mk_tmpdir();
+	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
+	write_script(script, "printf '\\000\\000\\000\\002\\122\\000' >&3; exec sleep 60");
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+	st_vnicd_start(&vd, script, NULL);
+	c = st_connect(&vd);
+	st_guest_init(&g, "slow");
+	before = st_fd_count(vd.pid);
+	rc = vnic_add_nic(c, &g.cfg, e, sizeof(e));
+	ck_assert_msg(rc == 0, "%d %s", rc, e);
+	ck_assert_int_eq(vnic_status(c, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	ck_assert_int_eq(st->nics[0].state, VNIC_NIC_RUNNING);
+	ck_assert(!st->nics[0].sandboxed);
+	wpid = st->nics[0].pid;
+	st = vnic_status_free(st);
+	rc = vnic_remove_nic(c, "slow", 300, &rr);
+	ck_assert_msg(rc == VNIC_STATUS_DEADLINE_EXCEEDED, "%d %s", rc, vnic_last_error(c));
+	ck_assert_ptr_nonnull(strstr(vnic_last_error(c), "killed"));
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)wpid);
+	ck_assert_msg(access(proc, F_OK) < 0, "worker %d still there", (int)wpid);
+	ck_assert_uint_ge(rr.unplug_latency_us, 300000);
+	ck_assert_uint_eq(rr.nqueues, 0);
+	ck_assert_int_eq(st_nic_count(c), 0);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, before), before);
+	st_guest_free(&g);
+	vnic_close(c);
+	st_rmdir(tmpdir);
+}
+END_TEST
+
+/* A process whose argv contains @arg, or -1. */
+static pid_t find_pid_by_arg(const char *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) && found < 0) {
+		char p[300], buf[4096];
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			buf[n] = '\0';
+			if (!strcmp(buf + i, arg))
+				found = (pid_t)atoi(e->d_name);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+START_TEST(daemonizes_after_listening)
+{
+	char bin[512], dir[] = "/tmp/vnicd-daemon-XXXXXX", sock[128];
+	struct vnic_conn *c = NULL;
+	struct ucred cred;
+	pid_t pid;
+	int status;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/c.sock", dir);
+	st_build_path("vnicd", bin, sizeof(bin));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		for (int i = 3; i < 1024; i++)
+			close(i);
+		execl(bin, "vnicd", "--socket", sock, "--worker", "/bin/false", (char *)NULL);
+		_exit(127);
+	}
+	/* The parent returns once the socket listens: connect at once. */
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(vnic_connect(sock, &c), 0);
+	ck_assert_int_eq(vnic_hello(c, "t", NULL), 0);
+	/* The daemon's pid: SO_PEERCRED names whoever called listen() (the
+	 * parent that exited), so find the process by its command line. */
+	cred.pid = find_pid_by_arg(sock);
+	ck_assert_int_gt(cred.pid, 0);
+	ck_assert_int_ne(cred.pid, pid);
+	vnic_close(c);
+	ck_assert_int_eq(kill(cred.pid, SIGTERM), 0);
+	for (int i = 0; i < 500 && access(sock, F_OK) == 0; i++)
+		usleep(10000);
+	ck_assert_int_ne(access(sock, F_OK), 0);
+	for (int i = 0; i < 500 && kill(cred.pid, 0) == 0; i++)
+		usleep(10000);
+	ck_assert_int_ne(kill(cred.pid, 0), 0);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *supervisor_suite(void)
 {
 	Suite *s = suite_create("supervisor");
@@ -565,6 +688,8 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tv, worker_without_ready_is_killed);
 	tcase_add_test(tv, worker_sending_garbage_is_killed);
 	tcase_add_test(tv, worker_unpermitted_message_is_killed);
+	tcase_add_test(tv, remove_deadline_kills_worker);
+	tcase_add_test(tv, daemonizes_after_listening);
 	suite_add_tcase(s, tv);
 
 	if (geteuid() == 0) {
