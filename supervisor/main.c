@@ -275,6 +275,7 @@ int main(int argc, char **argv)
 
 	while ((c = TAILQ_FIRST(&s.conns)))
 		vmm_conn_free(c);
+	nic_free_all(&s);
 	if (s.listen_fd >= 0) {
 		close(s.listen_fd);
 		unlink(s.socket_path);

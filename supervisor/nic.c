@@ -448,6 +448,17 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	arm_timer(n, deadline_ms);
 }
 
+void nic_free_all(struct sup *s)
+{
+	struct nic *n;
+
+	while ((n = TAILQ_FIRST(&s->nics))) {
+		TAILQ_REMOVE(&s->nics, n, link);
+		s->nnics--;
+		nic_free(n);
+	}
+}
+
 void nic_detach_conn(struct sup *s, struct vmm_conn *c)
 {
 	struct nic *n, *tmp;

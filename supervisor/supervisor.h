@@ -215,6 +215,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
 /* nic_detach_conn - the owner went away: stop each of its NICs. */
 void nic_detach_conn(struct sup *s, struct vmm_conn *c);
+/* nic_free_all - at exit, after every worker is reaped (or given up on). */
+void nic_free_all(struct sup *s);
 /* nic_read_queue - lock-free copy of one queue's counters. */
 struct stats_queue_snapshot;
 void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *out);
