@@ -16,7 +16,7 @@ vnicd_SOURCES = \
 vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-vnicd_LDADD = libvnicsup.la libvnicproto.la $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
+vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
 
 # libvnic: the client library a VMM links (sources in proto/ beside the
 # protocol; built from here so proto/local.mk stays the protocol's).

@@ -114,7 +114,7 @@ struct nic {
 	bool sandboxed;
 	bool ready_seen, stopped_seen;
 	bool kill_sent;
-	char exit_desc[128];
+	char exit_desc[160];
 
 	/* Requests waiting for this NIC (request_id, or 0 for none). */
 	bool add_pending;
@@ -196,7 +196,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 /* Replies for NIC operations that complete later (nic.c calls these). */
 void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
-void vmm_event_nic_failed(struct nic *n, int sig, int exit_status);
+void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
 void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
 
 /* nic.c */

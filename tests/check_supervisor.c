@@ -133,9 +133,9 @@ static void mk_tmpdir(void)
 START_TEST(worker_spawn_passes_only_fd3)
 {
 	struct worker_proc w;
-	char script[128], body[512], out[128], buf[512];
+	struct worker_exit ex;
+	char script[128], body[640], out[128], buf[512];
 	int leak, n, fd;
-	bool failed;
 
 	mk_tmpdir();
 	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
@@ -144,7 +144,9 @@ START_TEST(worker_spawn_passes_only_fd3)
 	 * script fd is >= 10 in dash; we look at 3..9). */
 	snprintf(body, sizeof(body),
 		 "{ echo \"args:$*\"; echo \"env:$(env | grep -vc '^PWD=\\|^PATH=\\|^SHLVL=\\|^_=')\";"
-		 " for i in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$i ] && echo \"fd:$i\"; done; } > %s; exit 0",
+		 " for i in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$i ] && echo \"fd:$i\"; done;"
+		 " echo \"fd3:$(readlink /proc/$$/fd/3)\"; echo \"fd4:$(readlink /proc/$$/fd/4)\"; } > %s;"
+		 " exit 0",
 		 out);
 	write_script(script, body);
 	/* An fd without CLOEXEC, as a careless library would leave one. */
@@ -153,8 +155,8 @@ START_TEST(worker_spawn_passes_only_fd3)
 	ck_assert_int_lt(leak, 10);
 	setenv("VNIC_SECRET", "x", 1);
 	ck_assert_int_eq(worker_spawn(script, "nicA", &w, err, sizeof(err)), 0);
-	ck_assert_int_eq(worker_reap(&w, true, &failed, err, sizeof(err)), 1);
-	ck_assert(!failed);
+	ck_assert_int_eq(worker_reap(&w, true, &ex), 1);
+	ck_assert(!ex.failed);
 	fd = open(out, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
 	n = (int)read(fd, buf, sizeof(buf) - 1);
@@ -163,11 +165,13 @@ START_TEST(worker_spawn_passes_only_fd3)
 	buf[n] = '\0';
 	ck_assert_msg(strstr(buf, "args:--nic nicA\n"), "%s", buf);
 	ck_assert_msg(strstr(buf, "env:0\n"), "environment not clean: %s", buf);
-	ck_assert_msg(strstr(buf, "fd:3\n"), "no control socket at fd 3: %s", buf);
-	ck_assert_msg(!strstr(buf, "fd:4") && !strstr(buf, "fd:5"), "leaked fds: %s", buf);
+	ck_assert_msg(strstr(buf, "fd3:socket:"), "no control socket at fd 3: %s", buf);
+	ck_assert_msg(strstr(buf, "fd4:pipe:"), "no report pipe at fd 4: %s", buf);
+	ck_assert_msg(!strstr(buf, "fd:5") && !strstr(buf, "fd:6"), "leaked fds: %s", buf);
 	close(leak);
 	close(w.ctrl_fd);
 	close(w.pidfd);
+	close(w.report_fd);
 	st_rmdir(tmpdir);
 }
 END_TEST
@@ -175,20 +179,22 @@ END_TEST
 START_TEST(worker_reap_reports_signal)
 {
 	struct worker_proc w;
+	struct worker_exit ex;
 	char script[128];
-	bool failed = false;
 
 	mk_tmpdir();
 	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
 	write_script(script, "exec sleep 30");
 	ck_assert_int_eq(worker_spawn(script, "n", &w, err, sizeof(err)), 0);
-	ck_assert_int_eq(worker_reap(&w, false, &failed, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_reap(&w, false, &ex), 0);
 	ck_assert_int_eq(worker_kill(&w), 0);
-	ck_assert_int_eq(worker_reap(&w, true, &failed, err, sizeof(err)), 1);
-	ck_assert(failed);
-	ck_assert_msg(strstr(err, "killed by signal 9"), "%s", err);
+	ck_assert_int_eq(worker_reap(&w, true, &ex), 1);
+	ck_assert(ex.failed);
+	ck_assert_int_eq(ex.sig, SIGKILL);
+	ck_assert_msg(strstr(ex.desc, "killed by signal 9"), "%s", ex.desc);
 	close(w.ctrl_fd);
 	close(w.pidfd);
+	close(w.report_fd);
 	st_rmdir(tmpdir);
 }
 END_TEST
@@ -548,6 +554,18 @@ START_TEST(worker_unpermitted_message_is_killed)
 END_TEST
 
 
+START_TEST(s1_sigsys_report_names_syscall)
+{
+	/* A worker killed by SIGSYS after its sandbox handler wrote the
+	 * record (sandbox.h struct sandbox_report: magic "VSBX", x86_64,
+	 * nr 41 = socket, ip 0) to fd 4: the supervisor names the call. */
+	addnic_with_worker("printf 'VSBX\\076\\000\\000\\300\\051\\000\\000\\000"
+			   "\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' >&4;"
+			   " kill -SYS $$",
+			   VNIC_STATUS_UNAVAILABLE, "seccomp violation), syscall socket");
+}
+END_TEST
+
 START_TEST(remove_deadline_kills_worker)
 {
 	char script[128], e[512] = "";
@@ -689,6 +707,7 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tv, worker_sending_garbage_is_killed);
 	tcase_add_test(tv, worker_unpermitted_message_is_killed);
 	tcase_add_test(tv, remove_deadline_kills_worker);
+	tcase_add_test(tv, s1_sigsys_report_names_syscall);
 	tcase_add_test(tv, daemonizes_after_listening);
 	suite_add_tcase(s, tv);
 
