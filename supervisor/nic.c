@@ -255,7 +255,9 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.policy = &pol;
 	cfg.backend = n->backend == NIC_BACKEND_SOCKET ? VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET
 						       : VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP;
-	cfg.vnet_hdr_len = TAP_VNET_HDR_LEN;
+	/* A tap carries the 12-byte header (TUNSETVNETHDRSZ); a socket
+	 * carries plain frames, as the worker implements it. */
+	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN;
 	cfg.stats_size = (uint32_t)n->stats_len;
 	cfg.restarts = n->restarts;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "suptest.h"
+#include "vring_drv.h"
 
 static struct vnicd_proc vd;
 static struct vnic_conn *conn;
@@ -809,6 +810,116 @@ START_TEST(tap_netns_missing_rejected)
 }
 END_TEST
 
+/* Guest <-> host frames through the socket backend, and the counters in
+ * status (read by vnicd from the worker's stats page) match them. On the
+ * guest side each buffer starts with the 12-byte virtio-net header; the
+ * socket carries plain Ethernet frames (the worker's contract). */
+#define TR_FRAMES 16
+#define TR_HDR 12
+
+static uint64_t wait_used(struct vring_drv *d, unsigned want, uint32_t *lens)
+{
+	unsigned got = 0;
+
+	for (int i = 0; i < 500 && got < want; i++) {
+		void *cookie;
+		uint32_t len;
+
+		while (got < want && vring_drv_get_used(d, &cookie, &len) == 1)
+			lens[(uintptr_t)cookie] = len, got++;
+		if (got < want)
+			usleep(10000);
+	}
+	return got;
+}
+
+START_TEST(traffic_counters_match)
+{
+	struct vring_drv rx, tx;
+	uint8_t *mem, frame[2048], buf[2048];
+	uint32_t lens[TR_FRAMES];
+	uint64_t one = 1, tx_bytes = 0, rx_bytes = 0;
+	struct vnic_nic_status n;
+
+	mem = mmap(NULL, ST_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, lg.memfd, 0);
+	ck_assert_ptr_ne(mem, MAP_FAILED);
+#define DRV(gpa) ((void *)(mem + ((gpa) - ST_GPA_BASE)))
+	ck_assert_int_eq(vring_drv_init(&rx, ST_QSIZE, DRV(lg.q[0].desc_gpa), DRV(lg.q[0].avail_gpa),
+					DRV(lg.q[0].used_gpa), true), 0);
+	ck_assert_int_eq(vring_drv_init(&tx, ST_QSIZE, DRV(lg.q[1].desc_gpa), DRV(lg.q[1].avail_gpa),
+					DRV(lg.q[1].used_gpa), true), 0);
+	add_ok(lconn, &lg);
+
+	/* Guest -> host: a header and a patterned frame per chain. */
+	for (uintptr_t i = 0; i < TR_FRAMES; i++) {
+		uint64_t gpa = ST_GPA_BASE + 0x40000 + i * 2048;
+		uint32_t len = 60 + (uint32_t)i * 97;
+		struct vring_drv_buf b = { .gpa = gpa, .len = TR_HDR + len, .writable = false };
+
+		memset(DRV(gpa), 0, TR_HDR);
+		for (uint32_t k = 0; k < len; k++)
+			((uint8_t *)DRV(gpa))[TR_HDR + k] = (uint8_t)(i * 7 + k);
+		ck_assert_int_ge(vring_drv_add(&tx, &b, 1, (void *)i), 0);
+		tx_bytes += len;
+	}
+	vring_drv_publish(&tx);
+	ck_assert_int_eq(write(lg.kick[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+	for (uintptr_t i = 0; i < TR_FRAMES; i++) {
+		struct pollfd p = { .fd = lg.backend[1], .events = POLLIN };
+		uint32_t len = 60 + (uint32_t)i * 97;
+		ssize_t r;
+
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		r = recv(lg.backend[1], buf, sizeof(buf), 0);
+		ck_assert_int_eq(r, len);
+		for (uint32_t k = 0; k < len; k++)
+			ck_assert_uint_eq(buf[k], (uint8_t)(i * 7 + k));
+	}
+	ck_assert_uint_eq(wait_used(&tx, TR_FRAMES, lens), TR_FRAMES);
+
+	/* Host -> guest: buffers first, then frames. */
+	for (uintptr_t i = 0; i < TR_FRAMES; i++) {
+		struct vring_drv_buf b = { .gpa = ST_GPA_BASE + 0x80000 + i * 2048, .len = 2048,
+					   .writable = true };
+
+		ck_assert_int_ge(vring_drv_add(&rx, &b, 1, (void *)i), 0);
+	}
+	vring_drv_publish(&rx);
+	ck_assert_int_eq(write(lg.kick[0], &one, sizeof(one)), (ssize_t)sizeof(one));
+	for (unsigned i = 0; i < TR_FRAMES; i++) {
+		uint32_t len = 1500 - i * 50;
+
+		memset(frame, (int)i + 1, len);
+		ck_assert_int_eq(send(lg.backend[1], frame, len, 0), (ssize_t)len);
+		rx_bytes += len;
+	}
+	ck_assert_uint_eq(wait_used(&rx, TR_FRAMES, lens), TR_FRAMES);
+	for (unsigned i = 0; i < TR_FRAMES; i++) {
+		const uint8_t *gb = DRV(ST_GPA_BASE + 0x80000 + i * 2048);
+
+		ck_assert_uint_eq(lens[i], TR_HDR + 1500 - i * 50);
+		ck_assert_uint_eq(gb[TR_HDR], i + 1);
+		ck_assert_uint_eq(gb[TR_HDR + 1500 - i * 50 - 1], i + 1);
+	}
+
+	/* The supervisor's view, lock-free from the stats page. */
+	n = one_nic(lconn);
+	ck_assert_str_eq(n.queues[1].name, "tx0");
+	ck_assert_uint_eq(n.queues[1].packets, TR_FRAMES);
+	ck_assert_uint_eq(n.queues[1].bytes, tx_bytes);
+	ck_assert_uint_ge(n.queues[1].kicks, 1);
+	ck_assert_uint_eq(n.queues[0].packets, TR_FRAMES);
+	ck_assert_uint_eq(n.queues[0].bytes, rx_bytes);
+	ck_assert_uint_eq(n.queues[0].drops + n.queues[1].drops, 0);
+	ck_assert_uint_eq(n.queues[0].errors + n.queues[1].errors, 0);
+	ck_assert(!n.queues[0].broken && !n.queues[1].broken);
+#undef DRV
+	vring_drv_fini(&rx);
+	vring_drv_fini(&tx);
+	munmap(mem, ST_MEM_SIZE);
+}
+END_TEST
+
 static Suite *addnic_suite(void)
 {
 	Suite *s = suite_create("addnic");
@@ -866,6 +977,7 @@ static Suite *addnic_suite(void)
 		tcase_add_test(tl, worker_crash_marks_failed);
 		tcase_add_test(tl, l10_broken_queue_reaches_vmm);
 		tcase_add_test(tl, vnicctl_status_json_and_table);
+		tcase_add_test(tl, traffic_counters_match);
 		tcase_add_test(tl, tap_backend_in_netns);
 		tcase_add_test(tl, tap_netns_missing_rejected);
 		suite_add_tcase(s, tl);
