@@ -24,9 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -794,6 +798,59 @@ START_TEST(tap_backend_in_netns)
 }
 END_TEST
 
+/* Open a tap inside network namespace ns (the test's own), with flags. */
+static int open_tap_in(const char *ns, const char *name, short flags)
+{
+	char path[128];
+	struct ifreq ifr;
+	int self, target, fd;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	target = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(self, 0);
+	ck_assert_int_ge(target, 0);
+	ck_assert_int_eq(setns(target, CLONE_NEWNET), 0);
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = flags;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	ck_assert_int_eq(ioctl(fd, TUNSETIFF, &ifr), 0);
+	ck_assert_int_eq(setns(self, CLONE_NEWNET), 0);
+	close(self);
+	close(target);
+	return fd;
+}
+
+START_TEST(tap_fd_backend)
+{
+	char ns[64], err[512] = "";
+	struct vnic_remove_result rr;
+	int plain, vnet;
+
+	if (!tap_env(ns, sizeof(ns)))
+		return;
+	/* F1: a tap without IFF_VNET_HDR is not the tap we need. */
+	plain = open_tap_in(ns, "vnp0", IFF_TAP | IFF_NO_PI);
+	lg.cfg.backend = VNIC_BACKEND_TAP_FD;
+	lg.cfg.backend_fd = plain;
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)),
+			 VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_msg(strstr(err, "lacks IFF_TAP|IFF_NO_PI|IFF_VNET_HDR"), "%s", err);
+	ck_assert_int_eq(st_fd_count(lv.pid), lfds_idle);
+	/* The right kind runs. */
+	vnet = open_tap_in(ns, "vnv0", IFF_TAP | IFF_NO_PI | IFF_VNET_HDR);
+	lg.cfg.backend_fd = vnet;
+	add_ok(lconn, &lg);
+	ck_assert_int_eq(one_nic(lconn).state, VNIC_NIC_RUNNING);
+	ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+	close(plain);
+	close(vnet);
+}
+END_TEST
+
 START_TEST(tap_netns_missing_rejected)
 {
 	char err[512] = "";
@@ -980,6 +1037,7 @@ static Suite *addnic_suite(void)
 		tcase_add_test(tl, traffic_counters_match);
 		tcase_add_test(tl, tap_backend_in_netns);
 		tcase_add_test(tl, tap_netns_missing_rejected);
+		tcase_add_test(tl, tap_fd_backend);
 		suite_add_tcase(s, tl);
 	} else {
 		fprintf(stderr, "check_addnic: workers/vnicd-worker not built: lifecycle tests skipped\n");
