@@ -167,6 +167,14 @@ void vring_set_base(struct vring *vq, uint16_t idx);
 int vring_pop(struct vring *vq, struct vring_chain *c);
 
 /*
+ * vring_unpop - give back the last n popped chains without using them
+ * (RX popped more buffers than the frame needed). Nothing was published
+ * for them, so the guest cannot tell; they are popped again next time.
+ * @n must not exceed the chains popped since the last vring_push.
+ */
+void vring_unpop(struct vring *vq, uint16_t n);
+
+/*
  * vring_push - return a chain to the guest with @len bytes written.
  * Writes the used element (not yet visible: see vring_flush).
  * @head must come from vring_pop on this queue and not be pushed yet.

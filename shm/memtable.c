@@ -1,0 +1,311 @@
+/*
+ * memtable: validation, mapping and translation of guest memory regions.
+ * See memtable.h for the contract.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "memtable.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Sort helper: indices into the caller's array, ordered by gpa. */
+static int cmp_by_gpa(const void *a, const void *b, void *arg)
+{
+	const struct memtable_region_desc *d = arg;
+	uint64_t ga = d[*(const unsigned *)a].gpa;
+	uint64_t gb = d[*(const unsigned *)b].gpa;
+
+	return ga < gb ? -1 : ga > gb;
+}
+
+/* One region on its own: sizes, overflow, and the fd it names. */
+static int check_region(const struct memtable_region_desc *r, unsigned i,
+			char *err, size_t errlen)
+{
+	struct stat st;
+	uint64_t end;
+	int seals;
+
+	if (r->size == 0) {
+		set_err(err, errlen, "region %u: size is 0", i);
+		return -EINVAL;
+	}
+	/* The last byte must be addressable: gpa + size may be 2^64 only if
+	 * the region ends exactly at the top, which we refuse too. */
+	if (__builtin_add_overflow(r->gpa, r->size, &end)) {
+		set_err(err, errlen, "region %u: gpa 0x%llx + size 0x%llx wraps around",
+			i, (unsigned long long)r->gpa, (unsigned long long)r->size);
+		return -EINVAL;
+	}
+	if (__builtin_add_overflow(r->offset, r->size, &end) || end > (uint64_t)INT64_MAX) {
+		set_err(err, errlen, "region %u: offset 0x%llx + size 0x%llx overflows",
+			i, (unsigned long long)r->offset, (unsigned long long)r->size);
+		return -EINVAL;
+	}
+	if (r->fd < 0 || fstat(r->fd, &st) < 0) {
+		set_err(err, errlen, "region %u: fd %d is not open", i, r->fd);
+		return -EBADF;
+	}
+	/* A memfd is a regular file on shmem or hugetlbfs; devices (/dev/zero),
+	 * pipes and sockets are not. */
+	if (!S_ISREG(st.st_mode)) {
+		set_err(err, errlen, "region %u: fd %d is not a memfd (not a regular file)", i, r->fd);
+		return -EINVAL;
+	}
+	/* F_GET_SEALS fails on files of ordinary file systems; a shmem file
+	 * that was not created by memfd_create reports F_SEAL_SEAL and can
+	 * never carry F_SEAL_SHRINK. So requiring F_SEAL_SHRINK requires a
+	 * memfd, and guarantees it cannot be truncated under the worker
+	 * (which would kill it with SIGBUS: TESTPLAN F2). */
+	seals = fcntl(r->fd, F_GET_SEALS);
+	if (seals < 0) {
+		set_err(err, errlen, "region %u: fd %d is not a memfd (it cannot be sealed)", i, r->fd);
+		return -EINVAL;
+	}
+	if (!(seals & F_SEAL_SHRINK)) {
+		set_err(err, errlen, "region %u: memfd is not sealed against shrinking (F_SEAL_SHRINK)", i);
+		return -EINVAL;
+	}
+	if (end > (uint64_t)st.st_size) {
+		set_err(err, errlen, "region %u: offset+size 0x%llx is beyond the memfd's size 0x%llx",
+			i, (unsigned long long)end, (unsigned long long)st.st_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Validate every region, then the whole set; on success *ret_order holds
+ * the indices sorted by gpa (caller frees). */
+static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
+			   unsigned **ret_order, char *err, size_t errlen)
+{
+	unsigned *order;
+	int r;
+
+	if (n == 0) {
+		set_err(err, errlen, "memory table is empty");
+		return -EINVAL;
+	}
+	if (n > MEMTABLE_MAX_REGIONS) {
+		set_err(err, errlen, "memory table has %u regions, at most %u are allowed",
+			n, MEMTABLE_MAX_REGIONS);
+		return -E2BIG;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		r = check_region(&d[i], i, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	order = malloc(n * sizeof(*order));
+	if (!order) {
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), cmp_by_gpa, (void *)(uintptr_t)d);
+	for (unsigned i = 1; i < n; i++) {
+		const struct memtable_region_desc *a = &d[order[i - 1]], *b = &d[order[i]];
+
+		/* a->gpa + a->size cannot wrap: checked above. */
+		if (a->gpa + a->size > b->gpa) {
+			set_err(err, errlen, "region %u [0x%llx, +0x%llx) overlaps region %u at 0x%llx",
+				order[i - 1], (unsigned long long)a->gpa,
+				(unsigned long long)a->size, order[i],
+				(unsigned long long)b->gpa);
+			free(order);
+			return -EINVAL;
+		}
+	}
+	*ret_order = order;
+	return 0;
+}
+
+int memtable_validate(const struct memtable_region_desc *d, unsigned n,
+		      char *err, size_t errlen)
+{
+	unsigned *order = NULL;
+	int r = validate_sorted(d, n, &order, err, errlen);
+
+	free(order);
+	return r;
+}
+
+/* Map one region with a PROT_NONE guard page on each side. */
+static int map_region(const struct memtable_region_desc *d, struct mem_region *m,
+		      char *err, size_t errlen, unsigned i)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t aligned_off = d->offset & ~(uint64_t)(page - 1);
+	uint64_t delta = d->offset - aligned_off;
+	uint64_t len = delta + d->size;
+	size_t maplen, total;
+	uint8_t *base;
+	void *p;
+
+	/* Sizes were bounded by the memfd's real size in check_region. */
+	len = (len + page - 1) & ~(uint64_t)(page - 1);
+	if (len > SIZE_MAX - 2 * page) {
+		set_err(err, errlen, "region %u: too large to map", i);
+		return -ENOMEM;
+	}
+	maplen = (size_t)len;
+	total = maplen + 2 * page;
+	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED) {
+		set_err(err, errlen, "region %u: reserving %zu bytes: %s", i, total, strerror(errno));
+		return -ENOMEM;
+	}
+	/* Never PROT_EXEC: guest memory is data to the device. */
+	p = mmap(base + page, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 d->fd, (off_t)aligned_off);
+	if (p == MAP_FAILED) {
+		int e = errno;
+
+		munmap(base, total);
+		set_err(err, errlen, "region %u: mmap: %s", i, strerror(e));
+		return -e;
+	}
+	m->gpa = d->gpa;
+	m->size = d->size;
+	m->hva = base + page + delta;
+	m->map_base = base;
+	m->map_len = total;
+	return 0;
+}
+
+int memtable_map(const struct memtable_region_desc *d, unsigned n,
+		 struct memtable **ret_mt, char *err, size_t errlen)
+{
+	struct memtable *mt;
+	unsigned *order = NULL;
+	int r;
+
+	r = validate_sorted(d, n, &order, err, errlen);
+	if (r < 0)
+		return r;
+	mt = calloc(1, sizeof(*mt) + n * sizeof(mt->r[0]));
+	if (!mt) {
+		free(order);
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		r = map_region(&d[order[i]], &mt->r[i], err, errlen, order[i]);
+		if (r < 0)
+			goto out_unmap;
+		mt->n = i + 1;
+	}
+	free(order);
+	*ret_mt = mt;
+	return 0;
+
+out_unmap:
+	free(order);
+	memtable_free(mt);
+	return r;
+}
+
+struct memtable *memtable_free(struct memtable *mt)
+{
+	if (!mt)
+		return NULL;
+	for (unsigned i = 0; i < mt->n; i++)
+		munmap(mt->r[i].map_base, mt->r[i].map_len);
+	free(mt);
+	return NULL;
+}
+
+/* The region containing gpa, or NULL. Binary search over sorted regions. */
+static const struct mem_region *find(const struct memtable *mt, uint64_t gpa)
+{
+	unsigned lo = 0, hi = mt->n;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		const struct mem_region *r = &mt->r[mid];
+
+		if (gpa < r->gpa)
+			hi = mid;
+		else if (gpa - r->gpa >= r->size)
+			lo = mid + 1;
+		else
+			return r;
+	}
+	return NULL;
+}
+
+void *memtable_translate(const struct memtable *mt, uint64_t gpa, uint64_t *len)
+{
+	const struct mem_region *r;
+	uint64_t avail;
+
+	if (!mt || *len == 0)
+		return NULL;
+	r = find(mt, gpa);
+	if (!r)
+		return NULL;
+	avail = r->size - (gpa - r->gpa);
+	if (*len > avail)
+		*len = avail;
+	return r->hva + (gpa - r->gpa);
+}
+
+void *memtable_translate_all(const struct memtable *mt, uint64_t gpa, uint64_t len)
+{
+	uint64_t got = len, end;
+	void *p;
+
+	if (len == 0 || __builtin_add_overflow(gpa, len, &end))
+		return NULL;
+	p = memtable_translate(mt, gpa, &got);
+	return p && got == len ? p : NULL;
+}
+
+int memtable_to_iov(const struct memtable *mt, uint64_t gpa, uint64_t len,
+		    struct iovec *iov, unsigned *n, unsigned max)
+{
+	unsigned k = *n;
+	uint64_t end;
+
+	if (len && __builtin_add_overflow(gpa, len - 1, &end))
+		return -EFAULT;
+	while (len > 0) {
+		uint64_t l = len;
+		void *p = memtable_translate(mt, gpa, &l);
+
+		if (!p)
+			return -EFAULT;
+		if (k >= max)
+			return -ENOBUFS;
+		iov[k].iov_base = p;
+		iov[k].iov_len = (size_t)l;
+		k++;
+		gpa += l;
+		len -= l;
+	}
+	*n = k;
+	return 0;
+}
