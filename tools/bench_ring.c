@@ -596,14 +596,14 @@ int bench_ring_main(int argc, char **argv)
 		case 'h':
 			bench_ring_usage(stdout);
 			return 0;
-		default:
-			bench_ring_usage(stderr);
+		default: /* getopt said what was wrong */
+			fprintf(stderr, "try vnic-bench ring --help\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "vnic-bench ring: unexpected argument '%s'\n", argv[optind]);
-		bench_ring_usage(stderr);
+		fprintf(stderr, "vnic-bench ring: unexpected argument '%s' (try vnic-bench ring --help)\n",
+			argv[optind]);
 		return 2;
 	}
 
@@ -639,9 +639,8 @@ int bench_ring_main(int argc, char **argv)
 	return 0;
 
 bad:
-	fprintf(stderr, "vnic-bench ring: bad value for --%s: '%s'\n",
+	fprintf(stderr, "vnic-bench ring: bad value for --%s: '%s' (try vnic-bench ring --help)\n",
 		opt == 'r' ? "runs" : opt == 's' ? "seconds" : opt == 'z' ? "sizes" : "queue",
 		optarg);
-	bench_ring_usage(stderr);
 	return 2;
 }
