@@ -250,20 +250,31 @@ static int ring_device(struct ring_env *e)
 		}
 		if (done == RING_DEV_BUDGET)
 			continue;
-		/* Empty: enable kicks, full barrier, recheck, then sleep. */
+		/* Empty: enable kicks, full barrier, recheck, then sleep until
+		 * a kick or stop; a timeout only bounds the wait (going back to
+		 * the ring on a timeout would hide a lost kick). */
 		if (vring_notify_enable(&vq))
 			continue;
-		prc = poll(pfd, 2, 100);
-		if (prc < 0 && errno != EINTR) {
-			ring_dev_fail(sh, "poll: %s", strerror(errno));
-			goto out_unmap;
+		for (;;) {
+			prc = poll(pfd, 2, 100);
+			if (prc < 0 && errno != EINTR) {
+				ring_dev_fail(sh, "poll: %s", strerror(errno));
+				goto out_unmap;
+			}
+			if (prc > 0 && (pfd[1].revents & POLLIN)) {
+				rc = 0;
+				goto out_unmap;
+			}
+			if (prc > 0 && (pfd[0].revents & POLLIN)) {
+				if (eventfd_read(e->kick_fd, &val) == 0)
+					sh->wakeups++;
+				break;
+			}
+			if (bench_now_ns() > deadline) {
+				ring_dev_fail(sh, "device deadline passed while asleep");
+				goto out_unmap;
+			}
 		}
-		if (prc > 0 && (pfd[1].revents & POLLIN)) {
-			rc = 0;
-			goto out_unmap;
-		}
-		if (prc > 0 && (pfd[0].revents & POLLIN) && eventfd_read(e->kick_fd, &val) == 0)
-			sh->wakeups++;
 	}
 	ring_dev_fail(sh, "device iteration bound reached");
 out_unmap:
@@ -390,9 +401,15 @@ static int ring_guest(struct ring_env *e, struct ring_sample *out)
 		 * sleep on the call eventfd only if still nothing. */
 		if (vring_drv_cb_enable(&d))
 			continue;
-		prc = poll(&p, 1, 100);
+		prc = poll(&p, 1, (int)(RING_STALL_NS / 1000000));
 		if (prc < 0 && errno != EINTR) {
 			ring_err(e, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (prc == 0) {
+			ring_err(e, "%s: no call for %.1f s with %u buffers out",
+				 vring_drv_used_pending(&d) ? "lost wakeup" : "device stalled",
+				 (double)RING_STALL_NS / 1e9, inflight);
 			goto out;
 		}
 		if (prc > 0)
