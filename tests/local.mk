@@ -17,3 +17,11 @@ tests_check_vring_random_CFLAGS = $(TEST_CFLAGS)
 tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
 
 TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random
+
+# workers/: the data path engine alone (check_net) and the real worker
+# process (check_worker).
+check_PROGRAMS += tests/check_net
+tests_check_net_SOURCES = tests/check_net.c tests/testutil.c tests/testutil.h
+tests_check_net_CFLAGS = $(TEST_CFLAGS)
+tests_check_net_LDADD = libvnicnet.la libvnicshm.la $(TEST_LIBS) -lpthread
+TESTS += tests/check_net
