@@ -66,6 +66,7 @@ struct harness {
 	unsigned broken_calls;
 	char broken_reason[200];
 	unsigned logs;
+	char last_log[256];
 };
 
 static struct harness H;
@@ -93,6 +94,7 @@ static void cb_log(void *opaque, unsigned qidx, const char *msg)
 	struct harness *h = opaque;
 
 	h->logs++;
+	snprintf(h->last_log, sizeof(h->last_log), "%s", msg);
 }
 
 static const struct net_ops ops = { cb_notify, cb_broken, cb_log };
@@ -444,19 +446,22 @@ START_TEST(g12_tx_oversized_dropped)
 	ck_assert_uint_eq(tx_reclaim(), 1);
 	ck_assert_uint_eq(h_stats(TXQ).drops, 1);
 
-	/* 260 descriptors of 16 MiB over the same memory: 4.06 GiB, which
-	 * a u32 sum would wrap to a small, plausible length. */
+	/* 256 descriptors of 16 MiB over the same memory, then 1000 bytes:
+	 * 2^32 + 1000, which a u32 sum would wrap to a plausible length. */
 	gpa = BUF_BASE;
 	memcpy(tu_drv_ptr(&H.g, gpa), &hdr0, NET_HDR_LEN);
-	for (unsigned i = 0; i < 260; i++)
+	for (unsigned i = 0; i < 256; i++)
 		b[i] = (struct vring_drv_buf){ gpa, 16u << 20, false };
-	ck_assert_int_ge(vring_drv_add(&H.drv[TXQ], b, 260, NULL), 0);
+	b[256] = (struct vring_drv_buf){ gpa, 1000, false };
+	ck_assert_int_ge(vring_drv_add(&H.drv[TXQ], b, 257, NULL), 0);
 	vring_drv_publish(&H.drv[TXQ]);
 	ck_assert_int_eq(net_tx_run(H.d, TXQ), NET_IDLE);
 	ck_assert_int_eq(be_recv(got, sizeof(got)), -1);
 	ck_assert_uint_eq(tx_reclaim(), 1);
 	ck_assert_uint_eq(h_stats(TXQ).drops, 2);
 	ck_assert_uint_eq(h_stats(TXQ).packets, 0);
+	ck_assert_uint_eq(h_stats(TXQ).errors, 0);
+	ck_assert_ptr_nonnull(strstr(H.last_log, "longer than NET_MAX_FRAME"));
 	ck_assert_int_eq(h_stats(TXQ).broken, 0);
 	/* The largest frame passes. */
 	h_alloc_reset();
@@ -538,6 +543,7 @@ struct g15_case {
 	const char *name;
 	struct virtio_net_hdr_v1 h;
 	bool pass;
+	const char *why; /* in the drop's log line: this check, not another */
 };
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -548,24 +554,24 @@ struct g15_case {
 #define HDR(fl, gt, hl, gs, cs, co) { fl, gt, LE16(hl), LE16(gs), LE16(cs), LE16(co), 0 }
 #define NC VIRTIO_NET_HDR_F_NEEDS_CSUM
 static const struct g15_case g15_cases[] = {
-	{ "plain", HDR(0, 0, 0, 0, 0, 0), true },
-	{ "csum at the very end", HDR(NC, 0, 0, 0, 190, 8), true },
-	{ "csum one past the end", HDR(NC, 0, 0, 0, 190, 9), false },
-	{ "csum_start beyond", HDR(NC, 0, 0, 0, 250, 0), false },
-	{ "csum_offset beyond", HDR(NC, 0, 0, 0, 34, 200), false },
-	{ "csum 16-bit wrap", HDR(NC, 0, 0, 0, 0xffff, 0xffff), false },
-	{ "gso tcpv4 ok", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 54, 100, 34, 16), true },
+	{ "plain", HDR(0, 0, 0, 0, 0, 0), true, NULL },
+	{ "csum at the very end", HDR(NC, 0, 0, 0, 190, 8), true, NULL },
+	{ "csum one past the end", HDR(NC, 0, 0, 0, 190, 9), false, "csum_start + csum_offset" },
+	{ "csum_start beyond", HDR(NC, 0, 0, 0, 250, 0), false, "csum_start + csum_offset" },
+	{ "csum_offset beyond", HDR(NC, 0, 0, 0, 34, 200), false, "csum_start + csum_offset" },
+	{ "csum 16-bit wrap", HDR(NC, 0, 0, 0, 0xffff, 0xffff), false, "csum_start + csum_offset" },
+	{ "gso tcpv4 ok", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 54, 100, 34, 16), true, NULL },
 	{ "gso tcpv6 ecn ok", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV6 | VIRTIO_NET_HDR_GSO_ECN, 74, 100,
-				  54, 16), true },
-	{ "gso_type 2", HDR(0, 2, 0, 100, 0, 0), false },
-	{ "gso_type 0x7f", HDR(0, 0x7f, 0, 100, 0, 0), false },
-	{ "gso udp_l4 not negotiated", HDR(0, VIRTIO_NET_HDR_GSO_UDP_L4, 42, 100, 0, 0), false },
-	{ "ecn without gso", HDR(0, VIRTIO_NET_HDR_GSO_ECN, 0, 0, 0, 0), false },
-	{ "gso_size 0", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 34, 16), false },
-	{ "gso_size beyond", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 54, 201, 34, 16), false },
-	{ "hdr_len beyond", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 201, 100, 34, 16), false },
-	{ "both tunnel bits", HDR(0, VIRTIO_NET_HDR_GSO_TCPV4 | 0x60, 54, 100, 0, 0), false },
-	{ "one tunnel bit", HDR(0, VIRTIO_NET_HDR_GSO_TCPV4 | 0x20, 54, 100, 0, 0), false },
+				  54, 16), true, NULL },
+	{ "gso_type 2", HDR(0, 2, 0, 100, 0, 0), false, "unknown gso_type" },
+	{ "gso_type 0x1f", HDR(0, 0x1f, 0, 100, 0, 0), false, "unknown gso_type" },
+	{ "gso udp_l4 not negotiated", HDR(0, VIRTIO_NET_HDR_GSO_UDP_L4, 42, 100, 0, 0), false, "HOST_USO" },
+	{ "ecn without gso", HDR(0, VIRTIO_NET_HDR_GSO_ECN, 0, 0, 0, 0), false, "GSO_ECN without a GSO type" },
+	{ "gso_size 0", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 34, 16), false, "gso_size" },
+	{ "gso_size beyond", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 54, 201, 34, 16), false, "gso_size" },
+	{ "hdr_len beyond", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 201, 100, 34, 16), false, "hdr_len" },
+	{ "both tunnel bits", HDR(0, VIRTIO_NET_HDR_GSO_TCPV4 | 0x60, 54, 100, 0, 0), false, "both UDP tunnel" },
+	{ "one tunnel bit", HDR(0, VIRTIO_NET_HDR_GSO_TCPV4 | 0x20, 54, 100, 0, 0), false, "unknown gso_type" },
 };
 
 START_TEST(g15_tx_lying_header)
@@ -586,6 +592,8 @@ START_TEST(g15_tx_lying_header)
 	} else {
 		ck_assert_msg(be_recv(got, sizeof(got)) == -1, "%s: sent", c->name);
 		ck_assert_msg(h_stats(TXQ).drops == 1, "%s: not counted", c->name);
+		ck_assert_msg(strstr(H.last_log, c->why) != NULL, "%s: dropped for \"%s\"", c->name,
+			      H.last_log);
 	}
 	ck_assert_int_eq(h_stats(TXQ).broken, 0);
 	h_teardown();
