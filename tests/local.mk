@@ -18,6 +18,16 @@ tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
 
 TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random
 
+check_PROGRAMS += tests/check_wire tests/check_fdpass
+tests_check_wire_SOURCES = tests/check_wire.c
+tests_check_wire_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_wire_LDADD = libvnicproto.la $(TEST_LIBS)
+tests_check_fdpass_SOURCES = tests/check_fdpass.c
+tests_check_fdpass_CFLAGS = $(TEST_CFLAGS)
+tests_check_fdpass_LDADD = libvnicproto.la $(TEST_LIBS)
+$(tests_check_wire_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_wire tests/check_fdpass
+
 # workers/: the data path engine alone (check_net) and the real worker
 # process (check_worker).
 check_PROGRAMS += tests/check_net

@@ -1,0 +1,523 @@
+/*
+ * vring: device side of a split virtqueue (virtio 1.x, spec 2.7).
+ *
+ * Everything the guest can write is read through the accessors below,
+ * exactly once per use: avail->idx, avail->flags, avail->ring[], used_event
+ * with single 16-bit atomic loads, descriptors with one memcpy into a local
+ * followed by a compiler barrier. Only the local copy is validated and used
+ * (TESTPLAN G16). The used ring is written, never read (G17).
+ *
+ * See vring.h for the policies (zero length, indirect, scatter, truncation).
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vring.h"
+
+/* Stops the compiler from merging the descriptor copy with later uses,
+ * i.e. from reading guest memory again instead of the snapshot. */
+#define vring_compiler_barrier() __asm__ __volatile__("" ::: "memory")
+
+static inline uint16_t vring_load16(const uint16_t *p)
+{
+	return le16toh(__atomic_load_n(p, __ATOMIC_RELAXED));
+}
+
+static inline void vring_store16(uint16_t *p, uint16_t v)
+{
+	__atomic_store_n(p, htole16(v), __ATOMIC_RELAXED);
+}
+
+static inline void vring_store32(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, htole32(v), __ATOMIC_RELAXED);
+}
+
+/* used_event sits after the avail ring, avail_event after the used ring
+ * (spec 2.7.6, 2.7.8). */
+static inline uint16_t *vring_used_event(const struct vring *vq)
+{
+	return &vq->avail->ring[vq->num];
+}
+
+static inline uint16_t *vring_avail_event(const struct vring *vq)
+{
+	return (uint16_t *)(void *)&vq->used->ring[vq->num];
+}
+
+void vring_layout(unsigned num, uint64_t base, struct vring_layout *l)
+{
+	l->desc = base;
+	l->avail = base + vring_desc_size(num);
+	l->used = (l->avail + vring_avail_size(num) + VRING_USED_ALIGN - 1) &
+		  ~(uint64_t)(VRING_USED_ALIGN - 1);
+	l->total = l->used + vring_used_size(num) - base;
+}
+
+void vring_mark_broken(struct vring *vq, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (vq->broken)
+		return; /* the first reason is the one that explains the rest */
+	va_start(ap, fmt);
+	vsnprintf(vq->broken_reason, sizeof(vq->broken_reason), fmt, ap);
+	va_end(ap);
+	vq->broken = true;
+}
+
+static int vring_check_area(const struct memtable *mt, const char *name, uint64_t gpa,
+			    uint64_t size, unsigned align, void **ret_p, char *err, size_t errlen)
+{
+	void *p;
+
+	if (gpa % align) {
+		snprintf(err, errlen, "%s ring at gpa 0x%llx is not %u-byte aligned (spec 2.7)",
+			 name, (unsigned long long)gpa, align);
+		return -EINVAL;
+	}
+	p = memtable_translate_all(mt, gpa, size);
+	if (!p) {
+		snprintf(err, errlen,
+			 "%s ring [0x%llx, +0x%llx) is not inside one guest memory region",
+			 name, (unsigned long long)gpa, (unsigned long long)size);
+		return -EINVAL;
+	}
+	*ret_p = p;
+	return 0;
+}
+
+static bool vring_ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	/* No wrap: both ranges passed memtable_translate_all. */
+	return a < b + blen && b < a + alen;
+}
+
+int vring_init(struct vring *vq, const struct memtable *mt, unsigned num,
+	       uint64_t desc_gpa, uint64_t avail_gpa, uint64_t used_gpa,
+	       uint64_t features, char *err, size_t errlen)
+{
+	uint64_t dsz, asz, usz;
+	void *d, *a, *u;
+	int r;
+
+	/* Spec 2.7: Queue Size is a power of 2, at most 32768. */
+	if (num == 0 || num > VRING_MAX_SIZE || (num & (num - 1))) {
+		snprintf(err, errlen, "queue size %u is not a power of 2 in 1..%u (spec 2.7)",
+			 num, VRING_MAX_SIZE);
+		return -EINVAL;
+	}
+	if (!mt) {
+		snprintf(err, errlen, "no guest memory table");
+		return -EINVAL;
+	}
+	dsz = vring_desc_size(num);
+	asz = vring_avail_size(num);
+	usz = vring_used_size(num);
+	r = vring_check_area(mt, "descriptor", desc_gpa, dsz, VRING_DESC_ALIGN, &d, err, errlen);
+	if (r < 0)
+		return r;
+	r = vring_check_area(mt, "avail", avail_gpa, asz, VRING_AVAIL_ALIGN, &a, err, errlen);
+	if (r < 0)
+		return r;
+	r = vring_check_area(mt, "used", used_gpa, usz, VRING_USED_ALIGN, &u, err, errlen);
+	if (r < 0)
+		return r;
+	/* Overlapping areas would let our used writes change descriptors or
+	 * avail entries under us (TESTPLAN C7). */
+	if (vring_ranges_overlap(desc_gpa, dsz, avail_gpa, asz)) {
+		snprintf(err, errlen, "descriptor and avail rings overlap");
+		return -EINVAL;
+	}
+	if (vring_ranges_overlap(desc_gpa, dsz, used_gpa, usz)) {
+		snprintf(err, errlen, "descriptor and used rings overlap");
+		return -EINVAL;
+	}
+	if (vring_ranges_overlap(avail_gpa, asz, used_gpa, usz)) {
+		snprintf(err, errlen, "avail and used rings overlap");
+		return -EINVAL;
+	}
+
+	memset(vq, 0, sizeof(*vq));
+	vq->num = (uint16_t)num;
+	vq->event_idx = features & (1ull << VIRTIO_F_EVENT_IDX);
+	vq->indirect = features & (1ull << VIRTIO_F_INDIRECT_DESC);
+	vq->mt = mt;
+	vq->desc = d;
+	vq->avail = a;
+	vq->used = u;
+	vq->notify_enabled = true;
+	return 0;
+}
+
+void vring_set_base(struct vring *vq, uint16_t idx)
+{
+	vq->last_avail_idx = idx;
+	vq->used_idx = idx;
+	vq->published_idx = idx;
+	vq->signalled_used_valid = false;
+	vq->inflight = 0;
+}
+
+/* Snapshot descriptor i of a table (the ring's or an indirect one, which
+ * need not be aligned) into host byte order. One read of guest memory. */
+static void vring_desc_fetch(const uint8_t *table, unsigned i, struct vring_desc *d)
+{
+	struct vring_desc raw;
+
+	memcpy(&raw, table + (size_t)i * sizeof(raw), sizeof(raw));
+	vring_compiler_barrier();
+	d->addr = le64toh(raw.addr);
+	d->len = le32toh(raw.len);
+	d->flags = le16toh(raw.flags);
+	d->next = le16toh(raw.next);
+}
+
+/* Is every byte of [gpa, gpa+len) in guest memory? Used once the chain is
+ * truncated and no more iovecs are kept. Bounded by the region count. */
+static bool vring_range_ok(const struct memtable *mt, uint64_t gpa, uint64_t len)
+{
+	while (len > 0) {
+		uint64_t l = len;
+
+		if (!memtable_translate(mt, gpa, &l))
+			return false;
+		gpa += l;
+		len -= l;
+	}
+	return true;
+}
+
+/* One buffer descriptor (not INDIRECT): validate the snapshot, append its
+ * iovecs. Returns 0 or -EIO (queue marked broken). */
+static int vring_add_buf(struct vring *vq, struct vring_chain *c, const struct vring_desc *d,
+			 uint16_t head, unsigned idx, bool in_indirect)
+{
+	const char *where = in_indirect ? "indirect descriptor" : "descriptor";
+	bool writable = d->flags & VRING_DESC_F_WRITE;
+	uint64_t last;
+	unsigned n;
+	int r;
+
+	/* G6 policy: a zero-length descriptor is a broken driver (as QEMU and
+	 * libvhost-user); skipping it would hide a loop with no progress. */
+	if (d->len == 0) {
+		vring_mark_broken(vq, "zero-length %s %u in chain from head %u", where, idx, head);
+		return -EIO;
+	}
+	/* G7: the range must not wrap the 64-bit address space. */
+	if (__builtin_add_overflow(d->addr, (uint64_t)d->len - 1, &last)) {
+		vring_mark_broken(vq, "%s %u in chain from head %u: addr 0x%llx + len %u wraps",
+				  where, idx, head, (unsigned long long)d->addr, d->len);
+		return -EIO;
+	}
+	/* G10, spec 2.7.5.2: device-writable descriptors come after every
+	 * device-readable one (in_len
+	 * counts writable bytes even once truncated; every len is > 0). */
+	if (!writable && c->in_len > 0) {
+		vring_mark_broken(vq, "readable %s %u after a writable one in chain from head %u",
+				  where, idx, head);
+		return -EIO;
+	}
+
+	if (!c->truncated) {
+		n = c->nout + c->nin;
+		r = memtable_to_iov(vq->mt, d->addr, d->len, c->iov, &n, VRING_CHAIN_MAX_IOV);
+		if (r == -ENOBUFS) {
+			c->truncated = true;
+		} else if (r < 0) {
+			goto out_of_memory;
+		} else if (writable) {
+			c->nin = n - c->nout;
+		} else {
+			c->nout = n;
+		}
+	}
+	/* Truncated chains are still checked to the end: the chain must be
+	 * valid as a whole before it is returned, even for a DROP. */
+	if (c->truncated && !vring_range_ok(vq->mt, d->addr, d->len))
+		goto out_of_memory;
+
+	/* G12: 64-bit sums of 32-bit lengths; at most 2 * 32768 descriptors
+	 * of < 2^32 bytes each, so these cannot wrap. The spec's 2^32 total
+	 * (2.7.5.2) is not enforced here: callers DROP above their maximum
+	 * frame, which is far lower. */
+	if (writable)
+		c->in_len += d->len;
+	else
+		c->out_len += d->len;
+	return 0;
+
+out_of_memory:
+	vring_mark_broken(vq, "%s %u in chain from head %u: [0x%llx, +%u) is outside guest memory",
+			  where, idx, head, (unsigned long long)d->addr, d->len);
+	return -EIO;
+}
+
+/* Switch the walk to the indirect table described by d (spec 2.7.5.3).
+ * Returns 0 with *ret_table and *ret_n, or -EIO. */
+static int vring_enter_indirect(struct vring *vq, const struct vring_desc *d, uint16_t head,
+				unsigned idx, bool in_indirect, const uint8_t **ret_table,
+				unsigned *ret_n)
+{
+	const uint8_t *t;
+
+	if (!vq->indirect) {
+		vring_mark_broken(vq, "INDIRECT descriptor %u in chain from head %u but "
+				  "VIRTIO_F_INDIRECT_DESC was not negotiated", idx, head);
+		return -EIO;
+	}
+	/* Spec 2.7.5.3.1: no INDIRECT inside an indirect table. */
+	if (in_indirect) {
+		vring_mark_broken(vq, "nested INDIRECT descriptor %u in the indirect table of "
+				  "head %u", idx, head);
+		return -EIO;
+	}
+	/* Spec 2.7.5.3.1: INDIRECT and NEXT are exclusive. */
+	if (d->flags & VRING_DESC_F_NEXT) {
+		vring_mark_broken(vq, "descriptor %u in chain from head %u has both INDIRECT "
+				  "and NEXT", idx, head);
+		return -EIO;
+	}
+	if (d->len == 0 || d->len % sizeof(struct vring_desc)) {
+		vring_mark_broken(vq, "indirect table of head %u has length %u, not a positive "
+				  "multiple of 16", head, d->len);
+		return -EIO;
+	}
+	if (d->len / sizeof(struct vring_desc) > VRING_MAX_SIZE) {
+		vring_mark_broken(vq, "indirect table of head %u has %u entries, more than %u",
+				  head, d->len / (unsigned)sizeof(struct vring_desc),
+				  VRING_MAX_SIZE);
+		return -EIO;
+	}
+	/* The table itself is read in place: it must not be split. */
+	t = memtable_translate_all(vq->mt, d->addr, d->len);
+	if (!t) {
+		vring_mark_broken(vq, "indirect table of head %u at [0x%llx, +%u) is not inside "
+				  "one guest memory region", head, (unsigned long long)d->addr,
+				  d->len);
+		return -EIO;
+	}
+	*ret_table = t;
+	*ret_n = d->len / sizeof(struct vring_desc);
+	return 0;
+}
+
+/* Walk and validate the chain starting at head (already < num). */
+static int vring_walk(struct vring *vq, uint16_t head, struct vring_chain *c)
+{
+	const uint8_t *table = (const uint8_t *)vq->desc;
+	unsigned table_n = vq->num;
+	unsigned walked = 0; /* in the current table */
+	unsigned total = 0;
+	bool in_indirect = false;
+	unsigned i = head;
+	struct vring_desc d;
+	int r;
+
+	c->head = head;
+	c->ndesc = 0;
+	c->nout = 0;
+	c->nin = 0;
+	c->out_len = 0;
+	c->in_len = 0;
+	c->truncated = false;
+
+	for (;;) {
+		/* G1: a chain visits each descriptor of a table at most once,
+		 * so more than the table size means a loop (spec 2.7.5.2:
+		 * loops are forbidden; 2.7.5.3.1: no chain longer than the
+		 * queue size). An indirect table is bounded by its own size. */
+		if (walked >= table_n) {
+			if (in_indirect)
+				vring_mark_broken(vq, "descriptor loop: indirect table of head %u "
+						  "chains more than its %u entries", head, table_n);
+			else
+				vring_mark_broken(vq, "descriptor loop: chain from head %u longer "
+						  "than queue size %u", head, table_n);
+			return -EIO;
+		}
+		walked++;
+		total++;
+		vring_desc_fetch(table, i, &d);
+
+		if (d.flags & VRING_DESC_F_INDIRECT) {
+			r = vring_enter_indirect(vq, &d, head, i, in_indirect, &table, &table_n);
+			if (r < 0)
+				return r;
+			in_indirect = true;
+			walked = 0;
+			i = 0;
+			continue;
+		}
+		r = vring_add_buf(vq, c, &d, head, i, in_indirect);
+		if (r < 0)
+			return r;
+		if (!(d.flags & VRING_DESC_F_NEXT))
+			break;
+		/* G2: next indexes the current table. */
+		if (d.next >= table_n) {
+			vring_mark_broken(vq, "%s %u in chain from head %u: next %u is not below "
+					  "the %s size %u", in_indirect ? "indirect descriptor" :
+					  "descriptor", i, head, d.next,
+					  in_indirect ? "indirect table" : "queue", table_n);
+			return -EIO;
+		}
+		i = d.next;
+	}
+	/* At most num direct plus VRING_MAX_SIZE indirect entries. */
+	c->ndesc = total > UINT16_MAX ? UINT16_MAX : (uint16_t)total;
+	return 0;
+}
+
+int vring_pop(struct vring *vq, struct vring_chain *c)
+{
+	uint16_t avail_idx, pending, head;
+	int r;
+
+	if (vq->broken)
+		return -EIO;
+	avail_idx = vring_load16(&vq->avail->idx);
+	if (avail_idx == vq->last_avail_idx)
+		return 0;
+	/* G4, spec 2.7.13.3: the driver never moves idx back nor more than a
+	 * queue's worth ahead of what we consumed. */
+	pending = (uint16_t)(avail_idx - vq->last_avail_idx);
+	if (pending > vq->num) {
+		vring_mark_broken(vq, "avail index moved from %u to %u: %u entries pending, more "
+				  "than queue size %u", vq->last_avail_idx, avail_idx, pending,
+				  vq->num);
+		return -EIO;
+	}
+	/* Barrier A' (read): read avail->ring[] and descriptors only after
+	 * avail->idx. Pairs with Barrier A in the driver, its write barrier
+	 * before publishing avail->idx (vring_drv_publish). */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+
+	/* G5: the guest has only num buffers; a head offered while num are
+	 * in flight is reused before completion. */
+	if (vq->inflight >= vq->num) {
+		vring_mark_broken(vq, "more than queue size %u chains in flight (a head was "
+				  "reused before it was used)", vq->num);
+		return -EIO;
+	}
+	head = vring_load16(&vq->avail->ring[vq->last_avail_idx & (vq->num - 1)]);
+	/* G3 */
+	if (head >= vq->num) {
+		vring_mark_broken(vq, "avail ring entry %u: head %u is not below queue size %u",
+				  vq->last_avail_idx, head, vq->num);
+		return -EIO;
+	}
+	r = vring_walk(vq, head, c);
+	if (r < 0)
+		return r;
+
+	vq->last_avail_idx++;
+	vq->inflight++;
+	/* With notifications on, ask for a kick for the next new entry
+	 * (spec 2.7.10: avail_event). */
+	if (vq->event_idx && vq->notify_enabled)
+		vring_store16(vring_avail_event(vq), vq->last_avail_idx);
+	return 1;
+}
+
+void vring_unpop(struct vring *vq, uint16_t n)
+{
+	/* Only chains still in flight can be given back; a larger n is a
+	 * caller bug, clamped so that the shadows stay consistent. */
+	if (n > vq->inflight)
+		n = vq->inflight;
+	vq->last_avail_idx = (uint16_t)(vq->last_avail_idx - n);
+	vq->inflight = (uint16_t)(vq->inflight - n);
+}
+
+void vring_push(struct vring *vq, uint16_t head, uint32_t len)
+{
+	struct vring_used_elem *e;
+
+	if (vq->inflight > 0)
+		vq->inflight--;
+	if (vq->broken)
+		return; /* the guest must reset the queue; write nothing more */
+	e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+	vring_store32(&e->id, head);
+	vring_store32(&e->len, len);
+	vq->used_idx++;
+}
+
+void vring_flush(struct vring *vq)
+{
+	if (vq->broken || vq->published_idx == vq->used_idx)
+		return;
+	/* Barrier U (write): used elements before used->idx. Pairs with the
+	 * driver's read barrier after it reads used->idx
+	 * (vring_drv_get_used). */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* Written from the shadow; the guest's value is never read (G17). */
+	vring_store16(&vq->used->idx, vq->used_idx);
+	vq->published_idx = vq->used_idx;
+}
+
+bool vring_should_notify(struct vring *vq)
+{
+	uint16_t old = vq->signalled_used, new_idx = vq->published_idx;
+	bool valid = vq->signalled_used_valid;
+
+	if (vq->broken)
+		return false;
+	/* Barrier N (full): the used->idx store must be visible before we
+	 * read the guest's suppression state, or a guest re-enabling
+	 * interrupts concurrently could miss both. Pairs with the full
+	 * barrier in the driver's vring_drv_cb_enable. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	vq->signalled_used = new_idx;
+	vq->signalled_used_valid = true;
+	if (valid && old == new_idx)
+		return false; /* nothing published since the last interrupt */
+	if (vq->event_idx)
+		return !valid || vring_need_event(vring_load16(vring_used_event(vq)), new_idx, old);
+	return !(vring_load16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+}
+
+void vring_notify_disable(struct vring *vq)
+{
+	vq->notify_enabled = false;
+	if (vq->broken)
+		return;
+	if (vq->event_idx)
+		/* An index the guest has passed already: it kicks again only
+		 * after 65535 more entries, long after we re-enable. */
+		vring_store16(vring_avail_event(vq), (uint16_t)(vq->last_avail_idx - 1));
+	else
+		vring_store16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+}
+
+bool vring_notify_enable(struct vring *vq)
+{
+	vq->notify_enabled = true;
+	if (vq->broken)
+		return false;
+	if (vq->event_idx)
+		/* Kick for any entry after the ones visible now. */
+		vring_store16(vring_avail_event(vq), vring_load16(&vq->avail->idx));
+	else
+		vring_store16(&vq->used->flags, 0);
+	/* Barrier K (full): publish "kick me" before re-reading avail->idx,
+	 * or a guest adding a buffer concurrently and reading the old
+	 * suppression state could skip the kick while we go to sleep (lost
+	 * wakeup). Pairs with the full barrier in vring_drv_kick_needed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
+}
+
+bool vring_avail_pending(struct vring *vq)
+{
+	if (vq->broken)
+		return false;
+	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
+}
