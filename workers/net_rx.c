@@ -298,7 +298,7 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 	vring_notify_disable(&q->vq);
 	/* G21: bounded in iterations (frames, and waits that found new
 	 * buffers) and bytes. */
-	for (unsigned iter = 0; iter < NET_BUDGET_PKTS && bytes < NET_BUDGET_BYTES; iter++) {
+	for (unsigned iter = 0; iter < d->budget_pkts && bytes < d->budget_bytes; iter++) {
 		uint16_t seen = 0;
 		int r = net_rx_one(d, q, &bytes, &seen);
 
