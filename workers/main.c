@@ -354,6 +354,15 @@ int main(int argc, char **argv)
 	m = NULL;
 	close_all_but(keep, nkeep);
 
+	/* The event loop's own fds (epoll) exist before the sandbox, which
+	 * would not let us create them. */
+	r = worker_loop_init(w);
+	if (r < 0) {
+		worker_send_error(w, -r, "cannot set up the event loop");
+		worker_loop_free(w);
+		return 1;
+	}
+
 	/* 6. Sandbox: a later issue drops uid/gid, sets rlimits and
 	 * no_new_privs, and enters the seccomp filter here, before the
 	 * first guest-controlled byte is read (TESTPLAN sandbox notes). */
@@ -372,10 +381,12 @@ int main(int argc, char **argv)
 		if (r < 0) {
 			fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
 				strerror(-r));
+			worker_loop_free(w);
 			return 1;
 		}
 	}
-	code = worker_loop(w);
+	code = worker_loop_run(w);
+	worker_loop_free(w);
 
 	log_set_handler(NULL, NULL);
 	w->net = net_dev_free(w->net);

@@ -66,10 +66,17 @@ struct worker {
 
 /* worker_event.c */
 
-/* worker_loop - build the event base and the control event, then
- * dispatch until Stop, supervisor EOF or a protocol error.
- * Returns: the process exit code. */
-int worker_loop(struct worker *w);
+/* worker_loop_init - the event base (EVENT_BASE_FLAG_NOLOCK) and every
+ * event; only the control event is added (queues wait for Start).
+ * Returns: 0 or a negative errno. */
+int worker_loop_init(struct worker *w);
+
+/* worker_loop_run - dispatch until Stop, supervisor EOF or a protocol
+ * error. Returns: the process exit code. */
+int worker_loop_run(struct worker *w);
+
+/* worker_loop_free - free every event, then the base. */
+void worker_loop_free(struct worker *w);
 
 /* worker_send - one message to the supervisor (blocking briefly if the
  * socket is full). Returns: 0 or a negative errno. */

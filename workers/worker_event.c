@@ -335,34 +335,32 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int worker_loop(struct worker *w)
+int worker_loop_init(struct worker *w)
 {
 	struct event_config *cfg = event_config_new();
 	int fl;
 
 	if (!cfg)
-		return 1;
+		return -ENOMEM;
 	/* One thread: no locking in libevent. */
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
 	w->base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
-	if (!w->base) {
-		worker_send_error(w, ENOMEM, "cannot create the event base");
-		return 1;
-	}
+	if (!w->base)
+		return -ENOMEM;
 	fl = fcntl(w->ctrl_fd, F_GETFL);
-	if (fl < 0 || fcntl(w->ctrl_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		worker_send_error(w, errno, "control socket: O_NONBLOCK");
-		return 1;
-	}
+	if (fl < 0 || fcntl(w->ctrl_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
 	w->ctrl_ev = event_new(w->base, w->ctrl_fd, EV_READ | EV_PERSIST, ctrl_cb, w);
+	if (!w->ctrl_ev)
+		return -ENOMEM;
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		struct worker_queue *wq = &w->q[j];
 
 		wq->kick_ev = event_new(w->base, wq->kick_fd, EV_READ | EV_PERSIST, kick_cb, wq);
 		wq->resched_ev = evtimer_new(w->base, resched_cb, wq);
 		if (!wq->kick_ev || !wq->resched_ev)
-			goto out_nomem;
+			return -ENOMEM;
 	}
 	for (unsigned k = 0; k < w->npairs; k++) {
 		struct worker_pair *p = &w->p[k];
@@ -372,35 +370,41 @@ int worker_loop(struct worker *w)
 		p->rd_ev = event_new(w->base, p->backend_fd, EV_READ | EV_PERSIST, backend_rd_cb, p);
 		p->wr_ev = event_new(w->base, p->backend_fd, EV_WRITE, backend_wr_cb, p);
 		if (!p->rd_ev || !p->wr_ev)
-			goto out_nomem;
+			return -ENOMEM;
 	}
-	if (!w->ctrl_ev || event_add(w->ctrl_ev, NULL) < 0)
-		goto out_nomem;
+	if (event_add(w->ctrl_ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
 
+int worker_loop_run(struct worker *w)
+{
 	w->exit_code = 1;
 	event_base_dispatch(w->base);
-	goto out_free;
+	return w->exit_code;
+}
 
-out_nomem:
-	worker_send_error(w, ENOMEM, "cannot create events");
-	w->exit_code = 1;
-out_free:
-	/* event_free deletes the event first; the fds close at exit. */
+void worker_loop_free(struct worker *w)
+{
+	/* event_free deletes each event first; the fds close at exit. */
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		if (w->q[j].kick_ev)
 			event_free(w->q[j].kick_ev);
 		if (w->q[j].resched_ev)
 			event_free(w->q[j].resched_ev);
+		w->q[j].kick_ev = w->q[j].resched_ev = NULL;
 	}
 	for (unsigned k = 0; k < w->npairs; k++) {
 		if (w->p[k].rd_ev)
 			event_free(w->p[k].rd_ev);
 		if (w->p[k].wr_ev)
 			event_free(w->p[k].wr_ev);
+		w->p[k].rd_ev = w->p[k].wr_ev = NULL;
 	}
 	if (w->ctrl_ev)
 		event_free(w->ctrl_ev);
-	event_base_free(w->base);
+	w->ctrl_ev = NULL;
+	if (w->base)
+		event_base_free(w->base);
 	w->base = NULL;
-	return w->exit_code;
 }
