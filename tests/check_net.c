@@ -985,6 +985,31 @@ START_TEST(g12_rx_oversized_dropped)
 }
 END_TEST
 
+/* Held heads: ten small frames in one run take ten heads, in ring order,
+ * one each; the heads popped to cover a 64 KiB frame are given back. */
+START_TEST(rx_mrg_small_frames_one_head_each)
+{
+	h_setup(F_V1 | F_MRG, 64, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	rx_post(32, 4096);
+	for (unsigned i = 0; i < 10; i++) {
+		fill_frame(frame, 100 + i, i);
+		ck_assert_int_eq(send(H.be[1], frame, 100 + i, 0), (ssize_t)(100 + i));
+	}
+	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
+	ck_assert_uint_eq(le16toh(H.drv[RXQ].used->idx), 10);
+	for (unsigned i = 0; i < 10; i++) {
+		unsigned nb;
+
+		ck_assert_uint_eq(le32toh(H.drv[RXQ].used->ring[i].id), i);
+		ck_assert_int_eq(rx_take(got, sizeof(got), &nb), (ssize_t)(NET_HDR_LEN + 100 + i));
+		ck_assert_uint_eq(nb, 1);
+	}
+	ck_assert_uint_eq(net_queue_vring(H.d, RXQ)->last_avail_idx, 10);
+	ck_assert_uint_eq(H.notified[RXQ], 1); /* one flush for the run */
+	h_teardown();
+}
+END_TEST
+
 /* G18: a buffer smaller than the header: BROKEN (spec MUST). */
 START_TEST(g18_rx_buffer_below_header_broken)
 {
@@ -1365,6 +1390,7 @@ static Suite *net_suite(void)
 	tcase_add_test(rx, rx_socket_bytes_exact_random_big_buffers);
 	tcase_add_test(rx, rx_tapframing_bytes_exact_random_mrg);
 	tcase_add_test(rx, rx_mrg_64k_into_4k);
+	tcase_add_test(rx, rx_mrg_small_frames_one_head_each);
 	tcase_add_test(rx, g11_rx_readable_descriptor_broken);
 	tcase_add_test(rx, g12_rx_oversized_dropped);
 	tcase_add_test(rx, g18_rx_buffer_below_header_broken);
