@@ -28,6 +28,14 @@ tests_check_fdpass_LDADD = libvnicproto.la $(TEST_LIBS)
 $(tests_check_wire_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_wire tests/check_fdpass
 
+# sandbox/: seccomp policy, privilege drop (TESTPLAN S1, S2). Parts need root.
+check_PROGRAMS += tests/check_sandbox
+tests_check_sandbox_SOURCES = tests/check_sandbox.c
+tests_check_sandbox_CFLAGS = $(TEST_CFLAGS) $(LIBEVENT_CFLAGS) $(SECCOMP_CFLAGS)
+tests_check_sandbox_LDADD = libvnicsandbox.la $(LIBEVENT_LIBS) $(TEST_LIBS)
+TESTS += tests/check_sandbox
+EXTRA_DIST += tests/sandbox-policy.golden
+
 # workers/: the data path engine alone (check_net) and the real worker
 # process (check_worker).
 check_PROGRAMS += tests/check_net
