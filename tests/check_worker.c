@@ -692,6 +692,41 @@ START_TEST(worker_g21_tx_flood_rx_and_control_responsive)
 }
 END_TEST
 
+/* L6/G22: chains posted before Start, with no kick at all (as after a
+ * worker restart, where the dead worker consumed the kicks), are served
+ * at Start; before Start nothing is consumed. */
+START_TEST(worker_l6_posted_before_start_served_without_kick)
+{
+	struct timespec t0;
+	unsigned recvd = 0;
+	int status;
+
+	sim_init(F_V1);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	for (unsigned i = 0; i < 5; i++)
+		tx_post(i, 100, BUF_BASE + i * 4096ull);
+	vring_drv_publish(&S.drv[1]);
+	usleep(100000);
+	ck_assert_int_eq(recv(S.be[1], got, sizeof(got), MSG_DONTWAIT), -1);
+	ck_assert_uint_eq(le16toh(S.drv[1].used->idx), 0);
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_START);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (recvd < 5) {
+		ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "chains posted before Start not served");
+		if (recv(S.be[1], got, sizeof(got), MSG_DONTWAIT) == 100)
+			recvd++;
+		else
+			usleep(500);
+	}
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
 /* A Config the worker cannot serve: Error, exit 1. */
 START_TEST(worker_bad_config_error_exit)
 {
@@ -832,6 +867,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_g3_broken_tx_reported_rx_alive);
 	tcase_add_test(tc, worker_g20_no_rx_buffers_no_busy_loop);
 	tcase_add_test(tc, worker_g21_tx_flood_rx_and_control_responsive);
+	tcase_add_test(tc, worker_l6_posted_before_start_served_without_kick);
 	tcase_add_test(tc, worker_bad_config_error_exit);
 	tcase_add_test(tc, worker_unexpected_message_exit);
 	tcase_add_test(tc, worker_supervisor_eof_exits);
