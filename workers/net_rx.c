@@ -10,10 +10,15 @@
  * (vring_unpop). With MRG_RXBUF one frame may take many heads (spec
  * 5.1.6.4); without it one chain must hold the whole frame.
  *
- * When the ring holds less than the largest frame, we learn this frame's
- * size first: a socket is peeked (MSG_PEEK | MSG_TRUNC); a tap cannot be,
- * so its frame is read into the queue's hold buffer and copied in once the
- * guest has room. A frame that cannot fit even then is dropped.
+ * Without MRG_RXBUF a frame is read straight into its one chain, and
+ * dropped if it was longer. With MRG_RXBUF, when the ring holds less than
+ * the largest frame, we learn this frame's size first: a socket is peeked
+ * (MSG_PEEK | MSG_TRUNC); a tap cannot be, so its frame is read into the
+ * queue's hold buffer and copied in once the guest has room. A frame that
+ * cannot fit even then is dropped.
+ *
+ * Heads are held across the frames of one run and pushed at its end (see
+ * net_rx_collect), so the buffers of a run are popped once.
  */
 #include "config.h"
 
@@ -205,20 +210,32 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 	if (d->rx_nheads == 0)
 		return -ENOBUFS; /* G20: ring empty */
 
-	if (!q->hold_len && d->rx_cap >= full) {
-		/* Fast path: room for any frame; read straight in. */
+	/* Read straight into the buffers when they hold any frame, or
+	 * without MRG_RXBUF, where a frame that does not fit its one chain
+	 * is dropped anyway (the kernel tells: a tap returns the untruncated
+	 * length, a socket sets MSG_TRUNC). */
+	if (!q->hold_len && (d->rx_cap >= full || !net_has(d, VIRTIO_NET_F_MRG_RXBUF))) {
 		if (d->backend == NET_BACKEND_TAP) {
-			/* At most the largest frame, wherever the buffers end. */
-			unsigned n = iov_slice(d->iov, d->rx_niov, 0, NET_HDR_LEN + NET_MAX_FRAME,
-					       d->iov2, VRING_CHAIN_MAX_IOV, NULL);
+			/* At most the largest frame, wherever the buffers end;
+			 * below that, one byte of the hold buffer shows a
+			 * frame longer than the buffers (a tap also returns
+			 * the untruncated length, but we do not rely on it). */
+			uint64_t lim = d->rx_cap < full ? d->rx_cap : full;
+			unsigned n = iov_slice(d->iov, d->rx_niov, 0, lim, d->iov2,
+					       VRING_CHAIN_MAX_IOV - 1, NULL);
 
+			if (lim < full) {
+				d->iov2[n].iov_base = q->hold;
+				d->iov2[n].iov_len = 1;
+				n++;
+			}
 			r = readv(fd, d->iov2, (int)n);
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				r = 0;
 			else if (r < 0)
 				r = -EPIPE;
-			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > full)
-				r = -EMSGSIZE; /* a tap reports the untruncated length */
+			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > lim)
+				r = -EMSGSIZE;
 		} else {
 			r = net_rx_socket_read(d, q);
 			if (r > 0) {
@@ -231,7 +248,7 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 		goto done;
 	}
 
-	/* Low on buffers: learn this frame's size first. */
+	/* MRG_RXBUF, low on buffers: learn this frame's size first. */
 	if (d->backend == NET_BACKEND_TAP) {
 		if (!q->hold_len) {
 			r = read(fd, q->hold, full);
