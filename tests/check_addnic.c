@@ -710,7 +710,7 @@ START_TEST(vnicctl_status_json_and_table)
 	snprintf(lg.id, sizeof(lg.id), "q\"u\\o");
 	add_ok(lconn, &lg);
 	n = one_nic(lconn);
-	st_build_path("vnicctl", ctl, sizeof(ctl));
+	st_build_path("tools/vnicctl", ctl, sizeof(ctl));
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --json", ctl, lv.sock);
 	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);

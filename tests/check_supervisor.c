@@ -653,7 +653,7 @@ START_TEST(daemonizes_after_listening)
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/c.sock", dir);
-	st_build_path("vnicd", bin, sizeof(bin));
+	st_build_path("supervisor/vnicd", bin, sizeof(bin));
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {

@@ -36,6 +36,20 @@ tests_check_sandbox_LDADD = libvnicsandbox.la $(LIBEVENT_LIBS) $(TEST_LIBS)
 TESTS += tests/check_sandbox
 EXTRA_DIST += tests/sandbox-policy.golden
 
+# workers/: the data path engine alone (check_net) and the real worker
+# process (check_worker).
+check_PROGRAMS += tests/check_net
+tests_check_net_SOURCES = tests/check_net.c tests/testutil.c tests/testutil.h
+tests_check_net_CFLAGS = $(TEST_CFLAGS)
+tests_check_net_LDADD = libvnicnet.la libvnicshm.la $(TEST_LIBS) -lpthread
+TESTS += tests/check_net
+check_PROGRAMS += tests/check_worker
+tests_check_worker_SOURCES = tests/check_worker.c tests/testutil.c tests/testutil.h
+tests_check_worker_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_worker_LDADD = libvnicproto.la libvnicshm.la $(TEST_LIBS) -lpthread
+$(tests_check_worker_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h workers/vnicd-worker
+TESTS += tests/check_worker
+
 # Supervisor, libvnic and vnicctl: against real vnicd processes.
 check_PROGRAMS += tests/check_addnic tests/check_supervisor
 tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h
