@@ -460,6 +460,12 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	arm_timer(n, deadline_ms);
 }
 
+void nic_ctrl_closed(struct nic *n)
+{
+	n->ctrl_closed = true;
+	arm_timer(n, SUP_CTRL_GRACE_MS);
+}
+
 void nic_free_all(struct sup *s)
 {
 	struct nic *n;
@@ -493,6 +499,9 @@ static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
 		snprintf(n->last_error, sizeof(n->last_error),
 			 "worker sent no READY within %d ms", SUP_READY_TIMEOUT_MS);
 		log_warn("nic %s: %s: killing pid %d", n->id, n->last_error, (int)n->w.pid);
+	} else if (n->state == NIC_RUNNING && n->ctrl_closed) {
+		log_warn("nic %s: worker pid %d closed its control channel and did not exit: "
+			 "SIGKILL", n->id, (int)n->w.pid);
 	} else if (n->state == NIC_STOPPING) {
 		n->deadline_missed = true;
 		snprintf(n->last_error, sizeof(n->last_error),
