@@ -65,9 +65,15 @@ struct nic_queue *nic_vq(struct nic *n, uint32_t index)
 
 void nic_set_state(struct nic *n, enum nic_state st, const char *why)
 {
-	log_info("nic %s: %s -> %s%s%s", n->id, nic_state_name(n->state), nic_state_name(st),
+	enum nic_state old = n->state;
+
+	log_info("nic %s: %s -> %s%s%s", n->id, nic_state_name(old), nic_state_name(st),
 		 why ? ": " : "", why ? why : "");
 	n->state = st;
+	/* The owner hears of every change after its AddNic was answered
+	 * (before that, the AddNic reply is the news). */
+	if (old != NIC_STARTING && !n->add_pending)
+		vmm_event_state_changed(n, old, st, why);
 }
 
 static void close_fd(int *fd)

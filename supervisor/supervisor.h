@@ -200,6 +200,8 @@ void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
 void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
+void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
+			     const char *why);
 
 /* nic.c */
 struct nic *nic_find(struct sup *s, const char *id);

@@ -602,7 +602,7 @@ START_TEST(sigterm_reaps_workers)
 END_TEST
 
 struct ev_seen {
-	int failed, needs_reset;
+	int failed, needs_reset, to_failed;
 	struct vnic_event last;
 };
 
@@ -614,6 +614,11 @@ static void on_event(struct vnic_conn *c, const struct vnic_event *ev, void *arg
 		s->failed++;
 	if (ev->type == VNIC_EVENT_QUEUE_NEEDS_RESET)
 		s->needs_reset++;
+	if (ev->type == VNIC_EVENT_NIC_STATE_CHANGED && ev->old_state == VNIC_NIC_RUNNING &&
+	    ev->new_state == VNIC_NIC_FAILED) {
+		s->to_failed++;
+		return;
+	}
 	s->last = *ev;
 }
 
@@ -641,6 +646,7 @@ START_TEST(worker_crash_marks_failed)
 	wait_event(&seen, &seen.failed);
 	ck_assert_str_eq(seen.last.id, "nic0");
 	ck_assert_int_eq(seen.last.signal, SIGKILL);
+	ck_assert_int_eq(seen.to_failed, 1); /* NicStateChanged RUNNING -> FAILED too */
 	n = one_nic(lconn);
 	ck_assert_int_eq(n.state, VNIC_NIC_FAILED);
 	ck_assert_int_eq(n.pid, 0);
