@@ -564,9 +564,14 @@ START_TEST(happy_path_add_status_remove)
 	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 3000, &rr), 0);
 	ck_assert_msg(!pid_alive(n.pid), "worker %d still exists after RemoveNic", n.pid);
 	ck_assert_uint_eq(rr.nqueues, 2);
+	ck_assert_uint_eq(rr.queues[0].index, 0);
+	ck_assert_uint_eq(rr.queues[1].index, 1);
+	ck_assert_uint_gt(rr.unplug_latency_us, 0);
 	ck_assert_int_eq(st_nic_count(lconn), 0);
 	ck_assert_int_eq(st_child_count(lv.pid), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+	/* C10: a queue operation after the NIC is deleted finds nothing. */
+	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 1000, &rr), VNIC_STATUS_NOT_FOUND);
 }
 END_TEST
 
