@@ -1,0 +1,301 @@
+/*
+ * libvnic: the client library a VMM links to talk to vnicd.
+ *
+ *     pkg-config --cflags --libs libvnic      #include <libvnic.h>
+ *
+ * One struct vnic_conn is one connection to the supervisor's control
+ * socket. A NIC belongs to the connection that added it: closing the
+ * connection (or the VMM dying) stops and removes every NIC it added.
+ *
+ * Calls are blocking with a timeout (vnic_set_timeout, default 10 s) and
+ * not thread-safe: use one connection from one thread at a time.
+ *
+ * Return values: 0 on success; a negative errno for a local or transport
+ * failure (-ECONNREFUSED, -ETIMEDOUT, -EPIPE: the supervisor went away,
+ * -EPROTO: a reply we could not understand, -ENOMEM, -EINVAL: bad
+ * arguments); a positive enum vnic_status code when the supervisor
+ * answered with an error. In both error cases vnic_last_error() (and the
+ * err buffer of vnic_add_nic) holds one line for a person.
+ *
+ * File descriptors: libvnic only BORROWS the fds you pass (memfds,
+ * eventfds, backend sockets). The kernel duplicates them into the
+ * supervisor when the request is sent; you still own yours and close them
+ * whenever you like after the call returns. The fds libvnic creates (the
+ * connection socket) are its own, O_CLOEXEC, closed by vnic_close.
+ *
+ * Events (a NIC failed, a queue needs reset) arrive on the same socket as
+ * replies. To receive them in your own event loop, watch vnic_fd() for
+ * readability and call vnic_dispatch(). Events that arrive while a
+ * blocking call waits for its reply are queued and delivered to the
+ * callback just before that call returns. The callback must not call
+ * blocking libvnic functions on the same connection.
+ */
+#ifndef LIBVNIC_H
+#define LIBVNIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VNIC_DEFAULT_SOCKET "/run/vnicd/control.sock"
+
+/* Supervisor reply codes (vmm.proto Status). */
+enum vnic_status_code {
+	VNIC_STATUS_OK = 0,
+	VNIC_STATUS_INVALID_ARGUMENT = 1,
+	VNIC_STATUS_NOT_FOUND = 2,
+	VNIC_STATUS_ALREADY_EXISTS = 3,
+	VNIC_STATUS_FAILED_PRECONDITION = 4,
+	VNIC_STATUS_RESOURCE_EXHAUSTED = 5,
+	VNIC_STATUS_INTERNAL = 6,
+	VNIC_STATUS_UNAVAILABLE = 7,
+	VNIC_STATUS_PERMISSION_DENIED = 8,
+	VNIC_STATUS_DEADLINE_EXCEEDED = 9,
+	VNIC_STATUS_UNIMPLEMENTED = 10,
+};
+
+/* virtio feature bits a VMM may ack (virtio 1.x 5.1.3, 6). */
+#define VNIC_F_CSUM          (1ull << 0)
+#define VNIC_F_GUEST_CSUM    (1ull << 1)
+#define VNIC_F_MTU           (1ull << 3)
+#define VNIC_F_MAC           (1ull << 5)
+#define VNIC_F_GUEST_TSO4    (1ull << 7)
+#define VNIC_F_GUEST_TSO6    (1ull << 8)
+#define VNIC_F_HOST_TSO4     (1ull << 11)
+#define VNIC_F_HOST_TSO6     (1ull << 12)
+#define VNIC_F_MRG_RXBUF     (1ull << 15)
+#define VNIC_F_INDIRECT_DESC (1ull << 28)
+#define VNIC_F_EVENT_IDX     (1ull << 29)
+#define VNIC_F_VERSION_1     (1ull << 32)
+
+struct vnic_conn;
+
+/*
+ * vnic_connect - connect to the supervisor.
+ * @path: control socket, NULL for VNIC_DEFAULT_SOCKET.
+ * Returns: 0 and *ret_conn (free with vnic_close), or a negative errno
+ * (-ENOENT: no socket there; -ECONNREFUSED: nothing listening).
+ */
+int vnic_connect(const char *path, struct vnic_conn **ret_conn);
+
+/* vnic_close - close the connection; NICs it added are removed by the
+ * supervisor. Accepts NULL. Returns: NULL. */
+struct vnic_conn *vnic_close(struct vnic_conn *conn);
+
+/* vnic_set_timeout - how long a blocking call waits for its reply
+ * (milliseconds, > 0). vnic_remove_nic waits at least its deadline plus
+ * 5 s. */
+void vnic_set_timeout(struct vnic_conn *conn, unsigned timeout_ms);
+
+/* vnic_last_error - the last error of this connection, one line ("" after
+ * a success). Valid until the next call on conn. */
+const char *vnic_last_error(const struct vnic_conn *conn);
+
+/* What the supervisor announced in Hello. */
+struct vnic_hello_info {
+	uint32_t version;
+	char server[64];
+	uint64_t device_features; /* bits the device supports (tap backend) */
+	uint32_t max_regions, max_queues, max_queue_size, max_message_size, max_fds;
+};
+
+/*
+ * vnic_hello - negotiate the protocol version; must be the first request.
+ * @client: free text for the supervisor's logs, e.g. "myvmm 1.2"; may be NULL.
+ * @ret_info: filled on success; may be NULL.
+ */
+int vnic_hello(struct vnic_conn *conn, const char *client, struct vnic_hello_info *ret_info);
+
+/* One guest memory region: a memfd sealed at least with F_SEAL_SHRINK. */
+struct vnic_region {
+	uint64_t gpa;    /* guest physical address of its first byte */
+	uint64_t size;
+	uint64_t offset; /* of the first byte inside fd */
+	int fd;          /* borrowed */
+};
+
+/* One virtqueue, as the guest driver set it up (spec 2.7). */
+struct vnic_queue {
+	uint32_t index;  /* 0 = rx0, 1 = tx0 */
+	uint32_t size;   /* power of 2, <= 32768 */
+	uint64_t desc_gpa, avail_gpa, used_gpa;
+	uint32_t avail_idx; /* first avail index to consume (usually 0) */
+	int kick_fd;     /* eventfd the guest's notifications arrive on; borrowed */
+	int call_fd;     /* eventfd the device writes to interrupt; borrowed */
+};
+
+enum vnic_backend {
+	VNIC_BACKEND_TAP = 1,    /* vnicd opens/creates tap `tap_name`, in `netns` if set */
+	VNIC_BACKEND_SOCKET = 2, /* backend_fd: an AF_UNIX SOCK_SEQPACKET/SOCK_DGRAM socket */
+	VNIC_BACKEND_TAP_FD = 3, /* backend_fd: a tap opened IFF_TAP|IFF_NO_PI|IFF_VNET_HDR */
+};
+
+enum vnic_mitigation {
+	VNIC_MITIGATION_DEFAULT = 0, /* bh */
+	VNIC_MITIGATION_TIMER = 1,
+	VNIC_MITIGATION_BH = 2,
+	VNIC_MITIGATION_ADAPTIVE = 3,
+	VNIC_MITIGATION_POLL = 4,
+};
+
+/* TX mitigation; zero fields take the supervisor's defaults. */
+struct vnic_policy {
+	enum vnic_mitigation mode;
+	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
+};
+
+struct vnic_nic_config {
+	const char *id;             /* unique, 1..64 printable ASCII bytes, no space */
+	uint8_t mac[6];             /* unicast */
+	uint32_t mtu;               /* 68..65535; 0 = 1500 */
+	uint64_t features_offered;  /* VNIC_F_* the VMM offered the guest */
+	uint64_t features_acked;    /* the subset the guest driver acked; VERSION_1 required */
+	unsigned nregions;
+	const struct vnic_region *regions;
+	unsigned nqueues;           /* 2: rx0 and tx0 */
+	const struct vnic_queue *queues;
+	enum vnic_backend backend;
+	const char *tap_name;       /* TAP: interface name or NULL/"" for tapN */
+	const char *netns;          /* TAP: /run/netns/<netns>, NULL/"" for vnicd's own */
+	int backend_fd;             /* SOCKET, TAP_FD: borrowed; else ignored */
+	struct vnic_policy policy;
+};
+
+/*
+ * vnic_add_nic - hot-plug a NIC whose driver has set DRIVER_OK.
+ * The supervisor validates the whole request before changing anything,
+ * starts a worker and answers once the worker is READY.
+ * All fds in @cfg are borrowed (see the top of this file).
+ * @err, @errlen: the supervisor's reason on failure (may be NULL/0).
+ * Returns: 0, a negative errno, or a positive enum vnic_status_code.
+ */
+int vnic_add_nic(struct vnic_conn *conn, const struct vnic_nic_config *cfg,
+		 char *err, size_t errlen);
+
+#define VNIC_MAX_QUEUES 16
+
+struct vnic_queue_index {
+	uint32_t index;      /* virtqueue index */
+	uint32_t avail_idx;  /* next avail index the device would have consumed */
+	uint32_t used_idx;   /* the device's used index */
+};
+
+struct vnic_remove_result {
+	unsigned nqueues;    /* 0 when the worker could not report (it died) */
+	struct vnic_queue_index queues[VNIC_MAX_QUEUES];
+	uint64_t unplug_latency_us;
+};
+
+/*
+ * vnic_remove_nic - hot-unplug a NIC this connection added.
+ * The reply comes only after the worker process is gone (reaped): once
+ * this returns 0, no process maps the NIC's guest memory or holds its
+ * eventfds, and the VMM may free them.
+ * @deadline_ms: time the worker gets to stop cleanly (0: 5000); after it
+ *   the worker is killed and reaped, and the call returns
+ *   VNIC_STATUS_DEADLINE_EXCEEDED (the NIC is removed all the same).
+ * @ret: final ring indices; may be NULL.
+ * Returns: 0, a negative errno, or VNIC_STATUS_NOT_FOUND (no such NIC on
+ * this connection), VNIC_STATUS_FAILED_PRECONDITION, ...
+ */
+int vnic_remove_nic(struct vnic_conn *conn, const char *id, uint32_t deadline_ms,
+		    struct vnic_remove_result *ret);
+
+enum vnic_nic_state {
+	VNIC_NIC_UNSPECIFIED = 0,
+	VNIC_NIC_STARTING = 1,
+	VNIC_NIC_RUNNING = 2,
+	VNIC_NIC_STOPPING = 3,
+	VNIC_NIC_GONE = 4,
+	VNIC_NIC_FAILED = 5,
+	VNIC_NIC_RESTARTING = 6,
+};
+
+/* "STARTING", "RUNNING", ... */
+const char *vnic_nic_state_name(enum vnic_nic_state s);
+/* "default", "timer", "bh", "adaptive", "poll" */
+const char *vnic_mitigation_name(enum vnic_mitigation m);
+
+struct vnic_queue_status {
+	char name[16];       /* rx0, tx0 */
+	uint64_t packets, bytes, kicks, interrupts, suppressed, drops, errors;
+	bool broken;
+	char broken_reason[192];
+};
+
+struct vnic_nic_status {
+	char id[80];
+	enum vnic_nic_state state;
+	int32_t pid;         /* worker pid, 0 when none */
+	struct vnic_policy policy;
+	uint64_t uptime_s;
+	uint32_t restarts;
+	char last_error[256];
+	bool sandboxed;
+	unsigned nqueues;
+	struct vnic_queue_status queues[VNIC_MAX_QUEUES];
+};
+
+struct vnic_status {
+	unsigned nnics;
+	struct vnic_nic_status *nics; /* sorted by id */
+};
+
+/*
+ * vnic_status - the status of every NIC of the supervisor (any connection
+ * may ask; vnicctl does). Fetches all pages.
+ * Returns: 0 and *ret (free with vnic_status_free), a negative errno, or a
+ * positive status code.
+ */
+int vnic_status(struct vnic_conn *conn, struct vnic_status **ret);
+
+/* vnic_status_free - accepts NULL. Returns: NULL. */
+struct vnic_status *vnic_status_free(struct vnic_status *st);
+
+enum vnic_event_type {
+	VNIC_EVENT_NIC_FAILED = 1,        /* the worker died; the NIC is FAILED */
+	VNIC_EVENT_QUEUE_NEEDS_RESET = 2, /* a queue broke on guest input: set
+	                                     DEVICE_NEEDS_RESET, config interrupt */
+	VNIC_EVENT_NIC_RESTARTED = 3,
+	VNIC_EVENT_NIC_STATE_CHANGED = 4,
+};
+
+struct vnic_event {
+	enum vnic_event_type type;
+	char id[80];
+	char reason[256];
+	uint32_t queue;         /* QUEUE_NEEDS_RESET: virtqueue index */
+	int32_t signal;         /* NIC_FAILED: terminating signal, 0 if it exited */
+	int32_t exit_status;    /* NIC_FAILED: exit status when it exited */
+	int32_t syscall;        /* NIC_FAILED with SIGSYS: syscall, -1 unknown */
+	uint32_t restarts;      /* NIC_RESTARTED */
+	enum vnic_nic_state old_state, new_state; /* NIC_STATE_CHANGED */
+};
+
+/* The callback gets an event valid during the call only. */
+typedef void (*vnic_event_fn)(struct vnic_conn *conn, const struct vnic_event *ev, void *arg);
+
+/* vnic_set_event_cb - where events go; NULL drops them. */
+void vnic_set_event_cb(struct vnic_conn *conn, vnic_event_fn cb, void *arg);
+
+/* vnic_fd - the connection's socket, to watch for readability (do not
+ * read it, write it or close it). */
+int vnic_fd(const struct vnic_conn *conn);
+
+/*
+ * vnic_dispatch - without blocking, read what the supervisor sent and
+ * deliver events (queued ones first) to the callback.
+ * Returns: the number of events delivered (>= 0), or a negative errno
+ * (-EPIPE: the supervisor closed the connection).
+ */
+int vnic_dispatch(struct vnic_conn *conn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

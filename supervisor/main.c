@@ -1,0 +1,290 @@
+/*
+ * vnicd: the privileged supervisor process.
+ *
+ *   vnicd [--socket PATH] [--foreground] [--group NAME]
+ *         [--log-level error|warn|info|debug] [--worker PATH]
+ *
+ * Order at start: parse options -> bind the control socket (mode 0660,
+ * group --group) -> daemonize unless --foreground (the parent exits once
+ * the socket accepts connections, so `vnicd && vnicctl status` works) ->
+ * one libevent base -> loop. SIGPIPE is ignored (every send uses
+ * MSG_NOSIGNAL anyway). SIGTERM/SIGINT: refuse new work, stop every
+ * worker (Stop, deadline, SIGKILL through the pidfd), reap them, remove
+ * the socket, exit 0.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "supervisor.h"
+
+#ifndef VNICD_WORKER_PATH
+#define VNICD_WORKER_PATH "/usr/local/libexec/vnicd/vnicd-worker"
+#endif
+#define VNICD_DEFAULT_SOCKET "/run/vnicd/control.sock"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
+		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
+		"  --socket PATH     control socket (default %s)\n"
+		"  --foreground      do not daemonize; log to stderr\n"
+		"  --group NAME      members of NAME may connect (root always may)\n"
+		"  --log-level L     default info\n"
+		"  --worker PATH     vnicd-worker binary (default $VNICD_WORKER, else %s)\n",
+		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH);
+}
+
+/* Bind the listener. A socket file left by a dead vnicd is replaced; a
+ * live one (connect succeeds) is an error, never stolen. */
+static int listen_socket(struct sup *s)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	int fd, probe;
+
+	if (strlen(s->socket_path) >= sizeof(sa.sun_path)) {
+		log_error("socket path %s is too long", s->socket_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, s->socket_path);
+	snprintf(dir, sizeof(dir), "%s", s->socket_path);
+	if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
+		log_error("mkdir %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0) {
+		if (connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(probe);
+			log_error("%s: another vnicd is listening there", s->socket_path);
+			return -EADDRINUSE;
+		}
+		close(probe);
+	}
+	unlink(s->socket_path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_error("socket: %s", strerror(errno));
+		return -errno;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		log_error("bind %s: %s", s->socket_path, strerror(errno));
+		goto out_close_fd;
+	}
+	/* 0660 and, with --group, that group: the file mode is a first gate;
+	 * SO_PEERCRED on accept is the real check. */
+	if (chmod(s->socket_path, 0660) < 0 ||
+	    (s->have_group && chown(s->socket_path, (uid_t)-1, s->group) < 0)) {
+		log_error("chmod/chown %s: %s", s->socket_path, strerror(errno));
+		goto out_unlink;
+	}
+	if (listen(fd, 64) < 0) {
+		log_error("listen: %s", strerror(errno));
+		goto out_unlink;
+	}
+	s->listen_fd = fd;
+	return 0;
+
+out_unlink:
+	unlink(s->socket_path);
+out_close_fd:
+	close(fd);
+	return -1;
+}
+
+static void daemonize(void)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid < 0)
+		fatal("fork");
+	if (pid > 0)
+		_exit(0); /* the socket is already listening */
+	if (setsid() < 0)
+		fatal("setsid");
+	if (chdir("/") < 0)
+		fatal("chdir /");
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		fatal("/dev/null");
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+void sup_maybe_exit(struct sup *s)
+{
+	if (s->shutting_down && s->nnics == 0) {
+		log_info("every worker is reaped: exiting");
+		event_base_loopbreak(s->base);
+	}
+}
+
+/* Backstop: a worker that ignored Stop and whose SIGKILL did not reap in
+ * time (uninterruptible sleep). Kill and reap with blocking waits. */
+static void shutdown_backstop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sup *s = arg;
+	struct nic *n;
+
+	TAILQ_FOREACH(n, &s->nics, link) {
+		if (n->w.pid) {
+			bool failed;
+			char desc[128];
+
+			log_warn("nic %s: worker pid %d still there at shutdown: SIGKILL and wait",
+				 n->id, (int)n->w.pid);
+			worker_kill(&n->w);
+			worker_reap(&n->w, true, &failed, desc, sizeof(desc));
+		}
+	}
+	event_base_loopbreak(s->base);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct sup *s = arg;
+	struct nic *n, *tmp;
+	struct timeval tv = { .tv_sec = SUP_SHUTDOWN_STOP_MS / 1000 + 2, .tv_usec = 0 };
+
+	if (s->shutting_down)
+		return;
+	log_info("signal %d: stopping %u NIC(s)", (int)sig, s->nnics);
+	s->shutting_down = true;
+	/* No new clients; the socket disappears now. */
+	event_del(s->ev_listen);
+	close(s->listen_fd);
+	s->listen_fd = -1;
+	unlink(s->socket_path);
+	s->ev_shutdown = evtimer_new(s->base, shutdown_backstop_cb, s);
+	if (s->ev_shutdown)
+		evtimer_add(s->ev_shutdown, &tv);
+	TAILQ_FOREACH_SAFE(n, &s->nics, link, tmp)
+		nic_stop(n, SUP_SHUTDOWN_STOP_MS, "shutdown");
+	sup_maybe_exit(s);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "group", required_argument, NULL, 'g' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "worker", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sup s;
+	struct event_config *cfg;
+	enum log_level level = LOG_LEVEL_INFO;
+	bool foreground = false;
+	struct vmm_conn *c;
+	int opt;
+
+	memset(&s, 0, sizeof(s));
+	s.socket_path = VNICD_DEFAULT_SOCKET;
+	s.listen_fd = -1;
+	s.worker_path = getenv("VNICD_WORKER");
+	if (!s.worker_path || !s.worker_path[0])
+		s.worker_path = VNICD_WORKER_PATH;
+	TAILQ_INIT(&s.conns);
+	TAILQ_INIT(&s.nics);
+	log_init("vnicd", level, false);
+
+	while ((opt = getopt_long(argc, argv, "s:fg:l:w:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': s.socket_path = optarg; break;
+		case 'f': foreground = true; break;
+		case 'g': {
+			struct group *gr = getgrnam(optarg);
+
+			if (!gr) {
+				fprintf(stderr, "vnicd: --group %s: no such group\n", optarg);
+				return 2;
+			}
+			s.have_group = true;
+			s.group = gr->gr_gid;
+			s.group_name = optarg;
+			break;
+		}
+		case 'l':
+			if (log_level_parse(optarg, &level) < 0) {
+				fprintf(stderr, "vnicd: --log-level %s: use error, warn, info or debug\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'w': s.worker_path = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	log_init("vnicd", level, !foreground);
+	if (access(s.worker_path, X_OK) < 0)
+		log_warn("worker %s is not executable (%s): AddNic will fail", s.worker_path,
+			 strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+
+	if (listen_socket(&s) < 0)
+		return 1;
+	if (!foreground)
+		daemonize();
+
+	cfg = event_config_new();
+	if (!cfg)
+		fatalx("event_config_new failed");
+	/* Single thread: no locking in libevent. */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	s.base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	if (!s.base)
+		fatalx("event_base_new failed");
+	s.ev_listen = event_new(s.base, s.listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, &s);
+	s.ev_sigterm = evsignal_new(s.base, SIGTERM, signal_cb, &s);
+	s.ev_sigint = evsignal_new(s.base, SIGINT, signal_cb, &s);
+	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint)
+		fatalx("event_new failed");
+	event_add(s.ev_listen, NULL);
+	event_add(s.ev_sigterm, NULL);
+	event_add(s.ev_sigint, NULL);
+	log_info("listening on %s (worker %s)", s.socket_path, s.worker_path);
+
+	event_base_dispatch(s.base);
+
+	while ((c = TAILQ_FIRST(&s.conns)))
+		vmm_conn_free(c);
+	if (s.listen_fd >= 0) {
+		close(s.listen_fd);
+		unlink(s.socket_path);
+	}
+	if (s.ev_shutdown)
+		event_free(s.ev_shutdown);
+	event_free(s.ev_listen);
+	event_free(s.ev_sigterm);
+	event_free(s.ev_sigint);
+	event_base_free(s.base);
+	log_info("exit");
+	return 0;
+}

@@ -1,0 +1,215 @@
+/*
+ * monitor: messages from a worker, through one permission table
+ * (STYLE habit 1, after OpenSSH monitor.c's mon_table).
+ *
+ * The worker is not trusted: it maps guest memory, so it may be
+ * compromised. Each row says in which NIC states a message type is
+ * permitted, whether it may come once only, how many fds it carries (none:
+ * wire already receives worker frames with room for 0 fds) and its
+ * handler. An unknown, malformed or unpermitted message kills the worker;
+ * the pidfd then reaps it and nic.c finishes the state change.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "supervisor.h"
+
+#define MON_STARTING (1u << NIC_STARTING)
+#define MON_RUNNING  (1u << NIC_RUNNING)
+#define MON_STOPPING (1u << NIC_STOPPING)
+#define MON_ONCE     (1u << 16) /* a second one is a violation */
+
+struct mon_row {
+	Vnic__Worker__WorkerMessage__MsgCase type;
+	const char *name;
+	unsigned flags;
+	unsigned nfds;
+	/* Returns 0, or -1 when the worker must be killed (reason in n->last_error). */
+	int (*handler)(struct nic *n, const Vnic__Worker__WorkerMessage *m);
+};
+
+static int mon_ready(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	Vnic__Worker__WorkerMessage start_m;
+	Vnic__Worker__Start start;
+	int rc;
+
+	if (n->ready_seen)
+		return -1;
+	n->ready_seen = true;
+	n->sandboxed = m->ready->sandboxed;
+	vnic__worker__worker_message__init(&start_m);
+	vnic__worker__start__init(&start);
+	start_m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_START;
+	start_m.start = &start;
+	rc = wire_worker_send(n->w.ctrl_fd, &start_m, NULL, 0);
+	if (rc) {
+		snprintf(n->last_error, sizeof(n->last_error), "cannot send Start: %s",
+			 strerror(-rc));
+		return -1;
+	}
+	event_del(n->ev_timer);
+	clock_gettime(CLOCK_MONOTONIC, &n->t_running);
+	nic_set_state(n, NIC_RUNNING, n->sandboxed ? "worker ready (sandboxed)"
+						   : "worker ready (NOT sandboxed)");
+	vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+	return 0;
+}
+
+static int mon_stopped(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	const Vnic__Worker__Stopped *s = m->stopped;
+
+	for (size_t i = 0; i < s->n_queues; i++) {
+		struct nic_queue *q = s->queues[i] ? nic_vq(n, s->queues[i]->index) : NULL;
+
+		if (!q) {
+			snprintf(n->last_error, sizeof(n->last_error),
+				 "worker reported final indices for a queue it does not have");
+			return -1;
+		}
+		q->final_valid = true;
+		q->final_avail = s->queues[i]->avail_idx & 0xffff;
+		q->final_used = s->queues[i]->used_idx & 0xffff;
+	}
+	n->stopped_seen = true;
+	return 0;
+}
+
+static int mon_queue_broken(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	const Vnic__Worker__QueueBroken *b = m->queue_broken;
+	struct nic_queue *q = nic_vq(n, b->queue);
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(5000, 10);
+
+	if (!q) {
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "worker reported queue %u broken, which it does not have", b->queue);
+		return -1;
+	}
+	/* The guest caused this: rate-limited log, first reason sticks. */
+	log_ratelimited(&rl, LOG_LEVEL_WARN, "nic %s: queue %s broken: %s", n->id,
+			nic_queue_name(nic_queue_slot(b->queue)), b->reason);
+	if (!q->broken) {
+		q->broken = true;
+		snprintf(q->broken_reason, sizeof(q->broken_reason), "%s", b->reason);
+		snprintf(n->last_error, sizeof(n->last_error), "queue %s broken: %s",
+			 nic_queue_name(nic_queue_slot(b->queue)), b->reason);
+	}
+	vmm_event_queue_needs_reset(n, b->queue, b->reason);
+	return 0;
+}
+
+static int mon_log(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(5000, 50);
+	enum log_level lv;
+
+	switch (m->log->level) {
+	case VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR: lv = LOG_LEVEL_ERROR; break;
+	case VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_WARN: lv = LOG_LEVEL_WARN; break;
+	case VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO: lv = LOG_LEVEL_INFO; break;
+	default: lv = LOG_LEVEL_DEBUG; break;
+	}
+	/* A worker may relay guest-triggered lines: rate-limited. */
+	log_ratelimited(&rl, lv, "nic %s worker: %s", n->id, m->log->text);
+	return 0;
+}
+
+static int mon_error(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	snprintf(n->last_error, sizeof(n->last_error), "worker error: %s%s%s",
+		 m->error->text, m->error->errnum ? ": " : "",
+		 m->error->errnum > 0 && m->error->errnum < 4096 ? strerror(m->error->errnum) : "");
+	log_warn("nic %s: %s", n->id, n->last_error);
+	/* The worker exits after Error; the pidfd reaps it. */
+	return 0;
+}
+
+static const struct mon_row mon_table[] = {
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_ONCE, 0, mon_ready },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED, "Stopped", MON_STOPPING | MON_ONCE, 0, mon_stopped },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN, "QueueBroken",
+	  MON_RUNNING | MON_STOPPING, 0, mon_queue_broken },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_LOG, "Log",
+	  MON_STARTING | MON_RUNNING | MON_STOPPING, 0, mon_log },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_ONCE, 0, mon_error },
+};
+
+static void mon_kill(struct nic *n, const char *why)
+{
+	if (n->last_error[0] == '\0' || n->state != NIC_STARTING)
+		snprintf(n->last_error, sizeof(n->last_error), "%s", why);
+	log_warn("nic %s: killing worker pid %d: %s", n->id, (int)n->w.pid, why);
+	if (n->ev_ctrl)
+		event_del(n->ev_ctrl);
+	n->kill_sent = true;
+	worker_kill(&n->w);
+}
+
+void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct nic *n = arg;
+	/* Bit per row: which ONCE rows were seen. Kept in the NIC flags. */
+	for (int budget = 0; budget < 16 && n->ev_ctrl; budget++) {
+		Vnic__Worker__WorkerMessage *m = NULL;
+		struct wire_fds fds;
+		struct wire_err err;
+		const struct mon_row *row = NULL;
+		char why[256];
+		int rc;
+
+		memset(&err, 0, sizeof(err));
+		rc = wire_worker_recv(fd, WIRE_PEER_WORKER, &m, &fds, &err);
+		if (rc == -EAGAIN)
+			return;
+		if (rc == -EPIPE) {
+			/* The worker closed its end: it is exiting; the pidfd
+			 * tells when. Stop watching the socket. */
+			event_del(n->ev_ctrl);
+			if (n->state == NIC_STARTING || n->state == NIC_RUNNING) {
+				if (!n->last_error[0])
+					snprintf(n->last_error, sizeof(n->last_error),
+						 "worker closed its control channel");
+			}
+			return;
+		}
+		if (rc) {
+			snprintf(why, sizeof(why), "malformed message: %s", err.msg);
+			mon_kill(n, why);
+			return;
+		}
+		for (size_t i = 0; i < sizeof(mon_table) / sizeof(mon_table[0]); i++)
+			if (mon_table[i].type == m->msg_case)
+				row = &mon_table[i];
+		if (!row) {
+			snprintf(why, sizeof(why), "unexpected message type %d", (int)m->msg_case);
+			rc = -1;
+		} else if (!(row->flags & (1u << n->state))) {
+			snprintf(why, sizeof(why), "%s not permitted in state %s", row->name,
+				 nic_state_name(n->state));
+			rc = -1;
+		} else if (fds.n != row->nfds) {
+			snprintf(why, sizeof(why), "%s with %u fds", row->name, fds.n);
+			rc = -1;
+		} else if ((row->flags & MON_ONCE) &&
+			   ((row->type == VNIC__WORKER__WORKER_MESSAGE__MSG_READY && n->ready_seen) ||
+			    (row->type == VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED && n->stopped_seen))) {
+			snprintf(why, sizeof(why), "a second %s", row->name);
+			rc = -1;
+		} else {
+			rc = row->handler(n, m);
+			snprintf(why, sizeof(why), "%s: %s", row->name, n->last_error);
+		}
+		wire_fds_close(&fds);
+		wire_worker_free(m);
+		if (rc) {
+			mon_kill(n, why);
+			return;
+		}
+	}
+}

@@ -1,0 +1,228 @@
+/*
+ * vnicd, the supervisor: the only privileged process.
+ *
+ * One libevent loop (EVENT_BASE_FLAG_NOLOCK, single thread) carries:
+ *  - the control socket listener (main.c) and one struct vmm_conn per
+ *    connected VMM or vnicctl (vmm_conn.c, requests in vmm_handlers.c);
+ *  - one struct nic per NIC (nic.c): its worker process, watched through
+ *    a pidfd, and its control socketpair, whose messages pass the
+ *    permission table in monitor.c;
+ *  - SIGTERM/SIGINT: stop every worker, reap, remove the socket, exit 0.
+ *
+ * The supervisor never maps guest memory and never parses rings; it
+ * validates requests (validate.c) and holds the fds a NIC needs so that a
+ * worker can be started (and, in a later issue, restarted) on them.
+ */
+#ifndef VNIC_SUPERVISOR_H
+#define VNIC_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "validate.h"
+#include "wire.h"
+#include "worker_spawn.h"
+
+struct stats_page;
+
+/* glibc's <sys/queue.h> lacks the BSD _SAFE iterator. */
+#ifndef TAILQ_FOREACH_SAFE
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)			\
+	for ((var) = TAILQ_FIRST(head);					\
+	     (var) && ((tvar) = TAILQ_NEXT(var, field), 1);		\
+	     (var) = (tvar))
+#endif
+
+/* Limits (each a resource bound, TESTPLAN promise 4). */
+#define SUP_MAX_NICS 256            /* NICs per supervisor */
+#define SUP_MAX_CONNS 128           /* connected clients */
+#define SUP_CONN_MAX_ERRORS 32      /* consecutive bad frames before we drop a peer */
+#define SUP_CONN_FRAMES_PER_WAKE 32 /* frames read per wake-up, for fairness */
+#define SUP_CONN_OUTQ_MAX 256       /* queued replies/events before we drop a peer */
+#define SUP_READY_TIMEOUT_MS 5000   /* worker: exec to READY */
+#define SUP_STOP_DEFAULT_MS 5000    /* RemoveNic deadline when the VMM gives 0 */
+#define SUP_STOP_MAX_MS 60000       /* largest RemoveNic deadline we accept */
+#define SUP_SHUTDOWN_STOP_MS 3000   /* per-worker deadline on SIGTERM */
+#define SUP_STATUS_PAGE 32          /* NICs per StatusReply (keeps replies < 64 KiB) */
+#define SUP_MTU_DEFAULT 1500
+
+/* NIC states (DESIGN "Lifecycle"). Every transition goes through
+ * nic_set_state(), which logs it. */
+enum nic_state {
+	NIC_STARTING,  /* worker spawned, Config sent, waiting for READY */
+	NIC_RUNNING,   /* READY received, Start sent */
+	NIC_STOPPING,  /* Stop sent (RemoveNic, disconnect, shutdown) */
+	NIC_FAILED,    /* worker died or misbehaved; the entry stays for status */
+	NIC_GONE,      /* reaped and removed from the table; about to be freed */
+};
+
+const char *nic_state_name(enum nic_state s);
+
+struct sup;
+struct vmm_conn;
+
+struct nic_queue {
+	uint32_t index;   /* virtqueue index (slot from nic_queue_slot) */
+	uint32_t size;
+	uint64_t desc, avail, used;
+	uint32_t avail_idx;
+	int kick_fd, call_fd;       /* owned */
+	/* Final indices from the worker's Stopped message. */
+	bool final_valid;
+	uint32_t final_avail, final_used;
+	/* A QueueBroken report from the worker (also in the stats page). */
+	bool broken;
+	char broken_reason[160];
+};
+
+struct nic {
+	TAILQ_ENTRY(nic) link;
+	struct sup *sup;
+	struct vmm_conn *conn;      /* owner; NULL once it disconnected */
+	char id[VALIDATE_ID_MAX + 1];
+	enum nic_state state;
+
+	/* Configuration, as validated. */
+	uint8_t mac[6];
+	uint32_t mtu;
+	uint64_t features;
+	struct nic_policy policy;
+	enum nic_backend_type backend;
+	char ifname[32];            /* tap: the kernel's name */
+	char netns[64];
+	unsigned nregions;
+	struct memtable_region_desc *regions; /* fds owned */
+	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
+	int backend_fd;             /* owned */
+
+	/* Stats page: a memfd shared with the worker, read lock-free here. */
+	int stats_fd;
+	struct stats_page *stats;
+	size_t stats_len;
+
+	/* Worker. pid 0 when there is none. */
+	struct worker_proc w;
+	struct event *ev_ctrl;      /* worker control socket readable */
+	struct event *ev_exit;      /* pidfd readable: the worker exited */
+	struct event *ev_timer;     /* READY or Stop deadline */
+	bool sandboxed;
+	bool ready_seen, stopped_seen;
+	bool kill_sent;
+	char exit_desc[128];
+
+	/* Requests waiting for this NIC (request_id, or 0 for none). */
+	bool add_pending;
+	uint64_t add_req;
+	bool remove_pending;
+	uint64_t remove_req;
+	struct timespec remove_t0;
+	bool deadline_missed;
+
+	struct timespec t_running;  /* for uptime */
+	uint32_t restarts;
+	char last_error[192];
+};
+
+TAILQ_HEAD(nic_list, nic);
+
+struct outframe {
+	STAILQ_ENTRY(outframe) link;
+	size_t len;
+	uint8_t data[];
+};
+
+struct vmm_conn {
+	TAILQ_ENTRY(vmm_conn) link;
+	struct sup *sup;
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	unsigned id;               /* for log lines */
+	struct event *ev_read;
+	struct event *ev_write;    /* armed only while outq is not empty */
+	STAILQ_HEAD(, outframe) outq;
+	unsigned outq_len;
+	bool hello_done;
+	uint32_t version;
+	unsigned errors;           /* consecutive bad frames */
+	bool closing;
+};
+
+TAILQ_HEAD(conn_list, vmm_conn);
+
+struct sup {
+	struct event_base *base;
+	const char *socket_path;
+	const char *worker_path;
+	bool have_group;
+	gid_t group;
+	const char *group_name;
+	int listen_fd;
+	struct event *ev_listen;
+	struct event *ev_sigterm, *ev_sigint;
+	struct event *ev_shutdown;    /* backstop timer during shutdown */
+	struct conn_list conns;
+	struct nic_list nics;
+	unsigned nnics;
+	unsigned nconns;
+	unsigned next_conn_id;
+	bool shutting_down;
+};
+
+/* vmm_conn.c */
+void vmm_conn_accept(evutil_socket_t fd, short what, void *arg);
+struct vmm_conn *vmm_conn_free(struct vmm_conn *c);
+/* vmm_conn_send - queue one message to the peer (replies, events). A peer
+ * that stops reading is dropped once SUP_CONN_OUTQ_MAX frames wait. */
+void vmm_conn_send(struct vmm_conn *c, const Vnic__Vmm__VmmMessage *m);
+void vmm_conn_reply_error(struct vmm_conn *c, uint64_t request_id,
+			  Vnic__Vmm__Status code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* vmm_handlers.c: one function per request; see the table in vmm_conn.c. */
+void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+/* Replies for NIC operations that complete later (nic.c calls these). */
+void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
+void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
+void vmm_event_nic_failed(struct nic *n, int sig, int exit_status);
+void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
+
+/* nic.c */
+struct nic *nic_find(struct sup *s, const char *id);
+struct nic_queue *nic_vq(struct nic *n, uint32_t index);
+void nic_set_state(struct nic *n, enum nic_state st, const char *why);
+/* nic_start - adopt the validated spec's fds (set to -1 in the frame),
+ * open the backend, spawn the worker, send Config; the AddNic reply
+ * follows on READY or failure. Returns 0 or a negative errno with err
+ * filled (then nothing was adopted and no NIC exists). */
+int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
+	      const struct nic_spec *spec, struct wire_fds *fds,
+	      const struct wire_fd_layout *lay, char *err, size_t errlen);
+/* nic_stop - begin a stop: Stop to the worker and a deadline, or a kill
+ * for a worker not yet READY; a NIC with no worker is freed at once. */
+void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
+/* nic_detach_conn - the owner went away: stop each of its NICs. */
+void nic_detach_conn(struct sup *s, struct vmm_conn *c);
+/* nic_read_queue - lock-free copy of one queue's counters. */
+struct stats_queue_snapshot;
+void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *out);
+uint64_t nic_uptime_s(const struct nic *n);
+
+/* monitor.c: messages from a worker, through the permission table. */
+void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);
+
+/* main.c */
+void sup_maybe_exit(struct sup *s);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * tap: open a tap with a virtio-net header, optionally in another network
+ * namespace. See tap.h.
+ *
+ * The supervisor is single-threaded, so setns() there and back cannot be
+ * observed by other code; the only rule is that every path returns to
+ * our own namespace before tap_open returns.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "validate.h"
+
+static int tfail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int tfail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Offloads the tap may hand us (host -> guest): only what the guest said
+ * it can receive (QEMU does the same in virtio_net_apply_guest_offloads). */
+static unsigned tap_offloads(uint64_t f)
+{
+	unsigned o = 0;
+
+	if (f & (1ull << VNET_F_GUEST_CSUM)) {
+		o |= TUN_F_CSUM;
+		if (f & (1ull << VNET_F_GUEST_TSO4))
+			o |= TUN_F_TSO4;
+		if (f & (1ull << VNET_F_GUEST_TSO6))
+			o |= TUN_F_TSO6;
+	}
+	return o;
+}
+
+int tap_configure(int fd, uint64_t features, char *err, size_t errlen)
+{
+	int hdrsz = TAP_VNET_HDR_LEN;
+
+	/* virtio 1.x: the header always has num_buffers: 12 bytes (5.1.6). */
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) < 0)
+		return tfail(err, errlen, -errno, "TUNSETVNETHDRSZ: %s", strerror(errno));
+	if (ioctl(fd, TUNSETOFFLOAD, (unsigned long)tap_offloads(features)) < 0)
+		return tfail(err, errlen, -errno, "TUNSETOFFLOAD: %s", strerror(errno));
+	return 0;
+}
+
+static int tap_open_here(const char *name, uint64_t features, int *ret_fd,
+			 char *ret_name, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int fd, sock, rc;
+
+	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return tfail(err, errlen, -errno, "open /dev/net/tun: %s", strerror(errno));
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		rc = tfail(err, errlen, -errno, "TUNSETIFF %s: %s", name[0] ? name : "(new)",
+			   strerror(errno));
+		goto out_close_fd;
+	}
+	rc = tap_configure(fd, features, err, errlen);
+	if (rc)
+		goto out_close_fd;
+	/* Up, in the namespace the tap lives in (we are in it now). */
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0) {
+		rc = tfail(err, errlen, -errno, "socket: %s", strerror(errno));
+		goto out_close_fd;
+	}
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(sock, SIOCSIFFLAGS, &ifr) < 0)) {
+		rc = tfail(err, errlen, -errno, "set %s up: %s", ifr.ifr_name, strerror(errno));
+		close(sock);
+		goto out_close_fd;
+	}
+	close(sock);
+	snprintf(ret_name, IFNAMSIZ, "%s", ifr.ifr_name);
+	*ret_fd = fd;
+	return 0;
+
+out_close_fd:
+	close(fd);
+	return rc;
+}
+
+int tap_open(const char *name, const char *netns, uint64_t features,
+	     int *ret_fd, char *ret_name, char *err, size_t errlen)
+{
+	char path[128];
+	int self, target, rc;
+
+	if (!netns || !netns[0])
+		return tap_open_here(name, features, ret_fd, ret_name, err, errlen);
+
+	rc = validate_netns_name(netns, err, errlen);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "/run/netns/%s", netns);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return tfail(err, errlen, -errno, "open /proc/self/ns/net: %s", strerror(errno));
+	target = open(path, O_RDONLY | O_CLOEXEC);
+	if (target < 0) {
+		rc = tfail(err, errlen, -errno, "network namespace %s: %s", netns, strerror(errno));
+		goto out_close_self;
+	}
+	if (setns(target, CLONE_NEWNET) < 0) {
+		rc = tfail(err, errlen, -errno, "setns %s: %s", netns, strerror(errno));
+		goto out_close_target;
+	}
+	rc = tap_open_here(name, features, ret_fd, ret_name, err, errlen);
+	if (setns(self, CLONE_NEWNET) < 0) {
+		/* We cannot be left in the guest's namespace: every later
+		 * tap and the control socket's meaning would change. */
+		fprintf(stderr, "vnicd: cannot return to own network namespace: %s\n",
+			strerror(errno));
+		_exit(70);
+	}
+out_close_target:
+	close(target);
+out_close_self:
+	close(self);
+	return rc;
+}

@@ -1,0 +1,35 @@
+/*
+ * tap: the supervisor opens the tap for a NIC's tap backend; the worker
+ * only reads and writes it (it cannot open anything inside its sandbox).
+ */
+#ifndef VNIC_TAP_H
+#define VNIC_TAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* virtio 1.x net header with num_buffers (spec 5.1.6). */
+#define TAP_VNET_HDR_LEN 12
+
+/* tap_configure - set the header size and the offloads that follow from
+ * @features on an open tap (also one the VMM passed). */
+int tap_configure(int fd, uint64_t features, char *err, size_t errlen);
+
+/*
+ * tap_open - create, or attach to, tap interface @name.
+ * @name: interface name, "" lets the kernel choose (tapN).
+ * @netns: "" for our own network namespace, else the name of a namespace
+ *   made by `ip netns add` (/run/netns/NAME): the tap is created there and
+ *   stays there; the supervisor switches back before returning.
+ * @features: negotiated virtio-net features; the tap's offloads follow
+ *   the guest's receive offloads (GUEST_CSUM, GUEST_TSO4/6).
+ * The tap is opened with IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, a 12-byte
+ * virtio-net header (virtio 1.x always has num_buffers), O_NONBLOCK and
+ * O_CLOEXEC, and set up (IFF_UP).
+ * Returns: 0, *ret_fd and the kernel's name in ret_name (IFNAMSIZ bytes);
+ * or a negative errno with err filled and nothing left open.
+ */
+int tap_open(const char *name, const char *netns, uint64_t features,
+	     int *ret_fd, char *ret_name, char *err, size_t errlen);
+
+#endif

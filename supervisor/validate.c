@@ -1,0 +1,392 @@
+/*
+ * validate: AddNic checks, all before any state change. See validate.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "validate.h"
+#include "vring.h"
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+#define BIT(n) (1ull << (n))
+
+uint64_t validate_nic_offered(enum nic_backend_type backend)
+{
+	uint64_t f = BIT(VNET_F_VERSION_1) | BIT(VNET_F_EVENT_IDX) |
+		     BIT(VNET_F_INDIRECT_DESC) | BIT(VNET_F_MRG_RXBUF) |
+		     BIT(VNET_F_MAC) | BIT(VNET_F_MTU);
+
+	if (backend == NIC_BACKEND_TAP || backend == NIC_BACKEND_TAP_FD)
+		f |= BIT(VNET_F_CSUM) | BIT(VNET_F_GUEST_CSUM) |
+		     BIT(VNET_F_HOST_TSO4) | BIT(VNET_F_HOST_TSO6) |
+		     BIT(VNET_F_GUEST_TSO4) | BIT(VNET_F_GUEST_TSO6);
+	return f;
+}
+
+int nic_queue_slot(uint32_t idx)
+{
+	/* Compare the full 32 bits: 0x10000 must not alias queue 0 (C4). */
+	if (idx >= NIC_NUM_QUEUES)
+		return -1;
+	return (int)idx;
+}
+
+const char *nic_queue_name(int slot)
+{
+	switch (slot) {
+	case NIC_QUEUE_RX0: return "rx0";
+	case NIC_QUEUE_TX0: return "tx0";
+	default: return "?";
+	}
+}
+
+int validate_nic_id(const char *id, size_t len, bool has_nul, char *err, size_t errlen)
+{
+	if (len == 0)
+		return fail(err, errlen, -EINVAL, "nic id is empty");
+	if (len > VALIDATE_ID_MAX)
+		return fail(err, errlen, -EINVAL, "nic id is %zu bytes, at most %u allowed",
+			    len, VALIDATE_ID_MAX);
+	if (has_nul)
+		return fail(err, errlen, -EINVAL, "nic id contains a NUL byte");
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)id[i];
+		/* Printable ASCII without space: the id goes into log lines,
+		 * the worker's argv and vnicctl's table. */
+		if (c <= 0x20 || c >= 0x7f)
+			return fail(err, errlen, -EINVAL,
+				    "nic id byte %zu (0x%02x) is not printable ASCII", i, c);
+	}
+	return 0;
+}
+
+int validate_mac(const uint8_t *mac, size_t len, char *err, size_t errlen)
+{
+	static const uint8_t zero[6];
+
+	if (len != 6)
+		return fail(err, errlen, -EINVAL, "mac is %zu bytes, must be 6", len);
+	if (mac[0] & 1)
+		return fail(err, errlen, -EINVAL,
+			    "mac %02x:%02x:%02x:%02x:%02x:%02x is multicast, must be unicast",
+			    mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+	if (!memcmp(mac, zero, 6))
+		return fail(err, errlen, -EINVAL, "mac 00:00:00:00:00:00 is not a valid address");
+	return 0;
+}
+
+int validate_mtu(uint32_t mtu, char *err, size_t errlen)
+{
+	if (mtu < VALIDATE_MTU_MIN || mtu > VALIDATE_MTU_MAX)
+		return fail(err, errlen, -EINVAL, "mtu %u is outside %u..%u",
+			    mtu, VALIDATE_MTU_MIN, VALIDATE_MTU_MAX);
+	return 0;
+}
+
+int validate_features(uint64_t features, enum nic_backend_type backend,
+		      char *err, size_t errlen)
+{
+	uint64_t offered = validate_nic_offered(backend);
+	uint64_t extra = features & ~offered;
+
+	/* C9: a bit we never offered is rejected, not masked. */
+	if (extra)
+		return fail(err, errlen, -ENOTSUP,
+			    "features 0x%llx were not offered (offered 0x%llx for this backend)",
+			    (unsigned long long)extra, (unsigned long long)offered);
+	if (!(features & BIT(VNET_F_VERSION_1)))
+		return fail(err, errlen, -ENOTSUP,
+			    "VIRTIO_F_VERSION_1 (bit 32) is required: legacy devices are not supported");
+	/* Spec 5.1.3.1: TSO needs the matching checksum offload. */
+	if ((features & (BIT(VNET_F_HOST_TSO4) | BIT(VNET_F_HOST_TSO6))) &&
+	    !(features & BIT(VNET_F_CSUM)))
+		return fail(err, errlen, -EINVAL, "HOST_TSO4/6 require VIRTIO_NET_F_CSUM (spec 5.1.3.1)");
+	if ((features & (BIT(VNET_F_GUEST_TSO4) | BIT(VNET_F_GUEST_TSO6))) &&
+	    !(features & BIT(VNET_F_GUEST_CSUM)))
+		return fail(err, errlen, -EINVAL,
+			    "GUEST_TSO4/6 require VIRTIO_NET_F_GUEST_CSUM (spec 5.1.3.1)");
+	return 0;
+}
+
+static int name_chars_ok(const char *name)
+{
+	for (const char *p = name; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c <= 0x20 || c >= 0x7f || c == '/' || c == ':')
+			return 0;
+	}
+	return 1;
+}
+
+int validate_ifname(const char *name, char *err, size_t errlen)
+{
+	size_t len = strnlen(name, IFNAMSIZ);
+
+	if (len == 0)
+		return fail(err, errlen, -EINVAL, "tap name is empty");
+	if (len >= IFNAMSIZ)
+		return fail(err, errlen, -EINVAL, "tap name is longer than %d bytes", IFNAMSIZ - 1);
+	if (!name_chars_ok(name) || !strcmp(name, ".") || !strcmp(name, ".."))
+		return fail(err, errlen, -EINVAL, "tap name \"%s\" is not a valid interface name", name);
+	return 0;
+}
+
+int validate_netns_name(const char *name, char *err, size_t errlen)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len >= 64 || !name_chars_ok(name) ||
+	    !strcmp(name, ".") || !strcmp(name, ".."))
+		return fail(err, errlen, -EINVAL,
+			    "netns \"%.64s\" is not a network namespace name (one path component)", name);
+	return 0;
+}
+
+const char *nic_policy_name(uint32_t mode)
+{
+	switch (mode) {
+	case NIC_POLICY_DEFAULT: return "default";
+	case NIC_POLICY_TIMER: return "timer";
+	case NIC_POLICY_BH: return "bh";
+	case NIC_POLICY_ADAPTIVE: return "adaptive";
+	case NIC_POLICY_POLL: return "poll";
+	default: return "?";
+	}
+}
+
+int validate_policy(const struct nic_policy *p, char *err, size_t errlen)
+{
+	if (p->mode > NIC_POLICY_POLL)
+		return fail(err, errlen, -EINVAL, "policy mode %u is unknown", p->mode);
+	if (p->timer_us > NIC_POLICY_MAX_US || p->poll_us > NIC_POLICY_MAX_US)
+		return fail(err, errlen, -EINVAL, "policy timer_us/poll_us above %u",
+			    NIC_POLICY_MAX_US);
+	return 0;
+}
+
+struct area {
+	const char *name;
+	uint64_t gpa, size, align;
+};
+
+int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
+			uint32_t num, uint64_t desc, uint64_t avail, uint64_t used,
+			char *err, size_t errlen)
+{
+	struct area a[3];
+
+	/* Spec 2.7: "Queue Size value is always a power of 2. The maximum
+	 * Queue Size value is 32768." (C5) */
+	if (num == 0 || num > VRING_MAX_SIZE || (num & (num - 1)))
+		return fail(err, errlen, -EINVAL,
+			    "queue size %u is not a power of 2 in 1..%u", num, VRING_MAX_SIZE);
+
+	a[0] = (struct area){ "descriptor table", desc, vring_desc_size(num), VRING_DESC_ALIGN };
+	a[1] = (struct area){ "avail ring", avail, vring_avail_size(num), VRING_AVAIL_ALIGN };
+	a[2] = (struct area){ "used ring", used, vring_used_size(num), VRING_USED_ALIGN };
+
+	for (int i = 0; i < 3; i++) {
+		bool inside = false;
+
+		/* Spec 2.7 alignment table: 16, 2, 4 (C7). */
+		if (a[i].gpa % a[i].align)
+			return fail(err, errlen, -EINVAL, "%s at 0x%llx is not %llu-byte aligned",
+				    a[i].name, (unsigned long long)a[i].gpa,
+				    (unsigned long long)a[i].align);
+		if (a[i].gpa > UINT64_MAX - a[i].size)
+			return fail(err, errlen, -EINVAL, "%s at 0x%llx wraps the address space",
+				    a[i].name, (unsigned long long)a[i].gpa);
+		for (unsigned k = 0; k < nr && !inside; k++) {
+			/* memtable_validate has ruled out region wrap. */
+			if (a[i].gpa >= r[k].gpa &&
+			    a[i].gpa - r[k].gpa <= r[k].size &&
+			    a[i].size <= r[k].size - (a[i].gpa - r[k].gpa))
+				inside = true;
+		}
+		if (!inside)
+			return fail(err, errlen, -EINVAL,
+				    "%s [0x%llx, +0x%llx) is not wholly inside one memory region",
+				    a[i].name, (unsigned long long)a[i].gpa,
+				    (unsigned long long)a[i].size);
+	}
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (a[i].gpa < a[j].gpa + a[j].size && a[j].gpa < a[i].gpa + a[i].size)
+				return fail(err, errlen, -EINVAL, "%s and %s overlap",
+					    a[i].name, a[j].name);
+	return 0;
+}
+
+/* The kernel names an anonymous inode's file "anon_inode:[eventfd]". */
+int validate_eventfd(int fd, char *err, size_t errlen)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return fail(err, errlen, -EBADF, "fd %d is not open", fd);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return fail(err, errlen, -errno, "cannot inspect fd %d: %s", fd, strerror(errno));
+	target[n] = '\0';
+	if (strcmp(target, "anon_inode:[eventfd]"))
+		return fail(err, errlen, -EINVAL, "fd is %s, not an eventfd", target);
+	return 0;
+}
+
+int validate_tap_fd(int fd, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	const short need = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return fail(err, errlen, -EBADF, "tap fd %d is not open", fd);
+	memset(&ifr, 0, sizeof(ifr));
+	if (ioctl(fd, TUNGETIFF, &ifr) < 0)
+		return fail(err, errlen, -EINVAL, "backend fd is not a tap (TUNGETIFF: %s)",
+			    strerror(errno));
+	if ((ifr.ifr_flags & need) != need || (ifr.ifr_flags & IFF_TUN))
+		return fail(err, errlen, -EINVAL,
+			    "tap %.16s lacks IFF_TAP|IFF_NO_PI|IFF_VNET_HDR (flags 0x%x)",
+			    ifr.ifr_name, (unsigned)(unsigned short)ifr.ifr_flags);
+	return 0;
+}
+
+int validate_backend_socket(int fd, char *err, size_t errlen)
+{
+	struct stat st;
+	int type = 0, domain = 0;
+	socklen_t len;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return fail(err, errlen, -EBADF, "backend fd %d is not open", fd);
+	if (!S_ISSOCK(st.st_mode))
+		return fail(err, errlen, -EINVAL, "backend fd is not a socket");
+	len = sizeof(domain);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+		return fail(err, errlen, -errno, "backend socket: SO_DOMAIN: %s", strerror(errno));
+	len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return fail(err, errlen, -errno, "backend socket: SO_TYPE: %s", strerror(errno));
+	if (domain != AF_UNIX)
+		return fail(err, errlen, -EINVAL, "backend socket is not AF_UNIX (domain %d)", domain);
+	if (type != SOCK_SEQPACKET && type != SOCK_DGRAM)
+		return fail(err, errlen, -EINVAL,
+			    "backend socket must be SOCK_SEQPACKET or SOCK_DGRAM (one frame per packet)");
+	return 0;
+}
+
+int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
+{
+	char sub[200];
+	bool seen[NIC_NUM_QUEUES] = { false };
+	int rc;
+
+	rc = validate_nic_id(s->id, s->id_len, s->id_has_nul, err, errlen);
+	if (rc)
+		return rc;
+	rc = validate_mac(s->mac, s->mac_len, err, errlen);
+	if (rc)
+		return rc;
+	rc = validate_mtu(s->mtu, err, errlen);
+	if (rc)
+		return rc;
+	if (s->backend != NIC_BACKEND_TAP && s->backend != NIC_BACKEND_SOCKET &&
+	    s->backend != NIC_BACKEND_TAP_FD)
+		return fail(err, errlen, -EINVAL, "backend must be tap, tap_fd or socket");
+	if (s->features & ~s->features_offered)
+		return fail(err, errlen, -EINVAL,
+			    "acked features 0x%llx are not a subset of the offered 0x%llx",
+			    (unsigned long long)s->features,
+			    (unsigned long long)s->features_offered);
+	rc = validate_features(s->features, s->backend, err, errlen);
+	if (rc)
+		return rc;
+	rc = validate_policy(&s->policy, err, errlen);
+	if (rc)
+		return rc;
+
+	/* C6, F1, F2: the memory table as a whole. */
+	rc = memtable_validate(s->regions, s->nregions, sub, sizeof(sub));
+	if (rc)
+		return fail(err, errlen, rc, "memory table: %s", sub);
+
+	if (s->nqueues != NIC_NUM_QUEUES)
+		return fail(err, errlen, -EINVAL, "%u queues given, exactly %d (rx0, tx0) required",
+			    s->nqueues, NIC_NUM_QUEUES);
+	for (unsigned i = 0; i < s->nqueues; i++) {
+		const struct nic_queue_spec *q = &s->queues[i];
+		int slot = nic_queue_slot(q->index);
+
+		if (slot < 0)
+			return fail(err, errlen, -EINVAL, "queue index %u is out of range (0..%d)",
+				    q->index, NIC_NUM_QUEUES - 1);
+		if (seen[slot])
+			return fail(err, errlen, -EINVAL, "queue index %u given twice", q->index);
+		seen[slot] = true;
+		if (q->avail_idx > 0xffff)
+			return fail(err, errlen, -EINVAL, "queue %s: avail_idx %u does not fit 16 bits",
+				    nic_queue_name(slot), q->avail_idx);
+		rc = validate_ring_addrs(s->regions, s->nregions, q->size,
+					 q->desc, q->avail, q->used, sub, sizeof(sub));
+		if (rc)
+			return fail(err, errlen, rc, "queue %s: %s", nic_queue_name(slot), sub);
+		rc = validate_eventfd(q->kick_fd, sub, sizeof(sub));
+		if (rc)
+			return fail(err, errlen, rc, "queue %s kick: %s", nic_queue_name(slot), sub);
+		rc = validate_eventfd(q->call_fd, sub, sizeof(sub));
+		if (rc)
+			return fail(err, errlen, rc, "queue %s call: %s", nic_queue_name(slot), sub);
+	}
+
+	if (s->backend == NIC_BACKEND_TAP) {
+		if (s->tap_name[0]) {
+			rc = validate_ifname(s->tap_name, err, errlen);
+			if (rc)
+				return rc;
+		}
+		if (s->netns[0]) {
+			rc = validate_netns_name(s->netns, err, errlen);
+			if (rc)
+				return rc;
+		}
+		if (s->backend_fd >= 0)
+			return fail(err, errlen, -EINVAL, "a tap backend takes no fd from the VMM");
+	} else if (s->backend == NIC_BACKEND_TAP_FD) {
+		rc = validate_tap_fd(s->backend_fd, sub, sizeof(sub));
+		if (rc)
+			return fail(err, errlen, rc, "%s", sub);
+	} else {
+		rc = validate_backend_socket(s->backend_fd, sub, sizeof(sub));
+		if (rc)
+			return fail(err, errlen, rc, "%s", sub);
+	}
+	return 0;
+}

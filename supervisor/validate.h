@@ -1,0 +1,164 @@
+/*
+ * validate: every check an AddNic request must pass before the supervisor
+ * changes any state (TESTPLAN C4-C7, C9, C10, F1).
+ *
+ * The request arrives as protobuf; vmm_handlers.c decodes it into a struct
+ * nic_spec (plain C, fds borrowed from the frame) and validate_nic_spec()
+ * checks it as a whole. Nothing here keeps a pointer, opens, closes or
+ * logs: a function returns 0 or a negative errno and writes a reason a
+ * person can read into err.
+ *
+ * The supervisor never maps guest memory, so ring addresses are checked
+ * against the region descriptors only (validate_ring_addrs).
+ */
+#ifndef VNIC_VALIDATE_H
+#define VNIC_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtable.h"
+
+/* Longest NIC id, without the terminating NUL. Ids are also used in log
+ * lines and in the worker's argv, so they are short and printable. */
+#define VALIDATE_ID_MAX 64
+
+/* Queues a NIC has in this version: exactly rx0 (index 0) and tx0
+ * (index 1), as virtio-net 5.1.2 numbers them without multiqueue. */
+#define NIC_NUM_QUEUES 2
+#define NIC_QUEUE_RX0 0
+#define NIC_QUEUE_TX0 1
+
+/* MTU range: IPv4 minimum (RFC 791: 68) to the largest value virtio-net's
+ * 16-bit config field can carry (virtio 5.1.4: mtu is le16). */
+#define VALIDATE_MTU_MIN 68u
+#define VALIDATE_MTU_MAX 65535u
+
+/* virtio-net feature bits (virtio 1.x 5.1.3) and transport bits (6). */
+#define VNET_F_CSUM       0
+#define VNET_F_GUEST_CSUM 1
+#define VNET_F_MTU        3
+#define VNET_F_MAC        5
+#define VNET_F_GUEST_TSO4 7
+#define VNET_F_GUEST_TSO6 8
+#define VNET_F_HOST_TSO4  11
+#define VNET_F_HOST_TSO6  12
+#define VNET_F_MRG_RXBUF  15
+#define VNET_F_INDIRECT_DESC 28
+#define VNET_F_EVENT_IDX     29
+#define VNET_F_VERSION_1     32
+
+enum nic_backend_type {
+	NIC_BACKEND_NONE = 0,
+	NIC_BACKEND_TAP,      /* the supervisor opens or creates the tap */
+	NIC_BACKEND_SOCKET,   /* the VMM passes an AF_UNIX dgram/seqpacket socket */
+	NIC_BACKEND_TAP_FD,   /* the VMM passes an open tap fd */
+};
+
+/* TX mitigation policies (vmm.proto Mitigation). */
+enum nic_policy_mode {
+	NIC_POLICY_DEFAULT = 0,
+	NIC_POLICY_TIMER = 1,
+	NIC_POLICY_BH = 2,
+	NIC_POLICY_ADAPTIVE = 3,
+	NIC_POLICY_POLL = 4,
+};
+#define NIC_POLICY_MAX_US 1000000u /* timer/poll parameters: at most 1 s */
+
+struct nic_policy {
+	uint32_t mode;  /* enum nic_policy_mode, as sent */
+	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
+};
+
+/* Name of a policy mode for status ("bh", "timer", ...). */
+const char *nic_policy_name(uint32_t mode);
+
+/* One virtqueue as the VMM configures it. */
+struct nic_queue_spec {
+	uint32_t index;      /* as sent; must be looked up with nic_queue_slot() */
+	uint32_t size;
+	uint64_t desc, avail, used;   /* guest physical addresses */
+	uint32_t avail_idx;           /* first avail index, <= 0xffff */
+	int kick_fd, call_fd;         /* borrowed */
+};
+
+/* An AddNic request in plain C. Every fd is borrowed from the frame. */
+struct nic_spec {
+	char id[VALIDATE_ID_MAX + 1];
+	size_t id_len;               /* as sent, to reject overlong ids */
+	bool id_has_nul;             /* an embedded NUL in the sent bytes */
+	uint8_t mac[6];
+	size_t mac_len;              /* as sent: must be 6 */
+	uint32_t mtu;                /* 0 was already replaced by the default */
+	uint64_t features_offered;   /* what the VMM offered the guest */
+	uint64_t features;           /* what the guest acked */
+	unsigned nregions;
+	struct memtable_region_desc *regions; /* nregions, borrowed */
+	unsigned nqueues;
+	struct nic_queue_spec *queues;        /* nqueues, borrowed */
+	enum nic_backend_type backend;
+	char tap_name[32];           /* tap: interface name, may be empty */
+	char netns[64];              /* tap: /run/netns/<netns>, empty = ours */
+	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
+	struct nic_policy policy;
+};
+
+/*
+ * validate_nic_offered - feature bits this supervisor offers for a backend.
+ * VERSION_1, EVENT_IDX, INDIRECT_DESC, MRG_RXBUF, MAC, MTU always; the
+ * checksum and TSO bits only with a tap backend (a socket backend carries
+ * the virtio-net header but nothing on the other side would honour it).
+ */
+uint64_t validate_nic_offered(enum nic_backend_type backend);
+
+/* nic_queue_slot - the one lookup from a queue index as sent to the slot
+ * in a NIC's queue array (STYLE habit 4). Returns: 0..NIC_NUM_QUEUES-1,
+ * or -1 when idx is not a queue of this NIC (C4: any u32 at all). */
+int nic_queue_slot(uint32_t idx);
+
+/* Queue name for status ("rx0", "tx0"); "?" for a bad slot. */
+const char *nic_queue_name(int slot);
+
+int validate_nic_id(const char *id, size_t len, bool has_nul, char *err, size_t errlen);
+int validate_mac(const uint8_t *mac, size_t len, char *err, size_t errlen);
+int validate_mtu(uint32_t mtu, char *err, size_t errlen);
+int validate_features(uint64_t features, enum nic_backend_type backend,
+		      char *err, size_t errlen);
+/* Interface name: 1..IFNAMSIZ-1 bytes, no '/', ':', whitespace, not "."/"..". */
+int validate_ifname(const char *name, char *err, size_t errlen);
+/* Network namespace name as `ip netns` makes them: one path component. */
+int validate_netns_name(const char *name, char *err, size_t errlen);
+int validate_policy(const struct nic_policy *p, char *err, size_t errlen);
+
+/*
+ * validate_ring_addrs - spec 2.7 ring placement, checked against the
+ * region descriptors only (TESTPLAN C5, C7).
+ * @num: a power of 2 in 1..VRING_MAX_SIZE. Each of desc/avail/used is
+ * aligned 16/2/4, does not wrap, lies wholly inside one region, and the
+ * three do not overlap each other.
+ */
+int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
+			uint32_t num, uint64_t desc, uint64_t avail, uint64_t used,
+			char *err, size_t errlen);
+
+/* validate_eventfd - fd is open and is an eventfd (F1). */
+int validate_eventfd(int fd, char *err, size_t errlen);
+
+/* validate_tap_fd - fd is a tap (TUNGETIFF) with IFF_TAP, IFF_NO_PI and
+ * IFF_VNET_HDR (F1: "non-tap fd as the tap"). */
+int validate_tap_fd(int fd, char *err, size_t errlen);
+
+/* validate_backend_socket - fd is an AF_UNIX socket of type SOCK_SEQPACKET
+ * or SOCK_DGRAM (one frame per packet) (F1). */
+int validate_backend_socket(int fd, char *err, size_t errlen);
+
+/*
+ * validate_nic_spec - every check above, in order, over the whole request.
+ * Does not look at other NICs (the duplicate id check needs the table and
+ * is the caller's), does not open the tap.
+ * Returns: 0, or -EINVAL / -EBADF / -E2BIG / -ENOTSUP with err filled.
+ */
+int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,527 @@
+/*
+ * vmm_handlers: one function per VMM request (the rows of the dispatch
+ * table in vmm_conn.c), and the replies and events that nic.c sends when
+ * a NIC operation completes later.
+ *
+ * AddNic is decoded into a struct nic_spec and validated as a whole
+ * (validate_nic_spec) before any state changes. On a rejection the reply
+ * carries the reason and every fd of the frame is closed by the caller
+ * (vmm_conn.c closes whatever a handler did not adopt).
+ *
+ * Ownership rule: a NIC belongs to the connection that added it (TESTPLAN
+ * F3). RemoveNic only finds NICs of the asking connection; any connected
+ * client may read status.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "supervisor.h"
+#include "vring.h"
+#include "workers/stats.h"
+
+/* protobuf-c wants char *, and string literals are const here. */
+static char empty_str[1];
+
+static void send_reply(struct vmm_conn *c, Vnic__Vmm__Reply *r)
+{
+	Vnic__Vmm__VmmMessage m;
+
+	vnic__vmm__vmm_message__init(&m);
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
+	m.reply = r;
+	vmm_conn_send(c, &m);
+}
+
+static void send_event(struct vmm_conn *c, Vnic__Vmm__Event *e)
+{
+	Vnic__Vmm__VmmMessage m;
+
+	vnic__vmm__vmm_message__init(&m);
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_EVENT;
+	m.event = e;
+	vmm_conn_send(c, &m);
+}
+
+void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	const Vnic__Vmm__Hello *h = r->hello;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__HelloReply hr;
+	char server[64];
+
+	if (h->min_version > WIRE_VMM_VERSION || h->max_version < WIRE_VMM_VERSION) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "no common protocol version: client speaks %u..%u, vnicd %u",
+				     h->min_version, h->max_version, WIRE_VMM_VERSION);
+		return;
+	}
+	c->hello_done = true;
+	c->version = WIRE_VMM_VERSION;
+	log_info("conn %u: hello from \"%.64s\", version %u", c->id, h->client, c->version);
+
+	snprintf(server, sizeof(server), "vnicd %s", PACKAGE_VERSION);
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__hello_reply__init(&hr);
+	hr.version = c->version;
+	hr.server = server;
+	hr.device_features = validate_nic_offered(NIC_BACKEND_TAP);
+	hr.max_regions = MEMTABLE_MAX_REGIONS;
+	hr.max_queues = NIC_NUM_QUEUES;
+	hr.max_queue_size = VRING_MAX_SIZE;
+	hr.max_message_size = WIRE_VMM_MSG_MAX;
+	hr.max_fds = WIRE_MAX_FDS;
+	rep.request_id = r->request_id;
+	rep.code = VNIC__VMM__STATUS__STATUS_OK;
+	rep.error = empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_HELLO;
+	rep.hello = &hr;
+	send_reply(c, &rep);
+}
+
+/* Copy a protobuf string into a fixed buffer; false when it does not fit. */
+static bool copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= size)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+/* Decode AddNic into plain C. fds stay in the frame (borrowed). Only
+ * structural decoding here; every rule is in validate_nic_spec. */
+static int decode_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
+			  const struct wire_fd_layout *lay, struct nic_spec *s,
+			  char *err, size_t errlen)
+{
+	memset(s, 0, sizeof(*s));
+	s->backend_fd = -1;
+	s->id_len = strlen(a->id);
+	if (s->id_len > VALIDATE_ID_MAX) {
+		snprintf(err, errlen, "nic id is %zu bytes, at most %u allowed", s->id_len,
+			 VALIDATE_ID_MAX);
+		return -EINVAL;
+	}
+	memcpy(s->id, a->id, s->id_len + 1);
+	s->mac_len = a->mac.len;
+	if (a->mac.len == 6)
+		memcpy(s->mac, a->mac.data, 6);
+	s->mtu = a->mtu ? a->mtu : SUP_MTU_DEFAULT;
+	s->features_offered = a->features_offered;
+	s->features = a->features_acked;
+
+	s->nregions = (unsigned)a->n_regions;
+	s->regions = calloc(a->n_regions ? a->n_regions : 1, sizeof(*s->regions));
+	s->nqueues = (unsigned)a->n_queues;
+	s->queues = calloc(a->n_queues ? a->n_queues : 1, sizeof(*s->queues));
+	if (!s->regions || !s->queues) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < a->n_regions; i++) {
+		s->regions[i].gpa = a->regions[i]->gpa;
+		s->regions[i].size = a->regions[i]->size;
+		s->regions[i].offset = a->regions[i]->offset;
+		s->regions[i].fd = fds->fd[i];
+	}
+	for (size_t j = 0; j < a->n_queues; j++) {
+		const Vnic__Vmm__Queue *q = a->queues[j];
+
+		s->queues[j].index = q->index;
+		s->queues[j].size = q->size;
+		s->queues[j].desc = q->desc_gpa;
+		s->queues[j].avail = q->avail_gpa;
+		s->queues[j].used = q->used_gpa;
+		s->queues[j].avail_idx = q->avail_idx;
+		s->queues[j].kick_fd = fds->fd[wire_fd_kick(lay, (unsigned)j)];
+		s->queues[j].call_fd = fds->fd[wire_fd_call(lay, (unsigned)j)];
+	}
+	if (a->backend) {
+		switch (a->backend->kind_case) {
+		case VNIC__VMM__BACKEND__KIND_TAP:
+			s->backend = NIC_BACKEND_TAP;
+			if (!copy_str(s->tap_name, sizeof(s->tap_name), a->backend->tap->name)) {
+				snprintf(err, errlen, "tap name is longer than 15 bytes");
+				return -EINVAL;
+			}
+			if (!copy_str(s->netns, sizeof(s->netns), a->backend->tap->netns)) {
+				snprintf(err, errlen, "netns name is too long");
+				return -EINVAL;
+			}
+			break;
+		case VNIC__VMM__BACKEND__KIND_SOCKET:
+			s->backend = NIC_BACKEND_SOCKET;
+			break;
+		case VNIC__VMM__BACKEND__KIND_TAP_FD:
+			s->backend = NIC_BACKEND_TAP_FD;
+			break;
+		default:
+			break;
+		}
+	}
+	if (lay->backend >= 0)
+		s->backend_fd = fds->fd[lay->backend];
+	if (a->policy) {
+		s->policy.mode = (uint32_t)a->policy->mode;
+		s->policy.timer_us = a->policy->timer_us;
+		s->policy.poll_us = a->policy->poll_us;
+		s->policy.budget_packets = a->policy->budget_packets;
+		s->policy.budget_bytes = a->policy->budget_bytes;
+	}
+	return 0;
+}
+
+void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	const Vnic__Vmm__AddNic *a = r->add_nic;
+	struct sup *s = c->sup;
+	struct wire_fd_layout lay;
+	struct nic_spec spec;
+	char err[256];
+	int rc;
+
+	memset(&spec, 0, sizeof(spec));
+	rc = wire_add_nic_layout(a, &lay);
+	if (rc || lay.total != fds->n) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+				     "AddNic: fd layout does not match the %u fds sent", fds->n);
+		return;
+	}
+	rc = decode_add_nic(a, fds, &lay, &spec, err, sizeof(err));
+	if (rc == 0)
+		rc = validate_nic_spec(&spec, err, sizeof(err));
+	if (rc) {
+		log_info("conn %u: AddNic \"%.64s\" rejected: %s", c->id, a->id, err);
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+						   : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+				     "%s", err);
+		goto out;
+	}
+	if (nic_find(s, spec.id)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+				     "a NIC with id \"%s\" exists", spec.id);
+		goto out;
+	}
+	if (s->shutting_down) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "vnicd is shutting down");
+		goto out;
+	}
+	if (s->nnics >= SUP_MAX_NICS) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+				     "at most %d NICs per supervisor", SUP_MAX_NICS);
+		goto out;
+	}
+	/* Validated: now state may change. The reply follows READY. */
+	rc = nic_start(s, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
+	if (rc) {
+		log_warn("conn %u: AddNic \"%s\" failed: %s", c->id, spec.id, err);
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "%s", err);
+	}
+out:
+	free(spec.regions);
+	free(spec.queues);
+}
+
+void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
+{
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__AddNicReply ar;
+
+	if (!n->add_pending)
+		return;
+	n->add_pending = false;
+	if (!n->conn)
+		return;
+	if (code != VNIC__VMM__STATUS__STATUS_OK) {
+		vmm_conn_reply_error(n->conn, n->add_req, code, "AddNic %s: %s", n->id,
+				     error ? error : "failed");
+		return;
+	}
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__add_nic_reply__init(&ar);
+	ar.id = n->id;
+	ar.pid = (int32_t)n->w.pid;
+	rep.request_id = n->add_req;
+	rep.code = code;
+	rep.error = empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_ADD_NIC;
+	rep.add_nic = &ar;
+	send_reply(n->conn, &rep);
+}
+
+void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	const Vnic__Vmm__RemoveNic *rm = r->remove_nic;
+	struct nic *n = nic_find(c->sup, rm->id);
+	uint32_t ms = rm->deadline_ms ? rm->deadline_ms : SUP_STOP_DEFAULT_MS;
+
+	/* F3: another connection's NIC is, for this peer, not there. */
+	if (!n || n->conn != c) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no NIC \"%.64s\" on this connection", rm->id);
+		return;
+	}
+	if (n->state == NIC_STARTING || n->state == NIC_STOPPING || n->remove_pending) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "NIC %s is %s", n->id, nic_state_name(n->state));
+		return;
+	}
+	if (ms > SUP_STOP_MAX_MS)
+		ms = SUP_STOP_MAX_MS;
+	n->remove_pending = true;
+	n->remove_req = r->request_id;
+	clock_gettime(CLOCK_MONOTONIC, &n->remove_t0);
+	if (n->state == NIC_FAILED) {
+		/* No worker left: nothing to wait for. */
+		vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+		nic_stop(n, ms, "RemoveNic");
+		return;
+	}
+	nic_stop(n, ms, "RemoveNic");
+}
+
+void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
+{
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__RemoveNicReply rr;
+	Vnic__Vmm__QueueIndex qi[NIC_NUM_QUEUES], *qp[NIC_NUM_QUEUES];
+	struct timespec now;
+	char errbuf[256];
+	size_t nq = 0;
+
+	if (!n->remove_pending)
+		return;
+	n->remove_pending = false;
+	if (!n->conn)
+		return;
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__remove_nic_reply__init(&rr);
+	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+		if (!n->q[i].final_valid)
+			continue;
+		vnic__vmm__queue_index__init(&qi[nq]);
+		qi[nq].index = n->q[i].index;
+		qi[nq].avail_idx = n->q[i].final_avail;
+		qi[nq].used_idx = n->q[i].final_used;
+		qp[nq] = &qi[nq];
+		nq++;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	rr.n_queues = nq;
+	rr.queues = qp;
+	rr.unplug_latency_us = (uint64_t)(now.tv_sec - n->remove_t0.tv_sec) * 1000000u +
+			       (uint64_t)((now.tv_nsec - n->remove_t0.tv_nsec) / 1000);
+	rep.request_id = n->remove_req;
+	rep.code = code;
+	rep.error = error ? errbuf : empty_str;
+	if (error)
+		snprintf(errbuf, sizeof(errbuf), "%s", error);
+	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_NIC;
+	rep.remove_nic = &rr;
+	log_info("nic %s: removed in %llu us", n->id, (unsigned long long)rr.unplug_latency_us);
+	send_reply(n->conn, &rep);
+}
+
+static Vnic__Vmm__NicState state_pb(enum nic_state s)
+{
+	switch (s) {
+	case NIC_STARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
+	case NIC_RUNNING: return VNIC__VMM__NIC_STATE__NIC_STATE_RUNNING;
+	case NIC_STOPPING: return VNIC__VMM__NIC_STATE__NIC_STATE_STOPPING;
+	case NIC_FAILED: return VNIC__VMM__NIC_STATE__NIC_STATE_FAILED;
+	case NIC_GONE: return VNIC__VMM__NIC_STATE__NIC_STATE_GONE;
+	}
+	return VNIC__VMM__NIC_STATE__NIC_STATE_UNSPECIFIED;
+}
+
+static int cmp_nic(const void *a, const void *b)
+{
+	const struct nic *const *x = a, *const *y = b;
+
+	return strcmp((*x)->id, (*y)->id);
+}
+
+/* One NIC's status, into storage the caller provides. */
+struct nic_status_buf {
+	Vnic__Vmm__NicStatus ns;
+	Vnic__Vmm__Policy pol;
+	Vnic__Vmm__QueueStatus qs[NIC_NUM_QUEUES];
+	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
+	struct stats_queue_snapshot snap[NIC_NUM_QUEUES];
+	char names[NIC_NUM_QUEUES][8];
+};
+
+static void fill_status(struct nic *n, struct nic_status_buf *b)
+{
+	vnic__vmm__nic_status__init(&b->ns);
+	vnic__vmm__policy__init(&b->pol);
+	b->pol.mode = (Vnic__Vmm__Mitigation)n->policy.mode;
+	b->pol.timer_us = n->policy.timer_us;
+	b->pol.poll_us = n->policy.poll_us;
+	b->pol.budget_packets = n->policy.budget_packets;
+	b->pol.budget_bytes = n->policy.budget_bytes;
+	b->ns.id = n->id;
+	b->ns.state = state_pb(n->state);
+	b->ns.pid = (int32_t)n->w.pid;
+	b->ns.policy = &b->pol;
+	b->ns.uptime_s = nic_uptime_s(n);
+	b->ns.restarts = n->restarts;
+	b->ns.last_error = n->last_error;
+	b->ns.sandboxed = n->sandboxed;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+		Vnic__Vmm__QueueStatus *q = &b->qs[i];
+		struct stats_queue_snapshot *sn = &b->snap[i];
+
+		nic_read_queue(n, i, sn);
+		vnic__vmm__queue_status__init(q);
+		snprintf(b->names[i], sizeof(b->names[i]), "%s", nic_queue_name(i));
+		q->name = b->names[i];
+		q->packets = sn->packets;
+		q->bytes = sn->bytes;
+		q->kicks = sn->kicks;
+		q->interrupts = sn->interrupts;
+		q->suppressed = sn->suppressed;
+		q->drops = sn->drops;
+		q->errors = sn->errors;
+		/* Broken from either source: the page or a QueueBroken message. */
+		q->broken = sn->broken || n->q[i].broken;
+		if (n->q[i].broken)
+			snprintf(sn->broken_reason, sizeof(sn->broken_reason), "%s",
+				 n->q[i].broken_reason);
+		q->broken_reason = sn->broken_reason;
+		b->qp[i] = q;
+	}
+	b->ns.n_queues = NIC_NUM_QUEUES;
+	b->ns.queues = b->qp;
+}
+
+void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	const Vnic__Vmm__GetStatus *g = r->get_status;
+	struct sup *s = c->sup;
+	struct nic **all = NULL, *n;
+	struct nic_status_buf *bufs = NULL;
+	Vnic__Vmm__NicStatus **list = NULL;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__StatusReply sr;
+	size_t cnt = 0, out = 0, i;
+
+	all = calloc(s->nnics ? s->nnics : 1, sizeof(*all));
+	bufs = calloc(SUP_STATUS_PAGE, sizeof(*bufs));
+	list = calloc(SUP_STATUS_PAGE, sizeof(*list));
+	if (!all || !bufs || !list) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+				     "out of memory");
+		goto out;
+	}
+	TAILQ_FOREACH(n, &s->nics, link)
+		if (cnt < s->nnics && (!g->id[0] || !strcmp(g->id, n->id)))
+			all[cnt++] = n;
+	if (g->id[0] && cnt == 0) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no NIC \"%.64s\"", g->id);
+		goto out;
+	}
+	qsort(all, cnt, sizeof(*all), cmp_nic);
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__status_reply__init(&sr);
+	for (i = 0; i < cnt && out < SUP_STATUS_PAGE; i++) {
+		if (g->start_after[0] && strcmp(all[i]->id, g->start_after) <= 0)
+			continue;
+		fill_status(all[i], &bufs[out]);
+		list[out] = &bufs[out].ns;
+		out++;
+	}
+	/* More when a NIC past the page remains. */
+	for (; i < cnt; i++)
+		if (!g->start_after[0] || strcmp(all[i]->id, g->start_after) > 0)
+			sr.more = true;
+	sr.n_nics = out;
+	sr.nics = list;
+	rep.request_id = r->request_id;
+	rep.code = VNIC__VMM__STATUS__STATUS_OK;
+	rep.error = empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_STATUS;
+	rep.status = &sr;
+	send_reply(c, &rep);
+out:
+	free(list);
+	free(bufs);
+	free(all);
+}
+
+void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
+	struct nic *n = nic_find(c->sup, sp->id);
+	struct nic_policy p = { 0 };
+	char err[128];
+
+	if (!n || n->conn != c) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no NIC \"%.64s\" on this connection", sp->id);
+		return;
+	}
+	if (sp->policy) {
+		p.mode = (uint32_t)sp->policy->mode;
+		p.timer_us = sp->policy->timer_us;
+		p.poll_us = sp->policy->poll_us;
+	}
+	if (validate_policy(&p, err, sizeof(err))) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+				     "%s", err);
+		return;
+	}
+	/* worker.proto has no message to change a running worker's policy
+	 * yet: say so rather than pretend. The policy is chosen at AddNic. */
+	vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED,
+			     "changing the policy of a running NIC is not supported yet; "
+			     "choose it in AddNic");
+}
+
+void vmm_event_nic_failed(struct nic *n, int sig, int exit_status)
+{
+	Vnic__Vmm__Event e;
+	Vnic__Vmm__NicFailed f;
+
+	if (!n->conn)
+		return;
+	vnic__vmm__event__init(&e);
+	vnic__vmm__nic_failed__init(&f);
+	f.id = n->id;
+	f.reason = n->last_error;
+	f.signal = sig;
+	f.syscall = -1;
+	f.exit_status = exit_status;
+	e.body_case = VNIC__VMM__EVENT__BODY_NIC_FAILED;
+	e.nic_failed = &f;
+	send_event(n->conn, &e);
+}
+
+void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason)
+{
+	Vnic__Vmm__Event e;
+	Vnic__Vmm__QueueNeedsReset q;
+	char text[256];
+
+	if (!n->conn)
+		return;
+	vnic__vmm__event__init(&e);
+	vnic__vmm__queue_needs_reset__init(&q);
+	q.id = n->id;
+	q.queue = queue;
+	snprintf(text, sizeof(text), "%s", reason);
+	q.reason = text;
+	e.body_case = VNIC__VMM__EVENT__BODY_QUEUE_NEEDS_RESET;
+	e.queue_needs_reset = &q;
+	send_event(n->conn, &e);
+}

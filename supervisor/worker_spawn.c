@@ -1,0 +1,156 @@
+/*
+ * worker_spawn: fork+exec of vnicd-worker with its control socket at fd 3.
+ * See worker_spawn.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker_spawn.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_send_signal_(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_exec(const char *path, const char *nic_id, int ctrl)
+{
+	/* Writable copies: execve's prototype wants char *const[]. */
+	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	char id[128];
+	char *argv[] = { a0, a1, id, NULL };
+	char *envp[] = { e0, NULL };
+	size_t n = strnlen(nic_id, sizeof(id) - 1);
+	sigset_t none;
+
+	memcpy(id, nic_id, n);
+	id[n] = '\0';
+
+	/* Signals: default dispositions and an empty mask, whatever the
+	 * supervisor had (it ignores SIGPIPE; the worker decides its own). */
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	if (ctrl == WORKER_CTRL_FD) {
+		/* dup2 onto itself would keep CLOEXEC: clear it instead. */
+		if (fcntl(ctrl, F_SETFD, 0) < 0)
+			_exit(126);
+	} else if (dup2(ctrl, WORKER_CTRL_FD) < 0) {
+		_exit(126);
+	}
+	/* Blocking for the worker: it runs its own loop and sets what it wants. */
+	fcntl(WORKER_CTRL_FD, F_SETFL, fcntl(WORKER_CTRL_FD, F_GETFL) & ~O_NONBLOCK);
+	/* Every other NIC's fds, the listener, the VMM sockets: gone. */
+	if (syscall(SYS_close_range, WORKER_CTRL_FD + 1, ~0U, 0) < 0) {
+		for (int fd = WORKER_CTRL_FD + 1; fd < 65536; fd++)
+			close(fd);
+	}
+	execve(path, argv, envp);
+	_exit(127);
+}
+
+int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
+		 char *err, size_t errlen)
+{
+	int sv[2], pidfd, rc;
+	pid_t pid;
+
+	if (access(path, X_OK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "worker %s is not executable: %s", path, strerror(errno));
+		return rc;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return rc;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		goto out_close_pair;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		child_exec(path, nic_id, sv[1]);
+	}
+	close(sv[1]);
+	pidfd = pidfd_open_(pid);
+	if (pidfd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pidfd_open: %s", strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(sv[0]);
+		return rc;
+	}
+	/* pidfd_open gives O_CLOEXEC already on Linux >= 5.3. */
+	ret->pid = pid;
+	ret->pidfd = pidfd;
+	ret->ctrl_fd = sv[0];
+	return 0;
+
+out_close_pair:
+	close(sv[0]);
+	close(sv[1]);
+	return rc;
+}
+
+int worker_kill(const struct worker_proc *w)
+{
+	if (pidfd_send_signal_(w->pidfd, SIGKILL) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
+int worker_reap(const struct worker_proc *w, bool block, bool *ret_failed,
+		char *desc, size_t desclen)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0)
+		return -errno;
+	if (si.si_pid == 0)
+		return 0;
+	switch (si.si_code) {
+	case CLD_EXITED:
+		snprintf(desc, desclen, "exited with status %d", si.si_status);
+		*ret_failed = si.si_status != 0;
+		break;
+	case CLD_KILLED:
+	case CLD_DUMPED:
+		snprintf(desc, desclen, "killed by signal %d (%s%s)", si.si_status,
+			 strsignal(si.si_status),
+			 si.si_status == SIGSYS ? ": seccomp violation" : "");
+		*ret_failed = true;
+		break;
+	default:
+		snprintf(desc, desclen, "ended (code %d, status %d)", si.si_code, si.si_status);
+		*ret_failed = true;
+		break;
+	}
+	return 1;
+}
