@@ -27,3 +27,11 @@ tests_check_fdpass_CFLAGS = $(TEST_CFLAGS)
 tests_check_fdpass_LDADD = libvnicproto.la $(TEST_LIBS)
 $(tests_check_wire_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_wire tests/check_fdpass
+
+# workers/: the data path engine alone (check_net) and the real worker
+# process (check_worker).
+check_PROGRAMS += tests/check_net
+tests_check_net_SOURCES = tests/check_net.c tests/testutil.c tests/testutil.h
+tests_check_net_CFLAGS = $(TEST_CFLAGS)
+tests_check_net_LDADD = libvnicnet.la libvnicshm.la $(TEST_LIBS) -lpthread
+TESTS += tests/check_net

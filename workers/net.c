@@ -1,0 +1,252 @@
+/*
+ * net: engine set-up and the parts TX and RX share (see net.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "workers/net_priv.h"
+
+static void net_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void net_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err, size_t errlen)
+{
+	struct net_dev *d;
+	int type = 0, first_type = 0;
+
+	if (!((p->features >> VIRTIO_F_VERSION_1) & 1u)) {
+		net_err(err, errlen, "VIRTIO_F_VERSION_1 is required");
+		return -EINVAL;
+	}
+	if (p->npairs == 0 || p->npairs > NET_MAX_PAIRS) {
+		net_err(err, errlen, "%u queue pairs: must be 1..%u", p->npairs, NET_MAX_PAIRS);
+		return -EINVAL;
+	}
+	/* A socket carries plain Ethernet frames: there is nobody to finish
+	 * a checksum or segment a GSO frame, so no offload can be offered. */
+	if (p->backend == NET_BACKEND_SOCKET &&
+	    (p->features & (NET_TX_OFFLOAD_FEATURES | NET_RX_OFFLOAD_FEATURES))) {
+		net_err(err, errlen, "offload features 0x%llx on a socket backend",
+			(unsigned long long)(p->features &
+					     (NET_TX_OFFLOAD_FEATURES | NET_RX_OFFLOAD_FEATURES)));
+		return -EINVAL;
+	}
+	if (p->backend != NET_BACKEND_TAP && p->backend != NET_BACKEND_SOCKET) {
+		net_err(err, errlen, "unknown backend type %d", (int)p->backend);
+		return -EINVAL;
+	}
+	if (!p->stats || !p->ops || !p->ops->notify || !p->backend_fds) {
+		net_err(err, errlen, "missing stats page, callbacks or backend fds");
+		return -EINVAL;
+	}
+	if (p->backend == NET_BACKEND_SOCKET) {
+		for (unsigned i = 0; i < p->npairs; i++) {
+			socklen_t sl = sizeof(type);
+
+			if (getsockopt(p->backend_fds[i], SOL_SOCKET, SO_TYPE, &type, &sl) < 0 ||
+			    (type != SOCK_DGRAM && type != SOCK_SEQPACKET) ||
+			    (i > 0 && type != first_type)) {
+				net_err(err, errlen, "socket backend fd %u is not a datagram or "
+					"seqpacket socket", i);
+				return -EINVAL;
+			}
+			first_type = type;
+		}
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		net_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->features = p->features;
+	d->backend = p->backend;
+	d->sock_type = first_type;
+	d->npairs = p->npairs;
+	for (unsigned i = 0; i < p->npairs; i++)
+		d->backend_fd[i] = p->backend_fds[i];
+	d->stats = p->stats;
+	d->ops = p->ops;
+	d->opaque = p->opaque;
+	for (unsigned i = 0; i < 2 * p->npairs; i++) {
+		d->q[i].idx = i;
+		d->q[i].tx = (i & 1u) != 0;
+		d->q[i].st = &p->stats->q[i];
+	}
+	*ret_dev = d;
+	return 0;
+}
+
+struct net_dev *net_dev_free(struct net_dev *d)
+{
+	if (!d)
+		return NULL;
+	for (unsigned i = 0; i < 2 * d->npairs; i++)
+		free(d->q[i].hold);
+	free(d);
+	return NULL;
+}
+
+int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt, unsigned num,
+		    uint64_t desc_gpa, uint64_t avail_gpa, uint64_t used_gpa, char *err,
+		    size_t errlen)
+{
+	struct net_queue *q;
+	int r;
+
+	if (qidx >= 2 * d->npairs) {
+		net_err(err, errlen, "queue %u out of range", qidx);
+		return -EINVAL;
+	}
+	q = &d->q[qidx];
+	if (q->configured) {
+		net_err(err, errlen, "queue %u configured twice", qidx);
+		return -EINVAL;
+	}
+	r = vring_init(&q->vq, mt, num, desc_gpa, avail_gpa, used_gpa, d->features, err, errlen);
+	if (r < 0)
+		return r;
+	/* A tap frame that does not fit the RX buffers of the moment waits
+	 * here (a tap cannot be peeked). */
+	if (!q->tx && d->backend == NET_BACKEND_TAP) {
+		q->hold = malloc(NET_HDR_LEN + NET_MAX_FRAME);
+		if (!q->hold) {
+			net_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	/* RX wants kicks only while it waits for buffers. */
+	if (!q->tx)
+		vring_notify_disable(&q->vq);
+	q->configured = true;
+	return 0;
+}
+
+struct vring *net_queue_vring(struct net_dev *d, unsigned qidx)
+{
+	if (qidx >= 2 * d->npairs || !d->q[qidx].configured)
+		return NULL;
+	return &d->q[qidx].vq;
+}
+
+unsigned net_nqueues(const struct net_dev *d)
+{
+	return 2 * d->npairs;
+}
+
+void net_kicked(struct net_dev *d, unsigned qidx, uint64_t n)
+{
+	if (qidx < 2 * d->npairs)
+		stats_add(&d->q[qidx].st->kicks, n);
+}
+
+void net_queue_name(unsigned qidx, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%u", (qidx & 1u) ? "tx" : "rx", qidx / 2);
+}
+
+void net_flush(struct net_dev *d, struct net_queue *q)
+{
+	if (q->pushed == 0)
+		return;
+	q->pushed = 0;
+	vring_flush(&q->vq);
+	if (vring_should_notify(&q->vq)) {
+		d->ops->notify(d->opaque, q->idx);
+		stats_add(&q->st->interrupts, 1);
+	} else {
+		stats_add(&q->st->suppressed, 1);
+	}
+}
+
+enum net_run net_report_broken(struct net_dev *d, struct net_queue *q)
+{
+	if (!q->broken_reported) {
+		q->broken_reported = true;
+		q->hold_len = 0;
+		stats_set_broken(q->st, q->vq.broken_reason);
+		if (d->ops->broken)
+			d->ops->broken(d->opaque, q->idx, q->vq.broken_reason);
+	}
+	return NET_BROKEN;
+}
+
+static uint64_t net_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void net_guest_log(struct net_dev *d, struct net_queue *q, const char *fmt, ...)
+{
+	char msg[256];
+	uint64_t now;
+	va_list ap;
+
+	if (!d->ops->log)
+		return;
+	/* Rate limit (TESTPLAN G20, STYLE 8): a guest can trigger this line
+	 * at packet rate. */
+	now = net_now_ns();
+	if (now - q->log_window >= NET_LOG_WINDOW_NS) {
+		q->log_window = now;
+		q->log_count = 0;
+	}
+	if (q->log_count >= NET_LOG_BURST)
+		return;
+	q->log_count++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	d->ops->log(d->opaque, q->idx, msg);
+}
+
+void net_drop(struct net_dev *d, struct net_queue *q, const char *why)
+{
+	char name[16];
+
+	stats_add(&q->st->drops, 1);
+	net_queue_name(q->idx, name, sizeof(name));
+	net_guest_log(d, q, "%s: frame dropped: %s", name, why);
+}
+
+void net_queue_stop(struct net_dev *d, unsigned qidx, uint16_t *ret_avail, uint16_t *ret_used)
+{
+	struct net_queue *q;
+
+	if (qidx >= 2 * d->npairs)
+		return;
+	q = &d->q[qidx];
+	if (q->configured) {
+		/* A frame held for RX is lost: the guest never saw it. */
+		if (q->hold_len) {
+			q->hold_len = 0;
+			stats_add(&q->st->drops, 1);
+		}
+		net_flush(d, q);
+		q->configured = false;
+		q->stopped = true;
+	}
+	if (ret_avail)
+		*ret_avail = q->vq.last_avail_idx;
+	if (ret_used)
+		*ret_used = q->vq.used_idx;
+}

@@ -1,0 +1,53 @@
+/*
+ * net_priv: state shared by net.c, net_tx.c and net_rx.c (not an API).
+ */
+#ifndef VNIC_NET_PRIV_H
+#define VNIC_NET_PRIV_H
+
+#include "workers/net.h"
+
+struct net_dev {
+	uint64_t features;
+	enum net_backend_type backend;
+	unsigned npairs;
+	int backend_fd[NET_MAX_PAIRS];
+	int sock_type;  /* SOCK_DGRAM or SOCK_SEQPACKET for a socket backend */
+	struct stats_page *stats;
+	const struct net_ops *ops;
+	void *opaque;
+	struct net_queue q[2 * NET_MAX_PAIRS];
+
+	/* Scratch for one run (the engine is single-threaded). */
+	struct vring_chain chain;
+	struct iovec iov[VRING_CHAIN_MAX_IOV];   /* RX: the buffers of every head */
+	struct iovec iov2[VRING_CHAIN_MAX_IOV];  /* TX frame / RX socket payload */
+	uint16_t heads[VRING_CHAIN_MAX_IOV];     /* RX heads popped for one frame */
+	uint32_t head_cap[VRING_CHAIN_MAX_IOV];  /* their writable bytes */
+};
+
+static inline bool net_has(const struct net_dev *d, unsigned bit)
+{
+	return (d->features >> bit) & 1u;
+}
+
+static inline int net_pair_fd(const struct net_dev *d, const struct net_queue *q)
+{
+	return d->backend_fd[q->idx / 2];
+}
+
+/* net_flush - publish pushed used entries, then interrupt the guest if it
+ * wants one (counted as an interrupt) or count a suppressed one. */
+void net_flush(struct net_dev *d, struct net_queue *q);
+
+/* net_report_broken - record the ring's reason in the stats page and tell
+ * the caller, once per queue. Returns NET_BROKEN. */
+enum net_run net_report_broken(struct net_dev *d, struct net_queue *q);
+
+/* net_guest_log - a rate-limited, guest-triggered log line. */
+void net_guest_log(struct net_dev *d, struct net_queue *q, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* net_drop - count a dropped frame and log why (rate-limited). */
+void net_drop(struct net_dev *d, struct net_queue *q, const char *why);
+
+#endif

@@ -1,0 +1,329 @@
+/*
+ * net_rx: backend -> guest (see net.h).
+ *
+ * A frame lands in the guest as the 12-byte virtio_net_hdr_v1 followed by
+ * the Ethernet frame. We pop heads until their writable bytes cover the
+ * largest frame (NET_HDR_LEN + NET_MAX_FRAME), or the ring runs out, and
+ * read the backend straight into them: a tap writes the vnet header itself
+ * (all but num_buffers), a socket frame gets a zeroed header. Then
+ * num_buffers is set, the heads used are pushed and the rest given back
+ * (vring_unpop). With MRG_RXBUF one frame may take many heads (spec
+ * 5.1.6.4); without it one chain must hold the whole frame.
+ *
+ * When the ring holds less than the largest frame, we learn this frame's
+ * size first: a socket is peeked (MSG_PEEK | MSG_TRUNC); a tap cannot be,
+ * so its frame is read into the queue's hold buffer and copied in once the
+ * guest has room. A frame that cannot fit even then is dropped.
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "iov.h"
+#include "workers/net_priv.h"
+
+/* The guest buffers popped for one frame. */
+struct net_rx_bufs {
+	unsigned nheads;
+	unsigned niov;
+	uint64_t cap;  /* writable bytes of all heads */
+	bool limit;    /* stopped by a limit, not by an empty ring: more
+			* guest buffers would not help */
+};
+
+/*
+ * net_rx_collect - pop heads into d->heads/d->iov until their capacity
+ * reaches need, the ring is empty, or a limit is hit (one head without
+ * MRG_RXBUF; VRING_CHAIN_MAX_IOV iovecs in all, G19).
+ * Returns: 0, or -EIO when the queue is (now) broken.
+ */
+static int net_rx_collect(struct net_dev *d, struct net_queue *q, uint64_t need,
+			  struct net_rx_bufs *b)
+{
+	struct vring_chain *c = &d->chain;
+	bool mrg = net_has(d, VIRTIO_NET_F_MRG_RXBUF);
+
+	memset(b, 0, sizeof(*b));
+	while (b->cap < need) {
+		uint64_t cap;
+		int r;
+
+		if ((!mrg && b->nheads == 1) || b->nheads == VRING_CHAIN_MAX_IOV) {
+			b->limit = true;
+			break;
+		}
+		r = vring_pop(&q->vq, c);
+		if (r < 0)
+			return -EIO;
+		if (r == 0)
+			break;
+		/* G11 on RX: an RX queue holds buffers for the device to
+		 * fill; a readable one is a driver bug. BROKEN. */
+		if (c->nout > 0) {
+			vring_mark_broken(&q->vq, "RX chain from head %u has %u device-readable "
+					  "descriptors", c->head, c->nout);
+			return -EIO;
+		}
+		cap = iov_size(c->iov, c->nin);
+		/* G18: spec 5.1.6.3.1, each buffer MUST hold at least the
+		 * header; such a buffer could never be used. BROKEN. */
+		if (cap < NET_HDR_LEN) {
+			vring_mark_broken(&q->vq, "RX buffer at head %u holds %llu bytes, less than "
+					  "the %u-byte virtio-net header", c->head,
+					  (unsigned long long)cap, NET_HDR_LEN);
+			return -EIO;
+		}
+		if (b->niov + c->nin > VRING_CHAIN_MAX_IOV) {
+			vring_unpop(&q->vq, 1);
+			b->limit = true;
+			break;
+		}
+		memcpy(&d->iov[b->niov], c->iov, c->nin * sizeof(c->iov[0]));
+		d->heads[b->nheads] = c->head;
+		d->head_cap[b->nheads] = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+		b->nheads++;
+		b->niov += c->nin;
+		b->cap += cap;
+	}
+	return 0;
+}
+
+/* net_rx_deliver - total bytes (header included) are in the buffers: set
+ * num_buffers, give back the heads not needed, push the rest. */
+static void net_rx_deliver(struct net_dev *d, struct net_queue *q, const struct net_rx_bufs *b,
+			   size_t total)
+{
+	unsigned used = 0;
+	size_t left = total;
+	uint16_t nb;
+
+	while (left > 0 && used < b->nheads) {
+		left -= left < d->head_cap[used] ? left : d->head_cap[used];
+		used++;
+	}
+	/* Spec 5.1.6.4: num_buffers is the number of heads the frame took
+	 * (1 without MRG_RXBUF). Inside the first head: its capacity is at
+	 * least NET_HDR_LEN (net_rx_collect). */
+	nb = htole16((uint16_t)used);
+	iov_from_buf(d->iov, b->niov, offsetof(struct virtio_net_hdr_v1, num_buffers), &nb,
+		     sizeof(nb));
+	/* Unpop before pushing: vring_unpop gives back the last chains
+	 * popped since the last push. */
+	vring_unpop(&q->vq, (uint16_t)(b->nheads - used));
+	left = total;
+	for (unsigned i = 0; i < used; i++) {
+		uint32_t len = left < d->head_cap[i] ? (uint32_t)left : d->head_cap[i];
+
+		vring_push(&q->vq, d->heads[i], len);
+		left -= len;
+	}
+	q->pushed += used;
+	stats_add(&q->st->packets, 1);
+	stats_add(&q->st->bytes, total - NET_HDR_LEN);
+}
+
+/* net_rx_socket_read - receive one datagram into the buffers after the
+ * header. Returns: frame bytes, 0 when empty (EAGAIN), -EMSGSIZE when the
+ * frame was longer than the buffers (consumed), -EPIPE on EOF or error. */
+static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q,
+				  const struct net_rx_bufs *b)
+{
+	struct msghdr msg = { 0 };
+	size_t got;
+	ssize_t r;
+
+	msg.msg_iov = d->iov2;
+	msg.msg_iovlen = iov_slice(d->iov, b->niov, NET_HDR_LEN, b->cap - NET_HDR_LEN, d->iov2,
+				   VRING_CHAIN_MAX_IOV, &got);
+	r = recvmsg(net_pair_fd(d, q), &msg, MSG_DONTWAIT);
+	if (r < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return 0;
+		return -EPIPE;
+	}
+	if (r == 0 && d->sock_type == SOCK_SEQPACKET)
+		return -EPIPE; /* peer closed (an empty record is no frame either) */
+	if (msg.msg_flags & MSG_TRUNC)
+		return -EMSGSIZE;
+	return r;
+}
+
+/*
+ * net_rx_one - move one frame.
+ * Returns: 1 a frame was delivered or dropped (*bytes grows); 0 the
+ * backend is empty; -ENOBUFS the guest lacks buffers (*ret_seen: the
+ * avail index looked up to); -EIO broken; -EPIPE backend down.
+ */
+static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uint16_t *ret_seen)
+{
+	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
+	int fd = net_pair_fd(d, q);
+	struct net_rx_bufs b;
+	size_t total;
+	ssize_t r;
+
+	if (net_rx_collect(d, q, q->hold_len ? q->hold_len : full, &b) < 0)
+		return -EIO;
+	*ret_seen = q->vq.last_avail_idx;
+	if (b.nheads == 0)
+		return -ENOBUFS; /* G20: ring empty */
+
+	if (!q->hold_len && b.cap >= full) {
+		/* Fast path: room for any frame; read straight in. */
+		if (d->backend == NET_BACKEND_TAP) {
+			r = readv(fd, d->iov, (int)b.niov);
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+				r = 0;
+			else if (r < 0)
+				r = -EPIPE;
+			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > b.cap)
+				r = -EMSGSIZE; /* a tap reports the untruncated length */
+		} else {
+			r = net_rx_socket_read(d, q, &b);
+			if (r > 0) {
+				static const struct virtio_net_hdr_v1 zero;
+
+				iov_from_buf(d->iov, b.niov, 0, &zero, NET_HDR_LEN);
+				r += NET_HDR_LEN;
+			}
+		}
+		goto done;
+	}
+
+	/* Low on buffers: learn this frame's size first. */
+	if (d->backend == NET_BACKEND_TAP) {
+		if (!q->hold_len) {
+			r = read(fd, q->hold, full);
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+				r = 0;
+				goto done;
+			}
+			if (r < 0) {
+				r = -EPIPE;
+				goto done;
+			}
+			if ((size_t)r < NET_HDR_LEN || (uint64_t)r > full) {
+				r = -EMSGSIZE;
+				goto done;
+			}
+			q->hold_len = (size_t)r;
+		}
+		total = q->hold_len;
+	} else {
+		r = recv(fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			r = 0;
+			goto done;
+		}
+		if (r < 0 || (r == 0 && d->sock_type == SOCK_SEQPACKET)) {
+			r = -EPIPE;
+			goto done;
+		}
+		total = (size_t)r + NET_HDR_LEN;
+	}
+	if (total <= b.cap && total <= full) {
+		if (d->backend == NET_BACKEND_TAP) {
+			iov_from_buf(d->iov, b.niov, 0, q->hold, q->hold_len);
+			q->hold_len = 0;
+			r = (ssize_t)total;
+		} else {
+			r = net_rx_socket_read(d, q, &b);
+			if (r > 0) {
+				static const struct virtio_net_hdr_v1 zero;
+
+				iov_from_buf(d->iov, b.niov, 0, &zero, NET_HDR_LEN);
+				r += NET_HDR_LEN;
+			}
+		}
+		goto done;
+	}
+	if (total <= full && net_has(d, VIRTIO_NET_F_MRG_RXBUF) && !b.limit) {
+		/* G19: wait for the guest to add buffers. */
+		vring_unpop(&q->vq, (uint16_t)b.nheads);
+		return -ENOBUFS;
+	}
+	/* G18: the frame cannot fit (one chain without MRG_RXBUF, or the
+	 * iovec limit): drop the frame, keep the buffers. */
+	if (d->backend == NET_BACKEND_TAP)
+		q->hold_len = 0;
+	else
+		(void)recv(fd, NULL, 0, MSG_DONTWAIT);
+	r = -EMSGSIZE;
+
+done:
+	if (r <= 0) {
+		vring_unpop(&q->vq, (uint16_t)b.nheads);
+		if (r == 0)
+			return 0;
+		if (r == -EPIPE) {
+			stats_add(&q->st->errors, 1);
+			return -EPIPE;
+		}
+		net_drop(d, q, "frame larger than the RX buffers");
+		return 1;
+	}
+	net_rx_deliver(d, q, &b, (size_t)r);
+	*bytes += (size_t)r;
+	return 1;
+}
+
+/* Kicks on, then re-check (Barrier K in vring_notify_enable): did the
+ * guest add buffers beyond the ones we saw? */
+static bool net_rx_recheck(struct net_queue *q, uint16_t seen)
+{
+	if (!vring_notify_enable(&q->vq))
+		return false;
+	return le16toh(__atomic_load_n(&q->vq.avail->idx, __ATOMIC_ACQUIRE)) != seen;
+}
+
+enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
+{
+	struct net_queue *q;
+	enum net_run ret = NET_MORE;
+	size_t bytes = 0;
+
+	if (qidx >= 2 * d->npairs || (qidx & 1u))
+		return NET_IDLE;
+	q = &d->q[qidx];
+	if (!q->configured)
+		return NET_IDLE;
+	if (q->vq.broken)
+		return net_report_broken(d, q);
+	/* RX wants kicks only while waiting for buffers (net_rx_recheck). */
+	vring_notify_disable(&q->vq);
+	/* G21: bounded in iterations (frames, and waits that found new
+	 * buffers) and bytes. */
+	for (unsigned iter = 0; iter < NET_BUDGET_PKTS && bytes < NET_BUDGET_BYTES; iter++) {
+		uint16_t seen = 0;
+		int r = net_rx_one(d, q, &bytes, &seen);
+
+		if (r == 1)
+			continue;
+		if (r == 0) {
+			ret = NET_IDLE;
+			break;
+		}
+		if (r == -EIO) {
+			net_flush(d, q);
+			return net_report_broken(d, q);
+		}
+		if (r == -EPIPE) {
+			ret = NET_BACKEND_DOWN;
+			break;
+		}
+		/* -ENOBUFS, G20: sleep until the guest kicks, unless it
+		 * added buffers meanwhile. */
+		if (!net_rx_recheck(q, seen)) {
+			ret = NET_RX_NOBUF;
+			break;
+		}
+		vring_notify_disable(&q->vq);
+	}
+	net_flush(d, q);
+	return ret;
+}
