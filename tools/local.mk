@@ -1,7 +1,9 @@
 # tools/: vnicctl (administration) and vnic-bench (simulated VMM and guest).
-bin_PROGRAMS += vnic-bench
-vnic_bench_SOURCES = tools/vnic-bench.c tools/bench_ring.c tools/bench.h
-vnic_bench_LDADD = libvnicshm.la -lm
+# The program lands at $(builddir)/tools/vnic-bench (tools/demo.sh runs it there).
+bin_PROGRAMS += tools/vnic-bench
+tools_vnic_bench_SOURCES = tools/vnic-bench.c tools/bench_ring.c tools/bench.h
+tools_vnic_bench_LDADD = libvnicshm.la -lm
+EXTRA_DIST += tools/demo.sh
 
 # vnicctl: status of every NIC (table, --json, --watch), over libvnic.
 bin_PROGRAMS += vnicctl
