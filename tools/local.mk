@@ -10,3 +10,8 @@ bin_PROGRAMS += vnicctl
 vnicctl_SOURCES = tools/vnicctl.c
 vnicctl_CPPFLAGS = $(AM_CPPFLAGS)
 vnicctl_LDADD = libvnic.la
+
+# vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
+tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
+	tools/frames.c tools/frames.h
+tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
