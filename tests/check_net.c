@@ -964,6 +964,27 @@ START_TEST(rx_mrg_64k_into_4k)
 }
 END_TEST
 
+/* G12 on RX: a datagram above NET_MAX_FRAME is dropped even when the
+ * guest buffers could hold it; the next frame goes through. */
+START_TEST(g12_rx_oversized_dropped)
+{
+	unsigned nb;
+
+	h_setup(F_V1 | F_MRG, 256, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	rx_post(40, 4096); /* 160 KiB */
+	fill_frame(frame, NET_MAX_FRAME + 1, 0);
+	ck_assert_int_eq(send(H.be[1], frame, NET_MAX_FRAME + 1, 0), NET_MAX_FRAME + 1);
+	fill_frame(frame, 100, 1);
+	ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
+	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
+	ck_assert_uint_eq(h_stats(RXQ).drops, 1);
+	ck_assert_int_eq(rx_take(got, sizeof(got), &nb), NET_HDR_LEN + 100);
+	ck_assert_int_eq(memcmp(got + NET_HDR_LEN, frame, 100), 0);
+	ck_assert_int_eq(rx_take(got, sizeof(got), &nb), -1);
+	h_teardown();
+}
+END_TEST
+
 /* G18: a buffer smaller than the header: BROKEN (spec MUST). */
 START_TEST(g18_rx_buffer_below_header_broken)
 {
@@ -1345,6 +1366,7 @@ static Suite *net_suite(void)
 	tcase_add_test(rx, rx_tapframing_bytes_exact_random_mrg);
 	tcase_add_test(rx, rx_mrg_64k_into_4k);
 	tcase_add_test(rx, g11_rx_readable_descriptor_broken);
+	tcase_add_test(rx, g12_rx_oversized_dropped);
 	tcase_add_test(rx, g18_rx_buffer_below_header_broken);
 	tcase_add_test(rx, g18_rx_short_chain_drops_frame);
 	tcase_add_test(rx, g19_rx_mrg_waits_for_buffers);

@@ -35,3 +35,9 @@ tests_check_net_SOURCES = tests/check_net.c tests/testutil.c tests/testutil.h
 tests_check_net_CFLAGS = $(TEST_CFLAGS)
 tests_check_net_LDADD = libvnicnet.la libvnicshm.la $(TEST_LIBS) -lpthread
 TESTS += tests/check_net
+check_PROGRAMS += tests/check_worker
+tests_check_worker_SOURCES = tests/check_worker.c tests/testutil.c tests/testutil.h
+tests_check_worker_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_worker_LDADD = libvnicproto.la libvnicshm.la $(TEST_LIBS)
+$(tests_check_worker_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h workers/vnicd-worker
+TESTS += tests/check_worker

@@ -84,6 +84,8 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 	d->stats = p->stats;
 	d->ops = p->ops;
 	d->opaque = p->opaque;
+	d->budget_pkts = p->budget_pkts ? p->budget_pkts : NET_BUDGET_PKTS;
+	d->budget_bytes = p->budget_bytes ? p->budget_bytes : NET_BUDGET_BYTES;
 	for (unsigned i = 0; i < 2 * p->npairs; i++) {
 		d->q[i].idx = i;
 		d->q[i].tx = (i & 1u) != 0;

@@ -173,6 +173,8 @@ struct net_params {
 	struct stats_page *stats;          /* checked page of 2*npairs queues */
 	const struct net_ops *ops;
 	void *opaque;
+	unsigned budget_pkts;              /* per queue per wake-up; 0: NET_BUDGET_PKTS */
+	unsigned budget_bytes;             /* 0: NET_BUDGET_BYTES */
 };
 
 struct net_dev;

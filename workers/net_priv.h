@@ -13,6 +13,7 @@ struct net_dev {
 	int backend_fd[NET_MAX_PAIRS];
 	int sock_type;  /* SOCK_DGRAM or SOCK_SEQPACKET for a socket backend */
 	struct stats_page *stats;
+	unsigned budget_pkts, budget_bytes;
 	const struct net_ops *ops;
 	void *opaque;
 	struct net_queue q[2 * NET_MAX_PAIRS];

@@ -138,8 +138,11 @@ static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q,
 	ssize_t r;
 
 	msg.msg_iov = d->iov2;
-	msg.msg_iovlen = iov_slice(d->iov, b->niov, NET_HDR_LEN, b->cap - NET_HDR_LEN, d->iov2,
-				   VRING_CHAIN_MAX_IOV, &got);
+	/* At most NET_MAX_FRAME: a longer datagram shows MSG_TRUNC (G12). */
+	msg.msg_iovlen = iov_slice(d->iov, b->niov, NET_HDR_LEN,
+				   (b->cap < NET_HDR_LEN + NET_MAX_FRAME ? b->cap
+				    : NET_HDR_LEN + NET_MAX_FRAME) - NET_HDR_LEN,
+				   d->iov2, VRING_CHAIN_MAX_IOV, &got);
 	r = recvmsg(net_pair_fd(d, q), &msg, MSG_DONTWAIT);
 	if (r < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -176,12 +179,16 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 	if (!q->hold_len && b.cap >= full) {
 		/* Fast path: room for any frame; read straight in. */
 		if (d->backend == NET_BACKEND_TAP) {
-			r = readv(fd, d->iov, (int)b.niov);
+			/* At most the largest frame, wherever the buffers end. */
+			unsigned n = iov_slice(d->iov, b.niov, 0, NET_HDR_LEN + NET_MAX_FRAME,
+					       d->iov2, VRING_CHAIN_MAX_IOV, NULL);
+
+			r = readv(fd, d->iov2, (int)n);
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				r = 0;
 			else if (r < 0)
 				r = -EPIPE;
-			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > b.cap)
+			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > full)
 				r = -EMSGSIZE; /* a tap reports the untruncated length */
 		} else {
 			r = net_rx_socket_read(d, q, &b);
@@ -298,7 +305,7 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 	vring_notify_disable(&q->vq);
 	/* G21: bounded in iterations (frames, and waits that found new
 	 * buffers) and bytes. */
-	for (unsigned iter = 0; iter < NET_BUDGET_PKTS && bytes < NET_BUDGET_BYTES; iter++) {
+	for (unsigned iter = 0; iter < d->budget_pkts && bytes < d->budget_bytes; iter++) {
 		uint16_t seen = 0;
 		int r = net_rx_one(d, q, &bytes, &seen);
 

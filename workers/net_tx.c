@@ -222,7 +222,7 @@ enum net_run net_tx_run(struct net_dev *d, unsigned qidx)
 	for (;;) {
 		int r = 0;
 
-		while (pkts < NET_BUDGET_PKTS && bytes < NET_BUDGET_BYTES) {
+		while (pkts < d->budget_pkts && bytes < d->budget_bytes) {
 			r = net_tx_one(d, q, &bytes);
 			if (r != 1)
 				break;

@@ -1,0 +1,728 @@
+/*
+ * check_worker: the real vnicd-worker process, driven as the supervisor
+ * drives it (TESTPLAN G1/L10 end to end, G20-G22 through the loop).
+ *
+ * The test plays both the supervisor (control socketpair at the worker's
+ * fd 3, Config with every fd, Start, Stop) and the guest (vring_drv on a
+ * sealed memfd, kicks by writing the kick eventfds, interrupts read from
+ * the call eventfds). The backend is a SEQPACKET socketpair. The binary is
+ * $VNIC_TOP_BUILDDIR/workers/vnicd-worker.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "vring.h"
+#include "vring_drv.h"
+#include "wire.h"
+#include "workers/net.h"
+#include "workers/stats.h"
+
+#define GPA_BASE 0x100000ull
+#define GUEST_SIZE (8u << 20)
+#define RING_AREA (64u << 10)
+#define BUF_BASE (GPA_BASE + 2 * RING_AREA)
+#define QSIZE 256u
+#define F_V1 (1ull << VIRTIO_F_VERSION_1)
+#define F_MRG (1ull << VIRTIO_NET_F_MRG_RXBUF)
+#define F_EVENT_IDX (1ull << VIRTIO_F_EVENT_IDX)
+#define TIMEOUT_MS 5000
+
+struct sim {
+	struct tu_guest g;
+	struct vring_drv drv[2];
+	struct vring_layout lay[2];
+	int kick[2], call[2];
+	int be[2];      /* be[0] to the worker, be[1] ours */
+	int stats_fd;
+	struct stats_page *st;
+	int ctrl;       /* our end */
+	pid_t pid;
+	uint64_t features;
+};
+
+static struct sim S;
+
+static void sim_init(uint64_t features)
+{
+	int sv[2];
+
+	memset(&S, 0, sizeof(S));
+	S.features = features;
+	tu_guest_new(&S.g, GPA_BASE, GUEST_SIZE);
+	for (unsigned q = 0; q < 2; q++) {
+		vring_layout(QSIZE, GPA_BASE + q * RING_AREA, &S.lay[q]);
+		ck_assert_int_eq(vring_drv_init(&S.drv[q], QSIZE, tu_drv_ptr(&S.g, S.lay[q].desc),
+						tu_drv_ptr(&S.g, S.lay[q].avail),
+						tu_drv_ptr(&S.g, S.lay[q].used),
+						(features & F_EVENT_IDX) != 0), 0);
+		S.kick[q] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		S.call[q] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		ck_assert_int_ge(S.kick[q], 0);
+		ck_assert_int_ge(S.call[q], 0);
+	}
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, S.be), 0);
+	ck_assert_int_eq(fcntl(S.be[1], F_SETFL, O_NONBLOCK), 0);
+	S.stats_fd = memfd_create("stats", MFD_CLOEXEC);
+	ck_assert_int_ge(S.stats_fd, 0);
+	ck_assert_int_eq(ftruncate(S.stats_fd, (off_t)stats_page_size(2)), 0);
+	S.st = mmap(NULL, stats_page_size(2), PROT_READ | PROT_WRITE, MAP_SHARED, S.stats_fd, 0);
+	ck_assert_ptr_ne(S.st, MAP_FAILED);
+	ck_assert_int_eq(stats_page_init(S.st, stats_page_size(2), 2), 0);
+
+	/* The worker: control socket at fd 3, nothing else inherited. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	S.pid = fork();
+	ck_assert_int_ge(S.pid, 0);
+	if (S.pid == 0) {
+		const char *top = getenv("VNIC_TOP_BUILDDIR");
+		char path[4096];
+		char a0[] = "vnicd-worker", a1[] = "--nic", a2[] = "test0";
+		char *argv[] = { a0, a1, a2, NULL };
+
+		snprintf(path, sizeof(path), "%s/workers/vnicd-worker", top ? top : ".");
+		if (dup2(sv[1], 3) < 0)
+			_exit(126);
+		syscall(SYS_close_range, 4u, ~0u, 0);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	S.ctrl = sv[0];
+}
+
+static void sim_free(void)
+{
+	for (unsigned q = 0; q < 2; q++) {
+		vring_drv_fini(&S.drv[q]);
+		close(S.kick[q]);
+		close(S.call[q]);
+	}
+	close(S.be[0]);
+	close(S.be[1]);
+	munmap(S.st, stats_page_size(2));
+	close(S.stats_fd);
+	if (S.ctrl >= 0)
+		close(S.ctrl);
+	tu_guest_free(&S.g);
+}
+
+static int ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int)((t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+/* The worker's exit status, waiting at most TIMEOUT_MS (then SIGKILL). */
+static int sim_wait_exit(void)
+{
+	struct timespec t0;
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pid_t r = waitpid(S.pid, &status, WNOHANG);
+
+		if (r == S.pid)
+			return status;
+		if (ms_since(&t0) > TIMEOUT_MS) {
+			kill(S.pid, SIGKILL);
+			waitpid(S.pid, &status, 0);
+			ck_abort_msg("worker did not exit");
+		}
+		usleep(2000);
+	}
+}
+
+/* Config in the documented fd order: regions, (kick, call) per queue,
+ * backend, stats page. */
+static void send_config(uint32_t nqueues, Vnic__Worker__BackendKind kind)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Config c;
+	Vnic__Vmm__MemRegion reg, *regp = &reg;
+	Vnic__Vmm__Queue qs[2], *qp[2];
+	Vnic__Vmm__Policy pol;
+	int fds[8];
+	unsigned n = 0;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__config__init(&c);
+	vnic__vmm__mem_region__init(&reg);
+	vnic__vmm__policy__init(&pol);
+	reg.gpa = GPA_BASE;
+	reg.size = GUEST_SIZE;
+	reg.offset = 0;
+	fds[n++] = S.g.fd;
+	for (unsigned q = 0; q < nqueues; q++) {
+		vnic__vmm__queue__init(&qs[q]);
+		qs[q].index = q;
+		qs[q].size = QSIZE;
+		qs[q].desc_gpa = S.lay[q].desc;
+		qs[q].avail_gpa = S.lay[q].avail;
+		qs[q].used_gpa = S.lay[q].used;
+		qp[q] = &qs[q];
+		fds[n++] = S.kick[q];
+		fds[n++] = S.call[q];
+	}
+	fds[n++] = S.be[0];
+	fds[n++] = S.stats_fd;
+	pol.mode = VNIC__VMM__MITIGATION__MITIGATION_BH;
+	static char nic_id[] = "test0";
+
+	c.nic_id = nic_id;
+	c.features = S.features;
+	c.mtu = 1500;
+	c.n_regions = 1;
+	c.regions = &regp;
+	c.n_queues = nqueues;
+	c.queues = qp;
+	c.policy = &pol;
+	c.backend = kind;
+	c.vnet_hdr_len = NET_HDR_LEN;
+	c.stats_size = (uint32_t)stats_page_size(2);
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
+	m.config = &c;
+	ck_assert_int_eq(wire_worker_send(S.ctrl, &m, fds, n), 0);
+}
+
+static void send_simple(Vnic__Worker__WorkerMessage__MsgCase what)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Start start;
+	Vnic__Worker__Stop stop;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__start__init(&start);
+	vnic__worker__stop__init(&stop);
+	m.msg_case = what;
+	if (what == VNIC__WORKER__WORKER_MESSAGE__MSG_START)
+		m.start = &start;
+	else
+		m.stop = &stop;
+	ck_assert_int_eq(wire_worker_send(S.ctrl, &m, NULL, 0), 0);
+}
+
+/* The next message that is not a Log line (Log lines are printed);
+ * NULL on EOF. Fails the test after TIMEOUT_MS. */
+static Vnic__Worker__WorkerMessage *recv_msg(void)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd = { S.ctrl, POLLIN, 0 };
+		Vnic__Worker__WorkerMessage *m = NULL;
+		struct wire_fds fds;
+		struct wire_err err;
+		int r;
+
+		ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "no message from the worker");
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		r = wire_worker_recv(S.ctrl, WIRE_PEER_WORKER, &m, &fds, &err);
+		if (r == -EPIPE)
+			return NULL;
+		ck_assert_msg(r == 0, "recv: %s", err.msg);
+		if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_LOG) {
+			fprintf(stderr, "worker log: %s\n", m->log->text);
+			wire_worker_free(m);
+			continue;
+		}
+		return m;
+	}
+}
+
+static void expect(Vnic__Worker__WorkerMessage__MsgCase what)
+{
+	Vnic__Worker__WorkerMessage *m = recv_msg();
+
+	ck_assert_ptr_nonnull(m);
+	if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR)
+		ck_abort_msg("worker error: %s", m->error->text);
+	ck_assert_int_eq(m->msg_case, what);
+	wire_worker_free(m);
+}
+
+static void start_worker(void)
+{
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_START);
+}
+
+static void kick(unsigned q)
+{
+	uint64_t one = 1;
+
+	ck_assert_int_eq(write(S.kick[q], &one, sizeof(one)), sizeof(one));
+}
+
+/* Wait for an interrupt on queue q; returns the count read. */
+static uint64_t wait_call(unsigned q)
+{
+	struct pollfd pfd = { S.call[q], POLLIN, 0 };
+	uint64_t n = 0;
+
+	ck_assert_msg(poll(&pfd, 1, TIMEOUT_MS) == 1, "no interrupt on queue %u", q);
+	ck_assert_int_eq(read(S.call[q], &n, sizeof(n)), sizeof(n));
+	return n;
+}
+
+static void fill(uint8_t *f, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		f[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+}
+
+static uint8_t frame[NET_HDR_LEN + NET_MAX_FRAME];
+static uint8_t got[NET_HDR_LEN + NET_MAX_FRAME];
+
+static void tx_post(unsigned i, size_t len, uint64_t gpa)
+{
+	struct vring_drv_buf b[2];
+	uint8_t *p = tu_drv_ptr(&S.g, gpa);
+
+	memset(p, 0, NET_HDR_LEN);
+	fill(p + NET_HDR_LEN, len, i);
+	b[0] = (struct vring_drv_buf){ gpa, NET_HDR_LEN, false };
+	b[1] = (struct vring_drv_buf){ gpa + NET_HDR_LEN, (uint32_t)len, false };
+	ck_assert_int_ge(vring_drv_add(&S.drv[1], b, 2, NULL), 0);
+}
+
+/* Frames both ways, counters, Stop with the right indices, exit 0. */
+START_TEST(worker_traffic_stats_and_stop)
+{
+	Vnic__Worker__WorkerMessage *m;
+	struct stats_queue_snapshot tx, rx;
+	const unsigned ntx = 200, nrx = 150;
+	uint64_t txbytes = 0, rxbytes = 0;
+	unsigned recvd = 0, reclaimed = 0, delivered = 0;
+	struct timespec t0;
+	int status;
+
+	sim_init(F_V1 | F_MRG | F_EVENT_IDX);
+	start_worker();
+
+	/* TX: guest -> backend, in bursts of 20 with a kick each. */
+	for (unsigned burst = 0; burst < ntx / 20; burst++) {
+		for (unsigned i = 0; i < 20; i++) {
+			unsigned k = burst * 20 + i;
+			size_t len = 60 + (k * 977u) % 9000;
+
+			tx_post(k, len, BUF_BASE + (uint64_t)(k % QSIZE) * 16384);
+			txbytes += len;
+		}
+		vring_drv_publish(&S.drv[1]);
+		if (vring_drv_kick_needed(&S.drv[1]))
+			kick(1);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (recvd < (burst + 1) * 20) {
+			ssize_t n = recv(S.be[1], got, sizeof(got), 0);
+
+			if (n < 0) {
+				ck_assert_int_eq(errno, EAGAIN);
+				ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "TX frames missing");
+				usleep(500);
+				continue;
+			}
+			fill(frame, (size_t)n, recvd);
+			ck_assert_int_eq(n, (ssize_t)(60 + (recvd * 977u) % 9000));
+			ck_assert_int_eq(memcmp(got, frame, (size_t)n), 0);
+			recvd++;
+		}
+		/* All sent; wait for the interrupt, reclaim, and re-arm
+		 * interrupts (used_event) as a driver does. */
+		while (reclaimed < recvd) {
+			void *c;
+			uint32_t l;
+			int r;
+
+			wait_call(1);
+			while ((r = vring_drv_get_used(&S.drv[1], &c, &l)) == 1)
+				reclaimed++;
+			ck_assert_int_eq(r, 0);
+			while (vring_drv_cb_enable(&S.drv[1])) {
+				while ((r = vring_drv_get_used(&S.drv[1], &c, &l)) == 1)
+					reclaimed++;
+				ck_assert_int_eq(r, 0);
+			}
+			if (reclaimed == recvd)
+				break;
+		}
+	}
+	ck_assert_uint_eq(reclaimed, ntx);
+
+	/* RX: backend -> guest, 64 buffers of 4 KiB, refilled. */
+	for (unsigned i = 0; i < 64; i++) {
+		struct vring_drv_buf b = { BUF_BASE + 0x400000 + i * 4096ull, 4096, true };
+
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, (void *)(uintptr_t)b.gpa), 0);
+	}
+	vring_drv_publish(&S.drv[0]);
+	if (vring_drv_kick_needed(&S.drv[0]))
+		kick(0);
+	for (unsigned i = 0; i < nrx; i++) {
+		size_t len = 60 + (i * 331u) % 4000;
+
+		fill(frame, len, 1000 + i);
+		ck_assert_int_eq(send(S.be[1], frame, len, 0), (ssize_t)len);
+		rxbytes += len;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (delivered <= i) {
+			void *c;
+			uint32_t l;
+			int r = vring_drv_get_used(&S.drv[0], &c, &l);
+
+			ck_assert_int_ge(r, 0);
+			if (r == 0) {
+				ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX frame %u missing", i);
+				usleep(200);
+				continue;
+			}
+			ck_assert_uint_eq(l, NET_HDR_LEN + len);
+			memcpy(got, tu_drv_ptr(&S.g, (uint64_t)(uintptr_t)c), l);
+			ck_assert_uint_eq(le16toh(((struct virtio_net_hdr_v1 *)got)->num_buffers), 1);
+			ck_assert_int_eq(memcmp(got + NET_HDR_LEN, frame, len), 0);
+			delivered++;
+			/* Refill, as a driver does. */
+			{
+				struct vring_drv_buf b = { (uint64_t)(uintptr_t)c, 4096, true };
+
+				ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, c), 0);
+				vring_drv_publish(&S.drv[0]);
+				if (vring_drv_kick_needed(&S.drv[0]))
+					kick(0);
+			}
+		}
+	}
+
+	stats_queue_read(&S.st->q[1], &tx);
+	stats_queue_read(&S.st->q[0], &rx);
+	ck_assert_uint_eq(tx.packets, ntx);
+	ck_assert_uint_eq(tx.bytes, txbytes);
+	ck_assert_uint_ge(tx.kicks, 1);
+	ck_assert_uint_ge(tx.interrupts, 1);
+	ck_assert_uint_eq(tx.drops, 0);
+	ck_assert_uint_eq(tx.errors, 0);
+	ck_assert_uint_eq(rx.packets, nrx);
+	ck_assert_uint_eq(rx.bytes, rxbytes);
+	ck_assert_uint_ge(rx.interrupts, 1);
+	ck_assert_uint_eq(rx.drops, 0);
+	ck_assert_int_eq(tx.broken, 0);
+	ck_assert_int_eq(rx.broken, 0);
+
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	ck_assert_uint_eq(m->stopped->n_queues, 2);
+	ck_assert_uint_eq(m->stopped->queues[0]->index, 0);
+	ck_assert_uint_eq(m->stopped->queues[0]->used_idx, nrx);
+	ck_assert_uint_eq(m->stopped->queues[0]->avail_idx, nrx); /* unused heads given back */
+	ck_assert_uint_eq(m->stopped->queues[1]->index, 1);
+	ck_assert_uint_eq(m->stopped->queues[1]->avail_idx, ntx);
+	ck_assert_uint_eq(m->stopped->queues[1]->used_idx, ntx);
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	sim_free();
+}
+END_TEST
+
+/* A hostile guest breaks TX (a head >= queue size): the worker reports
+ * QueueBroken with the reason, the stats page shows it, RX still works. */
+START_TEST(worker_g3_broken_tx_reported_rx_alive)
+{
+	Vnic__Worker__WorkerMessage *m;
+	struct stats_queue_snapshot tx;
+	struct timespec t0;
+	int status;
+
+	sim_init(F_V1 | F_MRG);
+	start_worker();
+	S.drv[1].avail->ring[0] = htole16(QSIZE + 5);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	S.drv[1].avail->idx = htole16(1);
+	kick(1);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN);
+	ck_assert_uint_eq(m->queue_broken->queue, 1);
+	ck_assert_ptr_nonnull(strstr(m->queue_broken->reason, "head"));
+	wire_worker_free(m);
+	stats_queue_read(&S.st->q[1], &tx);
+	ck_assert_int_eq(tx.broken, 1);
+	ck_assert_ptr_nonnull(strstr(tx.broken_reason, "head"));
+	/* Kick storm on the broken queue: harmless. */
+	for (int i = 0; i < 1000; i++)
+		kick(1);
+
+	/* RX still flows. */
+	{
+		struct vring_drv_buf b = { BUF_BASE, 4096, true };
+		void *c;
+		uint32_t l;
+		int r;
+
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, NULL), 0);
+		vring_drv_publish(&S.drv[0]);
+		kick(0);
+		fill(frame, 100, 1);
+		ck_assert_int_eq(send(S.be[1], frame, 100, 0), 100);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while ((r = vring_drv_get_used(&S.drv[0], &c, &l)) == 0) {
+			ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX stalled");
+			usleep(500);
+		}
+		ck_assert_int_eq(r, 1);
+		ck_assert_uint_eq(l, NET_HDR_LEN + 100);
+	}
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
+/* G20 through the loop: no RX buffers and a flooding backend: the worker
+ * sleeps (little CPU), then serves the guest once it posts buffers. */
+START_TEST(worker_g20_no_rx_buffers_no_busy_loop)
+{
+	struct timespec t0;
+	char statpath[64], buf[512];
+	unsigned long ut0 = 0, st0 = 0, ut1 = 0, st1 = 0;
+	unsigned sent = 0;
+	FILE *f;
+	int status;
+
+	sim_init(F_V1 | F_MRG);
+	start_worker();
+	fill(frame, 500, 3);
+	while (sent < 100000 && send(S.be[1], frame, 500, MSG_DONTWAIT) == 500)
+		sent++;
+	ck_assert_uint_gt(sent, 10);
+	usleep(50000);
+	snprintf(statpath, sizeof(statpath), "/proc/%d/stat", (int)S.pid);
+	f = fopen(statpath, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_int_eq(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				&ut0, &st0), 2);
+	usleep(500000);
+	f = fopen(statpath, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_int_eq(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				&ut1, &st1), 2);
+	/* 500 ms of flood without buffers: under 50 ms of CPU (clock ticks
+	 * of 10 ms). A busy loop would burn ~500. */
+	ck_assert_msg((ut1 + st1) - (ut0 + st0) <= 5, "worker used %lu ticks while idle",
+		      (ut1 + st1) - (ut0 + st0));
+	/* Buffers arrive: frames flow. */
+	{
+		struct vring_drv_buf b = { BUF_BASE, 4096, true };
+		void *c;
+		uint32_t l;
+		int r;
+
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, NULL), 0);
+		vring_drv_publish(&S.drv[0]);
+		ck_assert(vring_drv_kick_needed(&S.drv[0]));
+		kick(0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while ((r = vring_drv_get_used(&S.drv[0], &c, &l)) == 0) {
+			ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX did not resume");
+			usleep(500);
+		}
+		ck_assert_uint_eq(l, NET_HDR_LEN + 500);
+	}
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
+/* A Config the worker cannot serve: Error, exit 1. */
+START_TEST(worker_bad_config_error_exit)
+{
+	Vnic__Worker__WorkerMessage *m;
+	int status;
+
+	sim_init(F_V1 | (1ull << VIRTIO_NET_F_CSUM)); /* offload on a socket backend */
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
+	ck_assert_ptr_nonnull(strstr(m->error->text, "offload"));
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 1);
+	sim_free();
+}
+END_TEST
+
+/* An unexpected message (a second Config) after Ready: Error, exit 1. */
+START_TEST(worker_unexpected_message_exit)
+{
+	Vnic__Worker__WorkerMessage *m;
+	int status;
+
+	sim_init(F_V1);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 1);
+	sim_free();
+}
+END_TEST
+
+/* The supervisor goes away: the worker exits (status 0), promptly. */
+START_TEST(worker_supervisor_eof_exits)
+{
+	int status;
+
+	sim_init(F_V1);
+	start_worker();
+	close(S.ctrl);
+	S.ctrl = -1;
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	sim_free();
+}
+END_TEST
+
+/* Stop before Start: Stopped with the initial indices, exit 0; and the
+ * worker holds no fd beyond the ones it needs (fd 3, 2 per queue, the
+ * backend: memfds and the stats memfd closed after mapping). */
+START_TEST(worker_stop_before_start_and_fds)
+{
+	Vnic__Worker__WorkerMessage *m;
+	char path[64], link[256];
+	unsigned nsock = 0, nevfd = 0;
+	int status;
+
+	sim_init(F_V1);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	/* The event loop exists before Ready, so the set is stable: the
+	 * control socket, the backend, 4 eventfds, and libevent's own. */
+	for (int fd = 3; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)S.pid, fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = '\0';
+		ck_assert_msg(strstr(link, "memfd:") == NULL, "fd %d still open: %s", fd, link);
+		if (strncmp(link, "socket:", 7) == 0)
+			nsock++;
+		else if (strstr(link, "[eventfd]"))
+			nevfd++;
+		else
+			fprintf(stderr, "worker fd %d: %s (libevent)\n", fd, link);
+	}
+	ck_assert_uint_eq(nsock, 2);  /* control socket, backend */
+	ck_assert_uint_eq(nevfd, 4);  /* kick and call per queue */
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	ck_assert_uint_eq(m->stopped->queues[1]->avail_idx, 0);
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
+/* fd 3 that is not a seqpacket socket: refuse to run (exit 2). */
+START_TEST(worker_fd3_checked)
+{
+	const char *top = getenv("VNIC_TOP_BUILDDIR");
+	char path[4096];
+	int status, pfd[2];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/workers/vnicd-worker", top ? top : ".");
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char a0[] = "vnicd-worker", a1[] = "--nic", a2[] = "x";
+		char *argv[] = { a0, a1, a2, NULL };
+
+		dup2(pfd[0], 3);
+		execv(path, argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 2);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+END_TEST
+
+static Suite *worker_suite(void)
+{
+	Suite *s = suite_create("worker");
+	TCase *tc = tcase_create("process");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, worker_traffic_stats_and_stop);
+	tcase_add_test(tc, worker_g3_broken_tx_reported_rx_alive);
+	tcase_add_test(tc, worker_g20_no_rx_buffers_no_busy_loop);
+	tcase_add_test(tc, worker_bad_config_error_exit);
+	tcase_add_test(tc, worker_unexpected_message_exit);
+	tcase_add_test(tc, worker_supervisor_eof_exits);
+	tcase_add_test(tc, worker_stop_before_start_and_fds);
+	tcase_add_test(tc, worker_fd3_checked);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(worker_suite());
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,397 @@
+/*
+ * vnicd-worker: the sandboxed process that runs one virtio-net NIC.
+ *
+ * Contract with the supervisor (supervisor/worker_spawn.c):
+ *   argv:  vnicd-worker --nic ID      (ID only names the NIC in log lines)
+ *   fds:   3 = the control socket, AF_UNIX SOCK_SEQPACKET (worker.proto
+ *          framing, proto/wire.h); 0-2 as the supervisor left them; no
+ *          other fd is inherited.
+ *   Everything else (guest memory memfds, kick/call eventfds, backend fd,
+ *   stats page memfd) arrives in the Config message (worker.proto).
+ *
+ * Order, as the design asks (DESIGN "Supervisor <-> worker", STYLE 10):
+ *   1. validate fd 3 is our control socket;
+ *   2. receive Config and exactly its fds;
+ *   3. map guest memory (memtable_map), then the stats page;
+ *   4. set up every queue (vring_init on the mapped memory);
+ *   5. close every fd not needed from here on;
+ *   6. [sandbox: a later issue drops uid/gid and enters seccomp here];
+ *   7. send Ready;
+ *   8. event loop: Start begins ring processing, Stop ends it (Stopped
+ *      carries the final indices), supervisor EOF ends the process.
+ * Exit status: 0 after Stop or when the supervisor went away; 1 after an
+ * Error (bad Config, protocol violation); 2 for a bad command line or fd 3.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "workers/worker.h"
+
+static struct worker W;
+
+/* Log lines go to the supervisor once the channel is up (the sandbox
+ * will not let us write anywhere else); stderr if that fails. */
+static void worker_log_handler(enum log_level level, const char *text, void *arg)
+{
+	static bool in_handler;
+	struct worker *w = arg;
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Log l;
+	static const Vnic__Worker__LogLevel map[] = {
+		[LOG_LEVEL_ERROR] = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR,
+		[LOG_LEVEL_WARN] = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_WARN,
+		[LOG_LEVEL_INFO] = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO,
+		[LOG_LEVEL_DEBUG] = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_DEBUG,
+	};
+
+	if (in_handler)
+		return;
+	in_handler = true;
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__log__init(&l);
+	l.level = (unsigned)level <= LOG_LEVEL_DEBUG ? map[level]
+						     : VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR;
+	l.text = (char *)(uintptr_t)text;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_LOG;
+	m.log = &l;
+	if (worker_send(w, &m) < 0)
+		fprintf(stderr, "vnicd-worker[%d] %s: %s: %s\n", (int)getpid(), w->nic_id,
+			log_level_name(level), text);
+	in_handler = false;
+}
+
+/* Step 1: fd 3 must be an AF_UNIX SOCK_SEQPACKET socket. */
+static int check_ctrl_fd(int fd)
+{
+	struct stat st;
+	int type = 0, domain = 0;
+	socklen_t l1 = sizeof(type), l2 = sizeof(domain);
+
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l2) < 0)
+		return -errno;
+	if (type != SOCK_SEQPACKET || domain != AF_UNIX)
+		return -EPROTOTYPE;
+	return 0;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void close_range_(unsigned lo, unsigned hi)
+{
+	if (syscall(SYS_close_range, lo, hi, 0) < 0)
+		for (unsigned fd = lo; fd <= hi && fd < 65536; fd++)
+			close((int)fd);
+}
+
+/* Step 5: close every fd except 0-2 and keep[0..n). */
+static void close_all_but(int *keep, unsigned n)
+{
+	unsigned lo = 3;
+
+	qsort(keep, n, sizeof(*keep), cmp_int);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = (unsigned)keep[i];
+
+		if (keep[i] < 0 || k < lo)
+			continue;
+		if (k > lo)
+			close_range_(lo, k - 1);
+		lo = k + 1;
+	}
+	close_range_(lo, ~0u);
+}
+
+/* Steps 2-4: take the Config apart. On failure err says why. */
+static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
+		     char *err, size_t errlen)
+{
+	struct memtable_region_desc *rd = NULL;
+	struct wire_fd_layout lay;
+	struct net_params np = { 0 };
+	int backend_fds[NET_MAX_PAIRS];
+	void *p;
+	int r;
+
+	r = wire_config_layout(c, &lay);
+	if (r < 0 || lay.total != fds->n || lay.backend < 0 || lay.stats < 0) {
+		snprintf(err, errlen, "Config fd layout does not match its %u fds", fds->n);
+		return -EPROTO;
+	}
+	if (c->n_queues < 2 || c->n_queues > STATS_MAX_QUEUES || c->n_queues % 2) {
+		snprintf(err, errlen, "%zu queues: need 2..%u, in rx/tx pairs", c->n_queues,
+			 STATS_MAX_QUEUES);
+		return -EINVAL;
+	}
+	/* One backend fd in Config: one queue pair (multiqueue: later). */
+	if (c->n_queues != 2) {
+		snprintf(err, errlen, "%zu queues: this worker serves one queue pair", c->n_queues);
+		return -EOPNOTSUPP;
+	}
+	for (size_t j = 0; j < c->n_queues; j++) {
+		if (c->queues[j]->index != j || c->queues[j]->avail_idx > 0xffff) {
+			snprintf(err, errlen, "queue %zu: index %u / avail_idx %u (queues must come "
+				 "in virtqueue order, indices fit 16 bits)", j,
+				 c->queues[j]->index, c->queues[j]->avail_idx);
+			return -EINVAL;
+		}
+	}
+	switch (c->backend) {
+	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP:
+		np.backend = NET_BACKEND_TAP;
+		/* VIRTIO_F_VERSION_1: the 12-byte header on both sides. */
+		if (c->vnet_hdr_len != NET_HDR_LEN) {
+			snprintf(err, errlen, "tap vnet header length %u, need %u", c->vnet_hdr_len,
+				 NET_HDR_LEN);
+			return -EINVAL;
+		}
+		break;
+	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET:
+		np.backend = NET_BACKEND_SOCKET; /* frames without a header */
+		break;
+	default:
+		snprintf(err, errlen, "unknown backend kind %d", (int)c->backend);
+		return -EINVAL;
+	}
+	if (c->policy) {
+		Vnic__Vmm__Mitigation mode = c->policy->mode;
+
+		if (mode != VNIC__VMM__MITIGATION__MITIGATION_DEFAULT &&
+		    mode != VNIC__VMM__MITIGATION__MITIGATION_BH)
+			log_warn("nic %s: mitigation mode %d is not implemented yet; using bh",
+				 w->nic_id, (int)mode);
+		np.budget_pkts = c->policy->budget_packets;
+		np.budget_bytes = c->policy->budget_bytes;
+	}
+
+	/* Step 3: guest memory. */
+	rd = calloc(c->n_regions ? c->n_regions : 1, sizeof(*rd));
+	if (!rd) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n_regions; i++) {
+		rd[i].gpa = c->regions[i]->gpa;
+		rd[i].size = c->regions[i]->size;
+		rd[i].offset = c->regions[i]->offset;
+		rd[i].fd = fds->fd[i];
+	}
+	r = memtable_map(rd, (unsigned)c->n_regions, &w->mt, err, errlen);
+	free(rd);
+	if (r < 0)
+		return r;
+
+	/* The stats page, created and initialised by the supervisor. */
+	if (c->stats_size < stats_page_size((unsigned)c->n_queues)) {
+		snprintf(err, errlen, "stats page of %u bytes, need %zu", c->stats_size,
+			 stats_page_size((unsigned)c->n_queues));
+		return -EINVAL;
+	}
+	p = mmap(NULL, c->stats_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds->fd[lay.stats], 0);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		snprintf(err, errlen, "stats page: mmap: %s", strerror(errno));
+		return r;
+	}
+	w->stats = p;
+	w->stats_len = c->stats_size;
+	if (stats_page_check(p, c->stats_size, (unsigned)c->n_queues) < 0) {
+		snprintf(err, errlen, "stats page: bad header (magic, version or queue count)");
+		return -EINVAL;
+	}
+
+	/* Step 4: the engine and its queues. */
+	w->nqueues = (unsigned)c->n_queues;
+	w->npairs = w->nqueues / 2;
+	for (unsigned k = 0; k < w->npairs; k++) {
+		w->p[k].backend_fd = fds->fd[lay.backend];
+		backend_fds[k] = w->p[k].backend_fd;
+		r = set_nonblock(backend_fds[k]);
+		if (r < 0) {
+			snprintf(err, errlen, "backend fd: %s", strerror(-r));
+			return r;
+		}
+	}
+	np.features = c->features;
+	np.npairs = w->npairs;
+	np.backend_fds = backend_fds;
+	np.stats = w->stats;
+	np.ops = &worker_net_ops;
+	np.opaque = w;
+	r = net_dev_new(&np, &w->net, err, errlen);
+	if (r < 0)
+		return r;
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		const Vnic__Vmm__Queue *q = c->queues[j];
+		struct worker_queue *wq = &w->q[j];
+
+		r = net_queue_setup(w->net, j, w->mt, q->size, q->desc_gpa, q->avail_gpa,
+				    q->used_gpa, err, errlen);
+		if (r < 0)
+			return r;
+		/* Resume where the previous worker (or the VMM) left off. */
+		if (q->avail_idx)
+			vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
+		wq->w = w;
+		wq->idx = j;
+		wq->kick_fd = fds->fd[wire_fd_kick(&lay, j)];
+		wq->call_fd = fds->fd[wire_fd_call(&lay, j)];
+		r = set_nonblock(wq->kick_fd);
+		if (r < 0) {
+			snprintf(err, errlen, "kick fd of queue %u: %s", j, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: vnicd-worker --nic ID\n"
+		"  started by vnicd with its control socket at fd 3; not for direct use\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct worker *w = &W;
+	Vnic__Worker__WorkerMessage *m = NULL;
+	struct wire_fds fds = { .n = 0 };
+	struct wire_err werr;
+	char err[256] = "";
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 1];
+	unsigned nkeep = 0;
+	int r, code;
+
+	if (argc != 3 || strcmp(argv[1], "--nic") != 0 || argv[2][0] == '\0') {
+		usage();
+		return 2;
+	}
+	snprintf(w->nic_id, sizeof(w->nic_id), "%s", argv[2]);
+	w->ctrl_fd = WORKER_CTRL_FD;
+	log_init("vnicd-worker", LOG_LEVEL_INFO, false);
+
+	/* 1. fd 3 is the control socket, or we were not started by vnicd. */
+	r = check_ctrl_fd(WORKER_CTRL_FD);
+	if (r < 0) {
+		log_error("nic %s: fd %d is not the control socket (AF_UNIX SOCK_SEQPACKET): %s",
+			  w->nic_id, WORKER_CTRL_FD, strerror(-r));
+		return 2;
+	}
+	/* From here, log lines travel to the supervisor. */
+	log_set_handler(worker_log_handler, w);
+
+	/* 2. Config and exactly its fds (wire checks the count per type). */
+	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
+	if (r < 0) {
+		if (r != -EPIPE)
+			worker_send_error(w, -r, werr.msg);
+		fprintf(stderr, "vnicd-worker %s: no Config: %s\n", w->nic_id, werr.msg);
+		return 1;
+	}
+	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG) {
+		worker_send_error(w, EPROTO, "expected Config first");
+		wire_fds_close(&fds);
+		wire_worker_free(m);
+		return 1;
+	}
+
+	/* 3, 4. Map memory and the stats page, set up the queues. */
+	r = configure(w, m->config, &fds, err, sizeof(err));
+	if (r < 0) {
+		worker_send_error(w, -r, err);
+		wire_fds_close(&fds);
+		wire_worker_free(m);
+		return 1;
+	}
+
+	/* 5. Keep the control socket, kick/call eventfds and the backend;
+	 * the memfds are mapped and the stats memfd too, so they go (with
+	 * anything else the process may hold). */
+	keep[nkeep++] = WORKER_CTRL_FD;
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		keep[nkeep++] = w->q[j].kick_fd;
+		keep[nkeep++] = w->q[j].call_fd;
+	}
+	for (unsigned k = 0; k < w->npairs; k++)
+		keep[nkeep++] = w->p[k].backend_fd;
+	for (unsigned i = 0; i < fds.n; i++) {
+		bool kept = false;
+
+		for (unsigned k = 0; k < nkeep; k++)
+			kept |= fds.fd[i] == keep[k];
+		if (kept)
+			fds.fd[i] = -1; /* adopted */
+	}
+	wire_fds_close(&fds);
+	wire_worker_free(m);
+	m = NULL;
+	close_all_but(keep, nkeep);
+
+	/* The event loop's own fds (epoll) exist before the sandbox, which
+	 * would not let us create them. */
+	r = worker_loop_init(w);
+	if (r < 0) {
+		worker_send_error(w, -r, "cannot set up the event loop");
+		worker_loop_free(w);
+		return 1;
+	}
+
+	/* 6. Sandbox: a later issue drops uid/gid, sets rlimits and
+	 * no_new_privs, and enters the seccomp filter here, before the
+	 * first guest-controlled byte is read (TESTPLAN sandbox notes). */
+
+	/* 7. Ready, then 8. the loop. */
+	{
+		Vnic__Worker__WorkerMessage rm;
+		Vnic__Worker__Ready ready;
+
+		vnic__worker__worker_message__init(&rm);
+		vnic__worker__ready__init(&ready);
+		ready.sandboxed = false;
+		rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
+		rm.ready = &ready;
+		r = worker_send(w, &rm);
+		if (r < 0) {
+			fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
+				strerror(-r));
+			worker_loop_free(w);
+			return 1;
+		}
+	}
+	code = worker_loop_run(w);
+	worker_loop_free(w);
+
+	log_set_handler(NULL, NULL);
+	w->net = net_dev_free(w->net);
+	if (w->stats)
+		munmap(w->stats, w->stats_len);
+	w->mt = memtable_free(w->mt);
+	return code;
+}

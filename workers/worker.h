@@ -1,0 +1,91 @@
+/*
+ * worker: state of one vnicd-worker process (one NIC).
+ *
+ * main.c sets it up in the documented order; worker_event.c is the
+ * libevent glue and the control channel. The data path is the engine in
+ * net.h, which knows nothing of libevent.
+ */
+#ifndef VNIC_WORKER_H
+#define VNIC_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/event.h>
+
+#include "memtable.h"
+#include "wire.h"
+#include "workers/net.h"
+#include "workers/stats.h"
+
+/* The fd the supervisor leaves the control socket at (fork+exec). */
+#define WORKER_CTRL_FD 3
+
+struct worker;
+
+/* Per virtqueue glue. */
+struct worker_queue {
+	struct worker *w;
+	unsigned idx;
+	int kick_fd;              /* EV_READ|EV_PERSIST while started */
+	int call_fd;              /* written to interrupt the guest */
+	struct event *kick_ev;
+	struct event *resched_ev; /* zero timeout: run again after other events */
+	bool tx_blocked;          /* TX: waiting for the backend to be writable */
+	bool rx_nobuf;            /* RX: backend read off until this queue is kicked */
+	bool broken;
+};
+
+/* Per queue pair: the backend fd (a multiqueue tap has one per pair). */
+struct worker_pair {
+	struct worker *w;
+	unsigned idx;
+	int backend_fd;
+	struct event *rd_ev;      /* EV_READ|EV_PERSIST, off while RX waits for buffers */
+	struct event *wr_ev;      /* EV_WRITE, armed only while TX is blocked */
+	bool rd_on;
+	bool down;
+};
+
+struct worker {
+	char nic_id[64];
+	struct event_base *base;
+	int ctrl_fd;
+	struct event *ctrl_ev;
+	struct memtable *mt;
+	struct stats_page *stats;
+	size_t stats_len;
+	struct net_dev *net;
+	unsigned nqueues;
+	unsigned npairs;
+	struct worker_queue q[STATS_MAX_QUEUES];
+	struct worker_pair p[NET_MAX_PAIRS];
+	bool started;
+	int exit_code;
+};
+
+/* worker_event.c */
+
+/* worker_loop_init - the event base (EVENT_BASE_FLAG_NOLOCK) and every
+ * event; only the control event is added (queues wait for Start).
+ * Returns: 0 or a negative errno. */
+int worker_loop_init(struct worker *w);
+
+/* worker_loop_run - dispatch until Stop, supervisor EOF or a protocol
+ * error. Returns: the process exit code. */
+int worker_loop_run(struct worker *w);
+
+/* worker_loop_free - free every event, then the base. */
+void worker_loop_free(struct worker *w);
+
+/* worker_send - one message to the supervisor (blocking briefly if the
+ * socket is full). Returns: 0 or a negative errno. */
+int worker_send(struct worker *w, Vnic__Worker__WorkerMessage *m);
+
+/* worker_send_error - Error{errnum, text}; best effort. */
+void worker_send_error(struct worker *w, int errnum, const char *text);
+
+/* The engine's callbacks (struct net_ops) for this worker. */
+extern const struct net_ops worker_net_ops;
+
+#endif

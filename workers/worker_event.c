@@ -1,0 +1,410 @@
+/*
+ * worker_event: the worker's libevent loop and its control channel.
+ *
+ * One event base (EVENT_BASE_FLAG_NOLOCK: one thread), small callbacks:
+ *  - each queue's kick eventfd, EV_READ|EV_PERSIST, added on Start;
+ *  - each pair's backend fd: EV_READ|EV_PERSIST for RX, removed while the
+ *    guest has no RX buffers (G20) and re-added when it kicks the RX
+ *    queue; EV_WRITE only while TX is blocked on a full backend;
+ *  - a zero-timeout timer per queue to come back after a full budget
+ *    (G21): timers run after the next poll, so the other fds get their
+ *    turn first (event_active would run it again before polling);
+ *  - the control socket, EV_READ|EV_PERSIST.
+ * Every event is deleted before its fd is closed (at exit, by the kernel).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "workers/worker.h"
+
+static const struct timeval zero_tv = { 0, 0 };
+
+int worker_send(struct worker *w, Vnic__Worker__WorkerMessage *m)
+{
+	/* The channel is non-blocking once the loop runs; a full socket
+	 * means a supervisor that does not read: wait a little, then give
+	 * up (a log line or a counter is not worth blocking the data path). */
+	for (int tries = 0; tries < 50; tries++) {
+		struct pollfd pfd = { w->ctrl_fd, POLLOUT, 0 };
+		int r = wire_worker_send(w->ctrl_fd, m, NULL, 0);
+
+		if (r != -EAGAIN)
+			return r;
+		(void)poll(&pfd, 1, 20);
+	}
+	return -EAGAIN;
+}
+
+void worker_send_error(struct worker *w, int errnum, const char *text)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Error e;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__error__init(&e);
+	e.errnum = errnum;
+	e.text = (char *)(uintptr_t)(text ? text : "");
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR;
+	m.error = &e;
+	fprintf(stderr, "vnicd-worker %s: error: %s\n", w->nic_id, e.text);
+	(void)worker_send(w, &m);
+}
+
+/* ------------------------------------------------ engine callbacks */
+
+static void worker_notify(void *opaque, unsigned qidx)
+{
+	struct worker *w = opaque;
+	uint64_t one = 1;
+
+	/* The call eventfd is the guest's interrupt (KVM irqfd). EAGAIN
+	 * only if the counter were near overflow: then it is signalled. */
+	if (write(w->q[qidx].call_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("nic %s: queue %u: call eventfd: %s", w->nic_id, qidx, strerror(errno));
+}
+
+static void worker_broken(void *opaque, unsigned qidx, const char *reason)
+{
+	struct worker *w = opaque;
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__QueueBroken qb;
+	char name[16];
+
+	net_queue_name(qidx, name, sizeof(name));
+	log_warn("nic %s: %s broken: %s", w->nic_id, name, reason);
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__queue_broken__init(&qb);
+	qb.queue = qidx;
+	qb.reason = (char *)(uintptr_t)reason;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN;
+	m.queue_broken = &qb;
+	if (worker_send(w, &m) < 0)
+		log_error("nic %s: cannot report %s broken", w->nic_id, name);
+}
+
+static void worker_guest_log(void *opaque, unsigned qidx, const char *msg)
+{
+	struct worker *w = opaque;
+
+	/* Already rate-limited by the engine (NET_LOG_BURST per window). */
+	log_warn("nic %s: %s", w->nic_id, msg);
+}
+
+const struct net_ops worker_net_ops = { worker_notify, worker_broken, worker_guest_log };
+
+/* ------------------------------------------------------ data path */
+
+static void queue_stop_events(struct worker_queue *wq)
+{
+	if (wq->kick_ev)
+		event_del(wq->kick_ev);
+	if (wq->resched_ev)
+		event_del(wq->resched_ev);
+}
+
+static void pair_read(struct worker_pair *p, bool on)
+{
+	if (!p->rd_ev || p->down || p->rd_on == on)
+		return;
+	if (on)
+		event_add(p->rd_ev, NULL);
+	else
+		event_del(p->rd_ev);
+	p->rd_on = on;
+}
+
+static void run_tx(struct worker_queue *wq)
+{
+	struct worker *w = wq->w;
+	struct worker_pair *p = &w->p[wq->idx / 2];
+
+	if (!w->started || wq->broken)
+		return;
+	switch (net_tx_run(w->net, wq->idx)) {
+	case NET_MORE:
+		event_add(wq->resched_ev, &zero_tv);
+		break;
+	case NET_TX_BLOCKED:
+		wq->tx_blocked = true;
+		event_add(p->wr_ev, NULL);
+		break;
+	case NET_BROKEN:
+		wq->broken = true;
+		queue_stop_events(wq);
+		break;
+	default:
+		break;
+	}
+}
+
+static void run_rx(struct worker_queue *wq)
+{
+	struct worker *w = wq->w;
+	struct worker_pair *p = &w->p[wq->idx / 2];
+
+	if (!w->started || wq->broken)
+		return;
+	switch (net_rx_run(w->net, wq->idx)) {
+	case NET_MORE:
+		/* Still readable: level-triggered, the next poll returns it
+		 * after the other ready fds. Nothing to arm. */
+		pair_read(p, true);
+		break;
+	case NET_RX_NOBUF:
+		/* G20: the guest kicks this queue when it adds buffers. */
+		wq->rx_nobuf = true;
+		pair_read(p, false);
+		break;
+	case NET_BROKEN:
+		wq->broken = true;
+		queue_stop_events(wq);
+		pair_read(p, false);
+		break;
+	case NET_BACKEND_DOWN:
+		log_error("nic %s: backend of pair %u failed or closed; no more RX", w->nic_id,
+			  wq->idx / 2);
+		pair_read(p, false);
+		p->down = true;
+		break;
+	default:
+		pair_read(p, true);
+		break;
+	}
+}
+
+static void kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_queue *wq = arg;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+		return; /* EAGAIN: a spurious wakeup (G22) */
+	net_kicked(wq->w->net, wq->idx, n);
+	if (wq->idx & 1u) {
+		if (!wq->tx_blocked)
+			run_tx(wq); /* blocked: the backend's EV_WRITE resumes us */
+	} else {
+		wq->rx_nobuf = false;
+		run_rx(wq);
+	}
+}
+
+static void resched_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_queue *wq = arg;
+
+	if (wq->idx & 1u)
+		run_tx(wq);
+	else
+		run_rx(wq);
+}
+
+static void backend_rd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_pair *p = arg;
+
+	run_rx(&p->w->q[2 * p->idx]);
+}
+
+static void backend_wr_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_pair *p = arg;
+	struct worker_queue *wq = &p->w->q[2 * p->idx + 1];
+
+	/* EV_WRITE is one-shot (not persistent): armed only while blocked. */
+	wq->tx_blocked = false;
+	run_tx(wq);
+}
+
+/* ------------------------------------------------------- control */
+
+static void worker_start(struct worker *w)
+{
+	w->started = true;
+	for (unsigned j = 0; j < w->nqueues; j++)
+		event_add(w->q[j].kick_ev, NULL);
+	for (unsigned k = 0; k < w->npairs; k++)
+		pair_read(&w->p[k], true);
+	/* Buffers posted before Start (or while a previous worker was
+	 * down) get served without waiting for a new kick (TESTPLAN L6). */
+	for (unsigned j = 0; j < w->nqueues; j++)
+		event_add(w->q[j].resched_ev, &zero_tv);
+	log_info("nic %s: started, %u queues", w->nic_id, w->nqueues);
+}
+
+/* Stop: we run between packets, so "the packet in hand" is done; publish
+ * used entries, report the final indices, leave the loop. */
+static void worker_stop(struct worker *w)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Stopped st;
+	Vnic__Vmm__QueueIndex qi[STATS_MAX_QUEUES], *qp[STATS_MAX_QUEUES];
+	int r;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__stopped__init(&st);
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		uint16_t a = 0, u = 0;
+
+		queue_stop_events(&w->q[j]);
+		net_queue_stop(w->net, j, &a, &u);
+		vnic__vmm__queue_index__init(&qi[j]);
+		qi[j].index = j;
+		qi[j].avail_idx = a;
+		qi[j].used_idx = u;
+		qp[j] = &qi[j];
+	}
+	for (unsigned k = 0; k < w->npairs; k++) {
+		pair_read(&w->p[k], false);
+		event_del(w->p[k].wr_ev);
+	}
+	st.n_queues = w->nqueues;
+	st.queues = qp;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED;
+	m.stopped = &st;
+	r = worker_send(w, &m);
+	if (r < 0) {
+		fprintf(stderr, "vnicd-worker %s: cannot send Stopped: %s\n", w->nic_id, strerror(-r));
+		w->exit_code = 1;
+	} else {
+		w->exit_code = 0;
+	}
+	event_base_loopbreak(w->base);
+}
+
+static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	/* Bounded: a few messages per wake-up, then the data path runs. */
+	for (int i = 0; i < 16; i++) {
+		Vnic__Worker__WorkerMessage *m = NULL;
+		struct wire_fds fds = { .n = 0 };
+		struct wire_err err;
+		int r = wire_worker_recv(w->ctrl_fd, WIRE_PEER_SUPERVISOR, &m, &fds, &err);
+
+		if (r == -EAGAIN)
+			return;
+		if (r == -EPIPE) {
+			/* The supervisor is gone: nobody to serve. */
+			fprintf(stderr, "vnicd-worker %s: supervisor closed the channel; exiting\n",
+				w->nic_id);
+			w->exit_code = 0;
+			event_base_loopbreak(w->base);
+			return;
+		}
+		if (r < 0) {
+			/* A supervisor that sends garbage is broken: leave. */
+			worker_send_error(w, -r, err.msg);
+			w->exit_code = 1;
+			event_base_loopbreak(w->base);
+			return;
+		}
+		switch (m->msg_case) {
+		case VNIC__WORKER__WORKER_MESSAGE__MSG_START:
+			if (w->started) {
+				worker_send_error(w, EPROTO, "Start received twice");
+				w->exit_code = 1;
+				event_base_loopbreak(w->base);
+			} else {
+				worker_start(w);
+			}
+			break;
+		case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
+			worker_stop(w);
+			break;
+		default:
+			/* Config again, or anything else: unexpected now. */
+			worker_send_error(w, EPROTO, "unexpected message from the supervisor");
+			w->exit_code = 1;
+			event_base_loopbreak(w->base);
+			break;
+		}
+		wire_fds_close(&fds);
+		wire_worker_free(m);
+		if (event_base_got_break(w->base))
+			return;
+	}
+}
+
+int worker_loop_init(struct worker *w)
+{
+	struct event_config *cfg = event_config_new();
+	int fl;
+
+	if (!cfg)
+		return -ENOMEM;
+	/* One thread: no locking in libevent. */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	w->base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	if (!w->base)
+		return -ENOMEM;
+	fl = fcntl(w->ctrl_fd, F_GETFL);
+	if (fl < 0 || fcntl(w->ctrl_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	w->ctrl_ev = event_new(w->base, w->ctrl_fd, EV_READ | EV_PERSIST, ctrl_cb, w);
+	if (!w->ctrl_ev)
+		return -ENOMEM;
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		struct worker_queue *wq = &w->q[j];
+
+		wq->kick_ev = event_new(w->base, wq->kick_fd, EV_READ | EV_PERSIST, kick_cb, wq);
+		wq->resched_ev = evtimer_new(w->base, resched_cb, wq);
+		if (!wq->kick_ev || !wq->resched_ev)
+			return -ENOMEM;
+	}
+	for (unsigned k = 0; k < w->npairs; k++) {
+		struct worker_pair *p = &w->p[k];
+
+		p->w = w;
+		p->idx = k;
+		p->rd_ev = event_new(w->base, p->backend_fd, EV_READ | EV_PERSIST, backend_rd_cb, p);
+		p->wr_ev = event_new(w->base, p->backend_fd, EV_WRITE, backend_wr_cb, p);
+		if (!p->rd_ev || !p->wr_ev)
+			return -ENOMEM;
+	}
+	if (event_add(w->ctrl_ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int worker_loop_run(struct worker *w)
+{
+	w->exit_code = 1;
+	event_base_dispatch(w->base);
+	return w->exit_code;
+}
+
+void worker_loop_free(struct worker *w)
+{
+	/* event_free deletes each event first; the fds close at exit. */
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		if (w->q[j].kick_ev)
+			event_free(w->q[j].kick_ev);
+		if (w->q[j].resched_ev)
+			event_free(w->q[j].resched_ev);
+		w->q[j].kick_ev = w->q[j].resched_ev = NULL;
+	}
+	for (unsigned k = 0; k < w->npairs; k++) {
+		if (w->p[k].rd_ev)
+			event_free(w->p[k].rd_ev);
+		if (w->p[k].wr_ev)
+			event_free(w->p[k].wr_ev);
+		w->p[k].rd_ev = w->p[k].wr_ev = NULL;
+	}
+	if (w->ctrl_ev)
+		event_free(w->ctrl_ev);
+	w->ctrl_ev = NULL;
+	if (w->base)
+		event_base_free(w->base);
+	w->base = NULL;
+}
