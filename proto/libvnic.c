@@ -280,6 +280,16 @@ static int recv_one(struct vnic_conn *c, Vnic__Vmm__VmmMessage **ret_m)
 	memset(&err, 0, sizeof(err));
 	fds.n = 0;
 	rc = wire_vmm_recv(c->fd, WIRE_PEER_SUPERVISOR, &m, &fds, &err);
+	if (rc == -ECONNRESET) {
+		/* The supervisor closed with our request unread: the kernel
+		 * reports that once, ahead of messages still queued for us
+		 * (its last reply, e.g. PERMISSION_DENIED). Read on. */
+		memset(&err, 0, sizeof(err));
+		fds.n = 0;
+		rc = wire_vmm_recv(c->fd, WIRE_PEER_SUPERVISOR, &m, &fds, &err);
+		if (rc == -EAGAIN || rc == -ECONNRESET)
+			rc = -EPIPE;
+	}
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc == -EPIPE || rc == -ECONNRESET)
@@ -325,8 +335,23 @@ static int call(struct vnic_conn *c, Vnic__Vmm__Request *req, const int *fds, un
 		if (rc)
 			return set_err(c, rc, "sending the request: %s", strerror(-rc));
 	}
-	if (rc == -EPIPE || rc == -ECONNRESET)
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* Closed on us: a last word (e.g. PERMISSION_DENIED, reply
+		 * id 0) may still wait in our receive queue. */
+		for (int i = 0; i < 16; i++) {
+			Vnic__Vmm__VmmMessage *r = NULL;
+
+			if (recv_one(c, &r) < 0)
+				break;
+			if (r && r->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REPLY &&
+			    r->reply->request_id == 0) {
+				*ret_m = r;
+				return 0;
+			}
+			wire_vmm_free(r);
+		}
 		return set_err(c, -EPIPE, "the supervisor closed the connection");
+	}
 	if (rc)
 		return set_err(c, rc, "sending the request: %s", strerror(-rc));
 

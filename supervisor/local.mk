@@ -29,3 +29,6 @@ libvnic_la_SOURCES = proto/libvnic.c proto/libvnic.h
 libvnic_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnic_la_LIBADD = libvnicproto.la $(PROTOBUF_C_LIBS)
 libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^vnic_[a-z]'
+
+# Generated headers first under make -j (wire.h includes them).
+$(vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h

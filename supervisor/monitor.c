@@ -167,7 +167,7 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)
 		rc = wire_worker_recv(fd, WIRE_PEER_WORKER, &m, &fds, &err);
 		if (rc == -EAGAIN)
 			return;
-		if (rc == -EPIPE) {
+		if (rc == -EPIPE || rc == -ECONNRESET) {
 			/* The worker closed its end: it is exiting; the pidfd
 			 * tells when. Stop watching the socket. */
 			event_del(n->ev_ctrl);

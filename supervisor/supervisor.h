@@ -153,6 +153,7 @@ struct vmm_conn {
 	uint32_t version;
 	unsigned errors;           /* consecutive bad frames */
 	bool closing;
+	bool in_dispatch;          /* replies wait for the frame's fds to close */
 };
 
 TAILQ_HEAD(conn_list, vmm_conn);

@@ -140,6 +140,11 @@ void vmm_conn_send(struct vmm_conn *c, const Vnic__Vmm__VmmMessage *m)
 	o->len = WIRE_HDR_LEN + len;
 	STAILQ_INSERT_TAIL(&c->outq, o, link);
 	c->outq_len++;
+	/* While a frame is dispatched, its reply waits until the frame's
+	 * unadopted fds are closed: a VMM that reads a rejection knows the
+	 * supervisor holds none of the fds it sent. */
+	if (c->in_dispatch)
+		return;
 	if (conn_flush(c) < 0) {
 		c->closing = true;
 		event_active(c->ev_read, EV_READ, 0);
@@ -279,10 +284,15 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		c->errors = 0;
+		c->in_dispatch = true;
 		conn_dispatch(c, m, &fds);
-		/* Every fd a handler did not adopt is closed here (habit 3). */
+		c->in_dispatch = false;
+		/* Every fd a handler did not adopt is closed here (habit 3),
+		 * before the reply leaves. */
 		wire_fds_close(&fds);
 		wire_vmm_free(m);
+		if (!c->closing && conn_flush(c) < 0)
+			c->closing = true;
 	}
 	/* Asked to close (a peer that does not read), or the frame budget
 	 * is used up: then level-triggered EV_READ brings us back after the

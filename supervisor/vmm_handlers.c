@@ -242,7 +242,7 @@ void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
 	if (!n->conn)
 		return;
 	if (code != VNIC__VMM__STATUS__STATUS_OK) {
-		vmm_conn_reply_error(n->conn, n->add_req, code, "AddNic %s: %s", n->id,
+		vmm_conn_reply_error(n->conn, n->add_req, code, "nic %s: %s", n->id,
 				     error ? error : "failed");
 		return;
 	}

@@ -1,0 +1,745 @@
+/*
+ * check_addnic: every AddNic REJECT case against a real vnicd over its
+ * socket, through libvnic (TESTPLAN C4, C5, C6, C7, C9, C10, F1, F2).
+ *
+ * Each test asserts (1) the reply's status and reason, (2) that state is
+ * unchanged (status shows no NIC) and (3) that the supervisor holds
+ * exactly the fds it held before the request (every fd of the rejected
+ * frame was closed). The "reject" cases run vnicd with /bin/false as its
+ * worker, so they do not depend on the worker being built.
+ *
+ * The "lifecycle" cases run the real workers/vnicd-worker (skipped, with a
+ * line on stderr, when it is not built): AddNic, status, duplicate id,
+ * RemoveNic from another connection (F3), RemoveNic answered only after
+ * the worker is reaped, disconnect and SIGTERM teardown (L7), a crashed
+ * worker reported as NicFailed, and a looping tx0 chain (G1) reaching the
+ * VMM as QueueNeedsReset (L10).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "suptest.h"
+
+static struct vnicd_proc vd;
+static struct vnic_conn *conn;
+static struct st_guest g;
+static int fds_before;
+
+static void setup(void)
+{
+	st_vnicd_start(&vd, "/bin/false", NULL);
+	conn = st_connect(&vd);
+	st_guest_init(&g, "nic0");
+	fds_before = st_fd_count(vd.pid);
+	ck_assert_int_gt(fds_before, 0);
+}
+
+static void teardown(void)
+{
+	st_guest_free(&g);
+	vnic_close(conn);
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+}
+
+/* Send g.cfg; expect @code and @needle in the reason; state unchanged;
+ * the supervisor's fd count back to what it was. */
+static void expect_reject(int code, const char *needle)
+{
+	char err[512] = "";
+	int rc = vnic_add_nic(conn, &g.cfg, err, sizeof(err));
+
+	ck_assert_msg(rc == code, "AddNic returned %d (want %d): %s", rc, code, err);
+	ck_assert_msg(strstr(err, needle), "reason \"%s\" lacks \"%s\"", err, needle);
+	ck_assert_int_eq(st_nic_count(conn), 0);
+	ck_assert_int_eq(st_fd_count(vd.pid), fds_before);
+}
+
+/* ------------------------------------------------------------- C4 */
+
+START_TEST(c4_queue_index_out_of_range)
+{
+	g.q[1].index = 2;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "queue index 2 is out of range");
+}
+END_TEST
+
+START_TEST(c4_queue_index_low16_valid)
+{
+	/* 0x10001: the low 16 bits name tx0; the whole u32 does not. */
+	g.q[1].index = 0x10001;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "queue index 65537 is out of range");
+}
+END_TEST
+
+START_TEST(c4_queue_index_negative)
+{
+	g.q[0].index = (uint32_t)-1;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "out of range");
+}
+END_TEST
+
+START_TEST(c4_queue_index_twice)
+{
+	g.q[1].index = 0;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "queue index 0 given twice");
+}
+END_TEST
+
+START_TEST(c4_queue_count)
+{
+	g.cfg.nqueues = 1;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "exactly 2");
+	g.q[2] = g.q[1];
+	g.q[2].index = 2;
+	g.cfg.nqueues = 3;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "exactly 2");
+}
+END_TEST
+
+/* ------------------------------------------------------------- C5 */
+
+START_TEST(c5_queue_size)
+{
+	static const uint32_t bad[] = { 0, 3, 255, 65536, 0x80000000u };
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		g.q[0].size = bad[i];
+		expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a power of 2 in 1..32768");
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------- C6 */
+
+START_TEST(c6_region_size_zero)
+{
+	g.reg[0].size = 0;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "memory table");
+}
+END_TEST
+
+START_TEST(c6_region_gpa_wraps)
+{
+	g.reg[0].gpa = UINT64_MAX - 0x1000;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "memory table");
+}
+END_TEST
+
+START_TEST(c6_region_beyond_memfd)
+{
+	g.reg[0].offset = 4096; /* offset + size > st_size */
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "memory table");
+}
+END_TEST
+
+START_TEST(c6_regions_overlap)
+{
+	g.reg[0].size = ST_MEM_SIZE / 2;
+	g.reg[1] = (struct vnic_region){ .gpa = ST_GPA_BASE + ST_MEM_SIZE / 4,
+					 .size = ST_MEM_SIZE / 2, .offset = ST_MEM_SIZE / 2,
+					 .fd = g.memfd };
+	g.cfg.nregions = 2;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "memory table");
+}
+END_TEST
+
+START_TEST(c6_no_regions)
+{
+	g.cfg.nregions = 0;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "memory table");
+}
+END_TEST
+
+/* ------------------------------------------------------------- C7 */
+
+START_TEST(c7_desc_misaligned)
+{
+	g.q[0].desc_gpa += 8;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "descriptor table at 0x100008 is not 16-byte aligned");
+}
+END_TEST
+
+START_TEST(c7_avail_misaligned)
+{
+	g.q[1].avail_gpa += 1;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "avail ring");
+}
+END_TEST
+
+START_TEST(c7_used_misaligned)
+{
+	g.q[0].used_gpa += 2;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "used ring");
+}
+END_TEST
+
+START_TEST(c7_ring_outside_memory)
+{
+	g.q[0].desc_gpa = ST_GPA_BASE + ST_MEM_SIZE - 0x800; /* straddles the end */
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not wholly inside one memory region");
+	g.q[0].desc_gpa = 0; /* below the region */
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not wholly inside one memory region");
+}
+END_TEST
+
+START_TEST(c7_ring_spans_two_regions)
+{
+	/* Two adjacent regions; the used ring crosses their boundary. */
+	g.reg[0].size = 0x2000 + 0x400;
+	g.reg[1] = (struct vnic_region){ .gpa = ST_GPA_BASE + 0x2400,
+					 .size = ST_MEM_SIZE - 0x2400, .offset = 0x2400,
+					 .fd = g.memfd };
+	g.cfg.nregions = 2;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "used ring");
+}
+END_TEST
+
+START_TEST(c7_ring_wraps)
+{
+	g.q[0].used_gpa = UINT64_MAX - 3; /* 4-aligned; + size wraps */
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "wraps");
+}
+END_TEST
+
+START_TEST(c7_rings_overlap)
+{
+	g.q[0].avail_gpa = g.q[0].desc_gpa + 0x800; /* inside the 4 KiB table */
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "overlap");
+}
+END_TEST
+
+/* ------------------------------------------------------------- C9 */
+
+START_TEST(c9_feature_never_offered)
+{
+	/* VIRTIO_NET_F_CTRL_VQ (17): vnicd does not offer it. */
+	g.cfg.features_offered |= 1ull << 17;
+	g.cfg.features_acked |= 1ull << 17;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "were not offered");
+}
+END_TEST
+
+START_TEST(c9_acked_not_subset_of_offered)
+{
+	g.cfg.features_offered &= ~VNIC_F_EVENT_IDX;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a subset");
+}
+END_TEST
+
+START_TEST(c9_no_version_1)
+{
+	g.cfg.features_acked &= ~VNIC_F_VERSION_1;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "VERSION_1");
+}
+END_TEST
+
+START_TEST(c9_offload_on_socket_backend)
+{
+	/* Checksum offload is offered only with a tap. */
+	g.cfg.features_offered |= VNIC_F_CSUM;
+	g.cfg.features_acked |= VNIC_F_CSUM;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "were not offered");
+}
+END_TEST
+
+/* ------------------------------------------------------------ C10 */
+
+START_TEST(c10_request_before_hello)
+{
+	struct vnic_conn *c2 = NULL;
+	struct vnic_status *st = NULL;
+	char err[256];
+
+	ck_assert_int_eq(vnic_connect(vd.sock, &c2), 0);
+	ck_assert_int_eq(vnic_status(c2, &st), VNIC_STATUS_FAILED_PRECONDITION);
+	ck_assert_ptr_nonnull(strstr(vnic_last_error(c2), "before Hello"));
+	ck_assert_int_eq(vnic_add_nic(c2, &g.cfg, err, sizeof(err)),
+			 VNIC_STATUS_FAILED_PRECONDITION);
+	vnic_close(c2);
+	ck_assert_int_eq(st_nic_count(conn), 0);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, fds_before), fds_before);
+}
+END_TEST
+
+START_TEST(c10_remove_unknown_nic)
+{
+	struct vnic_remove_result r;
+
+	ck_assert_int_eq(vnic_remove_nic(conn, "nope", 100, &r), VNIC_STATUS_NOT_FOUND);
+	ck_assert_int_eq(st_fd_count(vd.pid), fds_before);
+}
+END_TEST
+
+/* ------------------------------------------------ id, mac, mtu, backend */
+
+START_TEST(id_mac_mtu_rejected)
+{
+	char longid[80];
+
+	g.cfg.id = "";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "empty");
+	memset(longid, 'a', 65);
+	longid[65] = '\0';
+	g.cfg.id = longid;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "at most 64");
+	g.cfg.id = "has space";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not printable");
+	g.cfg.id = "nic0";
+	g.cfg.mac[0] = 0x01;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "multicast");
+	memset(g.cfg.mac, 0, 6);
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a valid address");
+	g.cfg.mac[0] = 0x52;
+	g.cfg.mtu = 67;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "mtu 67");
+	g.cfg.mtu = 65536;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "mtu 65536");
+}
+END_TEST
+
+START_TEST(tap_name_invalid)
+{
+	g.cfg.backend = VNIC_BACKEND_TAP;
+	g.cfg.tap_name = "a/b";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a valid interface name");
+	g.cfg.tap_name = "0123456789abcdefg";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "tap name");
+	g.cfg.tap_name = "vt0";
+	g.cfg.netns = "../etc";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "netns");
+}
+END_TEST
+
+/* -------------------------------------------------------------- F1 */
+
+START_TEST(f1_pipe_as_kick)
+{
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	g.q[0].kick_fd = p[0];
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not an eventfd");
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+START_TEST(f1_socket_as_call)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	g.q[1].call_fd = sv[0];
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "tx0 call: fd is socket:");
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+START_TEST(f1_memfd_as_kick)
+{
+	g.q[1].kick_fd = g.memfd;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not an eventfd");
+}
+END_TEST
+
+START_TEST(f1_regular_file_as_memory)
+{
+	char path[] = "/tmp/vnic-f1-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(ftruncate(fd, ST_MEM_SIZE), 0);
+	g.reg[0].fd = fd;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a memfd");
+	close(fd);
+}
+END_TEST
+
+START_TEST(f1_dev_zero_as_memory)
+{
+	int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	g.reg[0].fd = fd;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a memfd");
+	close(fd);
+}
+END_TEST
+
+START_TEST(f2_unsealed_memfd)
+{
+	int fd = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, ST_MEM_SIZE), 0);
+	g.reg[0].fd = fd;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "F_SEAL_SHRINK");
+	close(fd);
+}
+END_TEST
+
+START_TEST(f1_pipe_as_backend)
+{
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	g.cfg.backend_fd = p[1];
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a socket");
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+START_TEST(f1_stream_socket_as_backend)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	g.cfg.backend_fd = sv[0];
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "SOCK_SEQPACKET or SOCK_DGRAM");
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+START_TEST(f1_inet_socket_as_backend)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(s, 0);
+	g.cfg.backend_fd = s;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not AF_UNIX");
+	close(s);
+}
+END_TEST
+
+START_TEST(f1_eventfd_as_tap)
+{
+	int e = eventfd(0, EFD_CLOEXEC);
+
+	ck_assert_int_ge(e, 0);
+	g.cfg.backend = VNIC_BACKEND_TAP_FD;
+	g.cfg.backend_fd = e;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "not a tap");
+	close(e);
+}
+END_TEST
+
+/* ------------------------------------------------- worker start fails */
+
+START_TEST(worker_exit_before_ready)
+{
+	char err[512] = "";
+	int rc;
+
+	/* A valid request: vnicd starts its worker, /bin/false, which exits
+	 * at once. AddNic fails with the reason; nothing is left behind. */
+	rc = vnic_add_nic(conn, &g.cfg, err, sizeof(err));
+	ck_assert_msg(rc == VNIC_STATUS_UNAVAILABLE, "rc %d: %s", rc, err);
+	ck_assert_msg(strstr(err, "exited with status 1 before it was ready"), "%s", err);
+	ck_assert_int_eq(st_nic_count(conn), 0);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, fds_before), fds_before);
+}
+END_TEST
+
+
+/* --------------------------------------------- lifecycle, real worker */
+
+static struct vnicd_proc lv;
+static struct vnic_conn *lconn;
+static struct st_guest lg;
+static int lfds_idle;
+
+static void lsetup(void)
+{
+	st_vnicd_start(&lv, st_worker_path(), NULL);
+	lconn = st_connect(&lv);
+	st_guest_init(&lg, "nic0");
+	lfds_idle = st_fd_count(lv.pid);
+}
+
+static void lteardown(void)
+{
+	st_guest_free(&lg);
+	vnic_close(lconn);
+	if (lv.pid)
+		ck_assert_int_eq(st_vnicd_stop(&lv), 0);
+}
+
+static void add_ok(struct vnic_conn *c, struct st_guest *gg)
+{
+	char err[512] = "";
+	int rc = vnic_add_nic(c, &gg->cfg, err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "AddNic: %d %s", rc, err);
+}
+
+/* The one NIC's status (asserts there is exactly one). */
+static struct vnic_nic_status one_nic(struct vnic_conn *c)
+{
+	struct vnic_status *st = NULL;
+	struct vnic_nic_status n;
+
+	ck_assert_int_eq(vnic_status(c, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	n = st->nics[0];
+	vnic_status_free(st);
+	return n;
+}
+
+static bool pid_alive(pid_t pid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
+	return access(p, F_OK) == 0;
+}
+
+START_TEST(happy_path_add_status_remove)
+{
+	struct vnic_nic_status n;
+	struct vnic_remove_result rr;
+	struct vnic_conn *other;
+	char err[512] = "";
+	int fds_running;
+
+	add_ok(lconn, &lg);
+	n = one_nic(lconn);
+	ck_assert_str_eq(n.id, "nic0");
+	ck_assert_int_eq(n.state, VNIC_NIC_RUNNING);
+	ck_assert_int_gt(n.pid, 0);
+	ck_assert(pid_alive(n.pid));
+	ck_assert_str_eq(vnic_mitigation_name(n.policy.mode), "bh");
+	ck_assert_uint_eq(n.nqueues, 2);
+	ck_assert_str_eq(n.queues[0].name, "rx0");
+	ck_assert_str_eq(n.queues[1].name, "tx0");
+	ck_assert(!n.queues[0].broken && !n.queues[1].broken);
+	fds_running = st_fd_count(lv.pid);
+
+	/* Duplicate id: ALREADY_EXISTS, fds of the second frame closed. */
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_ALREADY_EXISTS);
+	ck_assert_int_eq(st_fd_count(lv.pid), fds_running);
+
+	/* F3: another connection sees the NIC in status but cannot remove it. */
+	other = st_connect(&lv);
+	ck_assert_int_eq(vnic_remove_nic(other, "nic0", 1000, &rr), VNIC_STATUS_NOT_FOUND);
+	ck_assert_int_eq(one_nic(other).state, VNIC_NIC_RUNNING);
+	vnic_close(other);
+
+	/* RemoveNic answers only once the worker is reaped. */
+	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 3000, &rr), 0);
+	ck_assert_msg(!pid_alive(n.pid), "worker %d still exists after RemoveNic", n.pid);
+	ck_assert_uint_eq(rr.nqueues, 2);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
+START_TEST(l7_disconnect_tears_down)
+{
+	pid_t wpid;
+	struct vnic_conn *c2;
+
+	add_ok(lconn, &lg);
+	wpid = one_nic(lconn).pid;
+	vnic_close(lconn);
+	lconn = NULL;
+	c2 = st_connect(&lv);
+	for (int i = 0; i < 500 && (st_nic_count(c2) || pid_alive(wpid)); i++)
+		usleep(10000);
+	ck_assert_int_eq(st_nic_count(c2), 0);
+	ck_assert(!pid_alive(wpid));
+	lconn = c2;
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
+START_TEST(sigterm_reaps_workers)
+{
+	pid_t wpid;
+	struct stat st;
+
+	add_ok(lconn, &lg);
+	wpid = one_nic(lconn).pid;
+	ck_assert_int_eq(st_vnicd_stop(&lv), 0);
+	ck_assert(!pid_alive(wpid));
+	ck_assert_int_eq(stat(lv.sock, &st), -1);
+}
+END_TEST
+
+struct ev_seen {
+	int failed, needs_reset;
+	struct vnic_event last;
+};
+
+static void on_event(struct vnic_conn *c, const struct vnic_event *ev, void *arg)
+{
+	struct ev_seen *s = arg;
+
+	if (ev->type == VNIC_EVENT_NIC_FAILED)
+		s->failed++;
+	if (ev->type == VNIC_EVENT_QUEUE_NEEDS_RESET)
+		s->needs_reset++;
+	s->last = *ev;
+}
+
+static void wait_event(struct ev_seen *s, const int *counter)
+{
+	for (int i = 0; i < 500 && *counter == 0; i++) {
+		struct pollfd p = { .fd = vnic_fd(lconn), .events = POLLIN };
+
+		if (poll(&p, 1, 10) > 0)
+			ck_assert_int_ge(vnic_dispatch(lconn), 0);
+	}
+	ck_assert_int_gt(*counter, 0);
+}
+
+START_TEST(worker_crash_marks_failed)
+{
+	struct ev_seen seen = { 0 };
+	struct vnic_nic_status n;
+	struct vnic_remove_result rr;
+
+	vnic_set_event_cb(lconn, on_event, &seen);
+	add_ok(lconn, &lg);
+	n = one_nic(lconn);
+	ck_assert_int_eq(kill(n.pid, SIGKILL), 0);
+	wait_event(&seen, &seen.failed);
+	ck_assert_str_eq(seen.last.id, "nic0");
+	ck_assert_int_eq(seen.last.signal, SIGKILL);
+	n = one_nic(lconn);
+	ck_assert_int_eq(n.state, VNIC_NIC_FAILED);
+	ck_assert_int_eq(n.pid, 0);
+	ck_assert_msg(strstr(n.last_error, "killed by signal 9"), "%s", n.last_error);
+	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 1000, &rr), 0);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
+START_TEST(l10_broken_queue_reaches_vmm)
+{
+	struct ev_seen seen = { 0 };
+	struct vnic_nic_status n;
+	uint8_t *mem;
+	uint64_t one = 1;
+	struct vring_desc_le { uint64_t addr; uint32_t len; uint16_t flags, next; } *d;
+	uint16_t *avail;
+
+	vnic_set_event_cb(lconn, on_event, &seen);
+	add_ok(lconn, &lg);
+	/* G1 through a real worker: tx0's descriptor 0 chains to itself. */
+	mem = mmap(NULL, ST_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, lg.memfd, 0);
+	ck_assert_ptr_ne(mem, MAP_FAILED);
+	d = (void *)(mem + (lg.q[1].desc_gpa - ST_GPA_BASE));
+	avail = (void *)(mem + (lg.q[1].avail_gpa - ST_GPA_BASE));
+	d[0].addr = ST_GPA_BASE + 0x80000;
+	d[0].len = 64;
+	d[0].flags = 1; /* NEXT */
+	d[0].next = 0;
+	avail[2] = 0;   /* ring[0] = head 0 */
+	__atomic_store_n(&avail[1], 1, __ATOMIC_RELEASE); /* idx = 1 */
+	ck_assert_int_eq(write(lg.kick[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+	wait_event(&seen, &seen.needs_reset);
+	ck_assert_str_eq(seen.last.id, "nic0");
+	ck_assert_uint_eq(seen.last.queue, 1);
+	n = one_nic(lconn);
+	ck_assert(n.queues[1].broken);
+	ck_assert(n.queues[1].broken_reason[0] != '\0');
+	ck_assert(!n.queues[0].broken);
+	munmap(mem, ST_MEM_SIZE);
+}
+END_TEST
+
+static Suite *addnic_suite(void)
+{
+	Suite *s = suite_create("addnic");
+	TCase *tc = tcase_create("reject");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, c4_queue_index_out_of_range);
+	tcase_add_test(tc, c4_queue_index_low16_valid);
+	tcase_add_test(tc, c4_queue_index_negative);
+	tcase_add_test(tc, c4_queue_index_twice);
+	tcase_add_test(tc, c4_queue_count);
+	tcase_add_test(tc, c5_queue_size);
+	tcase_add_test(tc, c6_region_size_zero);
+	tcase_add_test(tc, c6_region_gpa_wraps);
+	tcase_add_test(tc, c6_region_beyond_memfd);
+	tcase_add_test(tc, c6_regions_overlap);
+	tcase_add_test(tc, c6_no_regions);
+	tcase_add_test(tc, c7_desc_misaligned);
+	tcase_add_test(tc, c7_avail_misaligned);
+	tcase_add_test(tc, c7_used_misaligned);
+	tcase_add_test(tc, c7_ring_outside_memory);
+	tcase_add_test(tc, c7_ring_spans_two_regions);
+	tcase_add_test(tc, c7_ring_wraps);
+	tcase_add_test(tc, c7_rings_overlap);
+	tcase_add_test(tc, c9_feature_never_offered);
+	tcase_add_test(tc, c9_acked_not_subset_of_offered);
+	tcase_add_test(tc, c9_no_version_1);
+	tcase_add_test(tc, c9_offload_on_socket_backend);
+	tcase_add_test(tc, c10_request_before_hello);
+	tcase_add_test(tc, c10_remove_unknown_nic);
+	tcase_add_test(tc, id_mac_mtu_rejected);
+	tcase_add_test(tc, tap_name_invalid);
+	tcase_add_test(tc, f1_pipe_as_kick);
+	tcase_add_test(tc, f1_socket_as_call);
+	tcase_add_test(tc, f1_memfd_as_kick);
+	tcase_add_test(tc, f1_regular_file_as_memory);
+	tcase_add_test(tc, f1_dev_zero_as_memory);
+	tcase_add_test(tc, f2_unsealed_memfd);
+	tcase_add_test(tc, f1_pipe_as_backend);
+	tcase_add_test(tc, f1_stream_socket_as_backend);
+	tcase_add_test(tc, f1_inet_socket_as_backend);
+	tcase_add_test(tc, f1_eventfd_as_tap);
+	tcase_add_test(tc, worker_exit_before_ready);
+	suite_add_tcase(s, tc);
+
+	if (st_worker_path()) {
+		TCase *tl = tcase_create("lifecycle");
+
+		tcase_add_checked_fixture(tl, lsetup, lteardown);
+		tcase_set_timeout(tl, 60);
+		tcase_add_test(tl, happy_path_add_status_remove);
+		tcase_add_test(tl, l7_disconnect_tears_down);
+		tcase_add_test(tl, sigterm_reaps_workers);
+		tcase_add_test(tl, worker_crash_marks_failed);
+		tcase_add_test(tl, l10_broken_queue_reaches_vmm);
+		suite_add_tcase(s, tl);
+	} else {
+		fprintf(stderr, "check_addnic: workers/vnicd-worker not built: lifecycle tests skipped\n");
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(addnic_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

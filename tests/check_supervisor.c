@@ -1,0 +1,591 @@
+/*
+ * check_supervisor: vnicd as a process (TESTPLAN C1, C2, C7, C10, L7) and
+ * its pure pieces (validate, worker_spawn).
+ *
+ *  - validate_*: ring placement and fd type checks, unit level;
+ *  - worker_spawn: only fd 3 crosses exec, explicit argv, clean env;
+ *  - 10,000 bad frames with fds: the supervisor's fd count is unchanged;
+ *  - requests before Hello, wrong version, unknown body: error replies;
+ *  - SO_PEERCRED: a uid that is not root and not in --group is rejected
+ *    with PERMISSION_DENIED, a member of --group is accepted (root only);
+ *  - a worker that never sends READY, sends garbage, or sends a message
+ *    its state does not permit is killed and reaped (scripted peers: the
+ *    fault-injection practice of TESTPLAN, not a stand-in for the worker);
+ *  - SIGTERM removes the socket and exits 0.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "suptest.h"
+#include "validate.h"
+#include "wire.h"
+#include "worker_spawn.h"
+
+static char err[256];
+
+/* ---------------------------------------------------------- validate */
+
+START_TEST(c7_validate_ring_addrs_unit)
+{
+	struct memtable_region_desc r[2] = {
+		{ .gpa = 0x1000, .size = 0x10000, .offset = 0, .fd = -1 },
+		{ .gpa = 0x11000, .size = 0x1000, .offset = 0x10000, .fd = -1 },
+	};
+
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 256, 0x1000, 0x2000, 0x3000, err, sizeof(err)), 0);
+	/* The used ring of a 256-entry queue is 2054 bytes: fits exactly
+	 * at the end of region 0, one byte later it does not. */
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 256, 0x1000, 0x2000, 0x11000 - 2054 - 2,
+					     err, sizeof(err)), 0);
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 256, 0x1000, 0x2000, 0x11000 - 2054 + 2,
+					     err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "used ring"));
+	/* Contiguous in gpa across two regions is still not "one region". */
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 2, 0x10ff0, 0x2000, 0x3000, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 32768, 0x1000, 0x9000, 0xa000, err, sizeof(err)),
+			 -EINVAL); /* 512 KiB of descriptors do not fit 64 KiB */
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 65536, 0x1000, 0x2000, 0x3000, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_int_eq(validate_ring_addrs(r, 0, 1, 0x1000, 0x2000, 0x3000, err, sizeof(err)),
+			 -EINVAL);
+	/* Exactly adjacent areas do not overlap; one byte more does. */
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 1, 0x1000, 0x1010, 0x1018, err, sizeof(err)), 0);
+	ck_assert_int_eq(validate_ring_addrs(r, 2, 1, 0x1000, 0x100e, 0x1018, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "overlap"));
+}
+END_TEST
+
+START_TEST(c4_queue_slot_lookup)
+{
+	ck_assert_int_eq(nic_queue_slot(0), 0);
+	ck_assert_int_eq(nic_queue_slot(1), 1);
+	ck_assert_int_eq(nic_queue_slot(2), -1);
+	ck_assert_int_eq(nic_queue_slot(0x10000), -1);
+	ck_assert_int_eq(nic_queue_slot(0x10001), -1);
+	ck_assert_int_eq(nic_queue_slot(UINT32_MAX), -1);
+}
+END_TEST
+
+START_TEST(f1_validate_fd_types_unit)
+{
+	int e = eventfd(0, EFD_CLOEXEC), p[2], sv[2];
+
+	ck_assert_int_ge(e, 0);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(validate_eventfd(e, err, sizeof(err)), 0);
+	ck_assert_int_eq(validate_eventfd(p[0], err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(validate_eventfd(-1, err, sizeof(err)), -EBADF);
+	ck_assert_int_eq(validate_backend_socket(sv[0], err, sizeof(err)), 0);
+	ck_assert_int_eq(validate_backend_socket(e, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(validate_tap_fd(sv[0], err, sizeof(err)), -EINVAL);
+	close(e);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/* ------------------------------------------------------ worker_spawn */
+
+static char tmpdir[64];
+
+static void write_script(const char *path, const char *body)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+static void mk_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/vnic-sup-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	chmod(tmpdir, 0755);
+}
+
+START_TEST(worker_spawn_passes_only_fd3)
+{
+	struct worker_proc w;
+	char script[128], body[512], out[128], buf[512];
+	int leak, n, fd;
+	bool failed;
+
+	mk_tmpdir();
+	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	/* Report argv, env, and which fds the shell holds (the shell's own
+	 * script fd is >= 10 in dash; we look at 3..9). */
+	snprintf(body, sizeof(body),
+		 "{ echo \"args:$*\"; echo \"env:$(env | grep -vc '^PWD=\\|^PATH=\\|^SHLVL=\\|^_=')\";"
+		 " for i in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$i ] && echo \"fd:$i\"; done; } > %s; exit 0",
+		 out);
+	write_script(script, body);
+	/* An fd without CLOEXEC, as a careless library would leave one. */
+	leak = eventfd(0, 0);
+	ck_assert_int_ge(leak, 0);
+	ck_assert_int_lt(leak, 10);
+	setenv("VNIC_SECRET", "x", 1);
+	ck_assert_int_eq(worker_spawn(script, "nicA", &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_reap(&w, true, &failed, err, sizeof(err)), 1);
+	ck_assert(!failed);
+	fd = open(out, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_msg(strstr(buf, "args:--nic nicA\n"), "%s", buf);
+	ck_assert_msg(strstr(buf, "env:0\n"), "environment not clean: %s", buf);
+	ck_assert_msg(strstr(buf, "fd:3\n"), "no control socket at fd 3: %s", buf);
+	ck_assert_msg(!strstr(buf, "fd:4") && !strstr(buf, "fd:5"), "leaked fds: %s", buf);
+	close(leak);
+	close(w.ctrl_fd);
+	close(w.pidfd);
+	st_rmdir(tmpdir);
+}
+END_TEST
+
+START_TEST(worker_reap_reports_signal)
+{
+	struct worker_proc w;
+	char script[128];
+	bool failed = false;
+
+	mk_tmpdir();
+	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
+	write_script(script, "exec sleep 30");
+	ck_assert_int_eq(worker_spawn(script, "n", &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_reap(&w, false, &failed, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_kill(&w), 0);
+	ck_assert_int_eq(worker_reap(&w, true, &failed, err, sizeof(err)), 1);
+	ck_assert(failed);
+	ck_assert_msg(strstr(err, "killed by signal 9"), "%s", err);
+	close(w.ctrl_fd);
+	close(w.pidfd);
+	st_rmdir(tmpdir);
+}
+END_TEST
+
+/* ------------------------------------------------- vnicd: raw frames */
+
+static struct vnicd_proc vd;
+
+static void vd_setup(void)
+{
+	st_vnicd_start(&vd, "/bin/false", NULL);
+}
+
+static void vd_teardown(void)
+{
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+}
+
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", vd.sock);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Wait up to 5 s for one reply. Returns 0 and *ret, or -EPIPE/-ETIMEDOUT. */
+static int raw_reply(int fd, Vnic__Vmm__VmmMessage **ret)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct wire_fds fds;
+	struct wire_err we;
+	int rc;
+
+	if (poll(&p, 1, 5000) <= 0)
+		return -ETIMEDOUT;
+	rc = wire_vmm_recv(fd, WIRE_PEER_SUPERVISOR, ret, &fds, &we);
+	if (rc == 0)
+		wire_fds_close(&fds);
+	return rc;
+}
+
+static int send_raw(int fd, const void *buf, size_t len, const int *fds, unsigned nfds)
+{
+	return fdpass_send(fd, buf, len, fds, nfds);
+}
+
+static int send_req(int fd, Vnic__Vmm__Request *req, const int *fds, unsigned nfds)
+{
+	Vnic__Vmm__VmmMessage m;
+
+	vnic__vmm__vmm_message__init(&m);
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REQUEST;
+	m.request = req;
+	return wire_send(fd, &m.base, WIRE_VMM_MSG_MAX, fds, nfds);
+}
+
+static void hello_raw(int fd)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__Hello h;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char client[] = "raw";
+
+	vnic__vmm__request__init(&req);
+	vnic__vmm__hello__init(&h);
+	h.min_version = h.max_version = WIRE_VMM_VERSION;
+	h.client = client;
+	req.request_id = 1;
+	req.body_case = VNIC__VMM__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	ck_assert_int_eq(send_req(fd, &req, NULL, 0), 0);
+	ck_assert_int_eq(raw_reply(fd, &m), 0);
+	ck_assert_int_eq(m->reply->code, VNIC__VMM__STATUS__STATUS_OK);
+	wire_vmm_free(m);
+}
+
+START_TEST(c2_10k_bad_frames_fd_count_unchanged)
+{
+	int before = st_fd_count(vd.pid), fd = -1, e[3], reconnects = 0;
+	unsigned sent = 0;
+
+	for (int i = 0; i < 3; i++) {
+		e[i] = eventfd(0, EFD_CLOEXEC);
+		ck_assert_int_ge(e[i], 0);
+	}
+	/* Five kinds of bad frame, each with fds attached:
+	 *   garbage bytes; a prefix that disagrees with the payload; a
+	 *   length above the maximum; a Hello with fds (fd-less type); an
+	 *   AddNic whose fd count does not match its layout. */
+	while (sent < 10000) {
+		Vnic__Vmm__VmmMessage *m = NULL;
+		uint8_t buf[64];
+		uint32_t be;
+		int rc, kind = (int)(sent % 5);
+
+		if (fd < 0) {
+			fd = raw_connect();
+			hello_raw(fd);
+			reconnects++;
+		}
+		switch (kind) {
+		case 0:
+			memset(buf, 0xff, sizeof(buf));
+			be = htonl(sizeof(buf) - 4);
+			memcpy(buf, &be, 4);
+			rc = send_raw(fd, buf, sizeof(buf), e, 3);
+			break;
+		case 1:
+			be = htonl(1000);
+			memcpy(buf, &be, 4);
+			memset(buf + 4, 0, 8);
+			rc = send_raw(fd, buf, 12, e, 2);
+			break;
+		case 2:
+			be = htonl(WIRE_VMM_MSG_MAX + 1);
+			memcpy(buf, &be, 4);
+			rc = send_raw(fd, buf, 8, e, 1);
+			break;
+		case 3: {
+			Vnic__Vmm__Request req;
+			Vnic__Vmm__Hello h;
+			char client[] = "x";
+
+			vnic__vmm__request__init(&req);
+			vnic__vmm__hello__init(&h);
+			h.client = client;
+			h.min_version = h.max_version = 1;
+			req.request_id = 7;
+			req.version = 1;
+			req.body_case = VNIC__VMM__REQUEST__BODY_HELLO;
+			req.hello = &h;
+			rc = send_req(fd, &req, e, 3);
+			break;
+		}
+		default: {
+			Vnic__Vmm__Request req;
+			Vnic__Vmm__AddNic a;
+			char id[] = "bad";
+
+			vnic__vmm__request__init(&req);
+			vnic__vmm__add_nic__init(&a);
+			a.id = id;
+			req.request_id = 9;
+			req.version = 1;
+			req.body_case = VNIC__VMM__REQUEST__BODY_ADD_NIC;
+			req.add_nic = &a;
+			rc = send_req(fd, &req, e, 2); /* layout says 0 fds */
+			break;
+		}
+		}
+		if (rc == -EPIPE || rc == -ECONNRESET) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		ck_assert_msg(rc == 0, "send: %s", strerror(-rc));
+		sent++;
+		rc = raw_reply(fd, &m);
+		if (rc == -EPIPE || rc == -ECONNRESET) {
+			/* Dropped after too many bad frames in a row: expected. */
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		ck_assert_msg(rc == 0, "reply to bad frame %u: %s", sent, strerror(-rc));
+		ck_assert_int_eq(m->msg_case, VNIC__VMM__VMM_MESSAGE__MSG_REPLY);
+		ck_assert_int_eq(m->reply->code, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT);
+		ck_assert(m->reply->error[0] != '\0');
+		if (kind >= 3) /* unpacked before rejection: answered by id */
+			ck_assert_uint_eq(m->reply->request_id, kind == 3 ? 7 : 9);
+		wire_vmm_free(m);
+	}
+	if (fd >= 0)
+		close(fd);
+	/* A peer sending only garbage was dropped, many times over. */
+	ck_assert_int_gt(reconnects, 10000 / 40);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, before), before);
+	for (int i = 0; i < 3; i++)
+		close(e[i]);
+}
+END_TEST
+
+START_TEST(c10_before_hello_and_wrong_version)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__GetStatus g;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char empty[1] = "";
+	int fd = raw_connect();
+
+	vnic__vmm__request__init(&req);
+	vnic__vmm__get_status__init(&g);
+	g.id = empty;
+	g.start_after = empty;
+	req.request_id = 5;
+	req.version = 1;
+	req.body_case = VNIC__VMM__REQUEST__BODY_GET_STATUS;
+	req.get_status = &g;
+	ck_assert_int_eq(send_req(fd, &req, NULL, 0), 0);
+	ck_assert_int_eq(raw_reply(fd, &m), 0);
+	ck_assert_uint_eq(m->reply->request_id, 5);
+	ck_assert_int_eq(m->reply->code, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION);
+	ck_assert_ptr_nonnull(strstr(m->reply->error, "before Hello"));
+	wire_vmm_free(m);
+
+	hello_raw(fd);
+	req.version = 2; /* not what Hello negotiated */
+	ck_assert_int_eq(send_req(fd, &req, NULL, 0), 0);
+	ck_assert_int_eq(raw_reply(fd, &m), 0);
+	ck_assert_int_eq(m->reply->code, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(m->reply->error, "negotiated"));
+	wire_vmm_free(m);
+
+	close(fd);
+}
+END_TEST
+
+START_TEST(l7_sigterm_removes_socket)
+{
+	struct vnic_conn *c = st_connect(&vd);
+	struct stat st;
+	pid_t pid = vd.pid;
+
+	ck_assert_int_eq(stat(vd.sock, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 0777, 0660);
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0); /* exit status 0 */
+	ck_assert_int_eq(stat(vd.sock, &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(kill(pid, 0), -1);
+	vnic_close(c);
+	st_vnicd_start(&vd, "/bin/false", NULL); /* for the teardown */
+}
+END_TEST
+
+/* ---------------------------------------------------------- SO_PEERCRED */
+
+/* In a child: become uid 65534 (and gid), connect, Hello.
+ * Exit 0: rejected with PERMISSION_DENIED; 1: accepted; 2+: other. */
+static int child_hello_as(gid_t gid, uid_t uid, char *msg, size_t msglen)
+{
+	int pfd[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct vnic_conn *c = NULL;
+		int rc;
+
+		close(pfd[0]);
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			_exit(3);
+		rc = vnic_connect(vd.sock, &c);
+		if (rc) {
+			dprintf(pfd[1], "connect: %s", strerror(-rc));
+			_exit(4);
+		}
+		rc = vnic_hello(c, "intruder", NULL);
+		dprintf(pfd[1], "%s", vnic_last_error(c));
+		_exit(rc == VNIC_STATUS_PERMISSION_DENIED ? 0 : rc == 0 ? 1 : 5);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], msg, msglen - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+START_TEST(peercred_rejects_other_uid)
+{
+	char msg[512];
+	int before = st_fd_count(vd.pid);
+
+	/* The socket file is 0660 root: a stranger cannot even connect. */
+	ck_assert_int_eq(child_hello_as(65534, 65534, msg, sizeof(msg)), 4);
+	ck_assert_msg(strstr(msg, "Permission denied"), "%s", msg);
+	/* Open the file mode up: now SO_PEERCRED alone must refuse. */
+	ck_assert_int_eq(chmod(vd.sock, 0666), 0);
+	ck_assert_msg(child_hello_as(65534, 65534, msg, sizeof(msg)) == 0, "%s", msg);
+	ck_assert_msg(strstr(msg, "uid 65534 may not use vnicd"), "%s", msg);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, before), before);
+}
+END_TEST
+
+START_TEST(peercred_accepts_group_member)
+{
+	struct group *gr = getgrnam("nogroup");
+	char msg[512];
+
+	ck_assert_ptr_nonnull(gr);
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+	st_vnicd_start(&vd, "/bin/false", "--group", "nogroup", NULL);
+	ck_assert_int_eq(chmod(vd.dir, 0755), 0);
+	/* Mode 0660 and group nogroup: a member connects and is accepted. */
+	ck_assert_int_eq(child_hello_as(gr->gr_gid, 65534, msg, sizeof(msg)), 1);
+	/* Not in the group (gid 65533): refused by the file mode. */
+	ck_assert_int_eq(child_hello_as(65533, 65533, msg, sizeof(msg)), 4);
+}
+END_TEST
+
+/* ------------------------------------------- scripted faulty workers */
+
+static void addnic_with_worker(const char *body, int want_rc, const char *needle)
+{
+	char script[128], e[512] = "";
+	struct vnic_conn *c;
+	struct st_guest g;
+	int before, rc;
+
+	mk_tmpdir();
+	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
+	write_script(script, body);
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+	st_vnicd_start(&vd, script, NULL);
+	c = st_connect(&vd);
+	st_guest_init(&g, "nicF");
+	before = st_fd_count(vd.pid);
+	rc = vnic_add_nic(c, &g.cfg, e, sizeof(e));
+	ck_assert_msg(rc == want_rc, "rc %d: %s", rc, e);
+	ck_assert_msg(strstr(e, needle), "\"%s\" lacks \"%s\"", e, needle);
+	ck_assert_int_eq(st_nic_count(c), 0);
+	ck_assert_int_eq(st_child_count(vd.pid), 0); /* killed and reaped */
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, before), before);
+	st_guest_free(&g);
+	vnic_close(c);
+	st_rmdir(tmpdir);
+}
+
+START_TEST(worker_without_ready_is_killed)
+{
+	addnic_with_worker("exec sleep 60", VNIC_STATUS_UNAVAILABLE, "no READY within 5000 ms");
+}
+END_TEST
+
+START_TEST(worker_sending_garbage_is_killed)
+{
+	addnic_with_worker("printf 'garbage!' >&3; exec sleep 60", VNIC_STATUS_UNAVAILABLE,
+			   "malformed message");
+}
+END_TEST
+
+START_TEST(worker_unpermitted_message_is_killed)
+{
+	/* A well-formed Stopped (WorkerMessage field 11, empty) while STARTING. */
+	addnic_with_worker("printf '\\000\\000\\000\\002\\132\\000' >&3; exec sleep 60",
+			   VNIC_STATUS_UNAVAILABLE, "Stopped not permitted in state STARTING");
+}
+END_TEST
+
+static Suite *supervisor_suite(void)
+{
+	Suite *s = suite_create("supervisor");
+	TCase *tu = tcase_create("unit");
+	TCase *tv = tcase_create("vnicd");
+	TCase *tr = tcase_create("root");
+
+	tcase_add_test(tu, c7_validate_ring_addrs_unit);
+	tcase_add_test(tu, c4_queue_slot_lookup);
+	tcase_add_test(tu, f1_validate_fd_types_unit);
+	tcase_add_test(tu, worker_spawn_passes_only_fd3);
+	tcase_add_test(tu, worker_reap_reports_signal);
+	suite_add_tcase(s, tu);
+
+	tcase_add_checked_fixture(tv, vd_setup, vd_teardown);
+	tcase_set_timeout(tv, 120);
+	tcase_add_test(tv, c2_10k_bad_frames_fd_count_unchanged);
+	tcase_add_test(tv, c10_before_hello_and_wrong_version);
+	tcase_add_test(tv, l7_sigterm_removes_socket);
+	tcase_add_test(tv, worker_without_ready_is_killed);
+	tcase_add_test(tv, worker_sending_garbage_is_killed);
+	tcase_add_test(tv, worker_unpermitted_message_is_killed);
+	suite_add_tcase(s, tv);
+
+	if (geteuid() == 0) {
+		tcase_add_checked_fixture(tr, vd_setup, vd_teardown);
+		tcase_set_timeout(tr, 60);
+		tcase_add_test(tr, peercred_rejects_other_uid);
+		tcase_add_test(tr, peercred_accepts_group_member);
+		suite_add_tcase(s, tr);
+	} else {
+		fprintf(stderr, "check_supervisor: not root: SO_PEERCRED tests skipped\n");
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(supervisor_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

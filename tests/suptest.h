@@ -1,0 +1,74 @@
+/*
+ * suptest: helpers for tests that run a real vnicd from the build tree.
+ *
+ * Each test starts its own vnicd (--foreground, a private socket in a
+ * fresh temporary directory, the given worker binary), talks to it over
+ * the socket, and stops it with SIGTERM. Nothing here fakes the daemon.
+ */
+#ifndef VNIC_SUPTEST_H
+#define VNIC_SUPTEST_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "libvnic.h"
+
+struct vnicd_proc {
+	pid_t pid;
+	char dir[64];
+	char sock[128];
+	char log[128];
+};
+
+/* Path of a binary in the build tree ($VNIC_TOP_BUILDDIR/rel). */
+const char *st_build_path(const char *rel, char *buf, size_t len);
+
+/* The worker built by this tree, or NULL when it is not built. */
+const char *st_worker_path(void);
+
+/* Start vnicd with @worker and extra args (NULL-terminated list after
+ * worker, may be empty). Aborts the test on failure. */
+void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...);
+
+/* SIGTERM, wait up to 15 s. Returns the wait status, or -1 on timeout
+ * (then it was SIGKILLed). */
+int st_vnicd_stop(struct vnicd_proc *v);
+
+/* Remove the files in dir (one level) and dir. */
+void st_rmdir(const char *dir);
+
+/* Open fds of a process (entries of /proc/pid/fd). */
+int st_fd_count(pid_t pid);
+
+/* Wait up to 2 s for pid's fd count to equal want; returns the last count. */
+int st_fd_count_settle(pid_t pid, int want);
+
+/* Children of pid (from /proc/pid/task/pid/children). */
+int st_child_count(pid_t pid);
+
+/* Connect and Hello; aborts the test on failure. */
+struct vnic_conn *st_connect(const struct vnicd_proc *v);
+
+/* A guest for AddNic: one sealed memfd, two queues with eventfds, a
+ * socketpair backend. cfg is valid as built; tests break one field. */
+struct st_guest {
+	int memfd;
+	int kick[2], call[2];
+	int backend[2];
+	struct vnic_region reg[4];
+	struct vnic_queue q[4];
+	struct vnic_nic_config cfg;
+	char id[128];
+};
+
+#define ST_GPA_BASE 0x100000ull
+#define ST_MEM_SIZE (1024u * 1024u)
+#define ST_QSIZE 256u
+
+void st_guest_init(struct st_guest *g, const char *id);
+void st_guest_free(struct st_guest *g);
+
+/* Number of NICs the supervisor reports (over a fresh status call). */
+int st_nic_count(struct vnic_conn *c);
+
+#endif
