@@ -102,6 +102,7 @@ struct tr_run {
 	enum tr_backend backend;
 	unsigned dirs;              /* bit 0: g2h, bit 1: h2g */
 	uint32_t fixed;             /* frame size, 0 = random */
+	uint32_t maxsize;           /* largest frame: FRAMES_MAX, or FRAMES_TAP_MAX */
 	double seconds;
 	uint64_t count;
 	unsigned window;
@@ -325,7 +326,7 @@ static void tr_guest_tx(struct tr_run *r, struct tr_nic *n, uint64_t now)
 				f->on = false;
 				break;
 			}
-			len = frames_size(n->idx, FRAMES_G2H, f->sent, r->fixed);
+			len = frames_size(n->idx, FRAMES_G2H, f->sent, r->fixed, r->maxsize);
 			frames_build(p, len, n->idx, FRAMES_G2H, f->sent, n->host_mac);
 			if (guest_tx_add(n->g, slot, len) < 0)
 				break;
@@ -373,7 +374,7 @@ static void tr_guest_rx(struct tr_run *r, struct tr_nic *n)
 				return;
 			continue; /* arrived while re-arming: drain again */
 		}
-		rc = frames_check(fr, len, n->idx, FRAMES_H2G, r->fixed, n->host_mac,
+		rc = frames_check(fr, len, n->idx, FRAMES_H2G, r->fixed, r->maxsize, n->host_mac,
 				  r->backend == TR_SOCKET, &seq, err, sizeof(err));
 		if (rc == -ENOMSG && r->backend == TR_TAP) {
 			n->other_rx++;  /* the netns kernel's own traffic */
@@ -415,10 +416,10 @@ static void tr_host_rx(struct tr_run *r, struct tr_nic *n)
 		}
 		if (r->backend == TR_SOCKET)
 			rc = frames_check(r->buf, (size_t)len, n->idx, FRAMES_G2H, r->fixed,
-					  n->host_mac, true, &seq, err, sizeof(err));
+					  r->maxsize, n->host_mac, true, &seq, err, sizeof(err));
 		else
 			rc = frames_check_payload(r->buf, (size_t)len, n->idx, FRAMES_G2H, r->fixed,
-						  &seq, err, sizeof(err));
+						  r->maxsize, &seq, err, sizeof(err));
 		if (rc < 0) {
 			n->f[FRAMES_G2H].corrupt++;
 			tr_fail(r, "nic %u g2h: %zd bytes: %s", n->idx, len,
@@ -436,7 +437,7 @@ static void tr_host_tx(struct tr_run *r, struct tr_nic *n, uint64_t now)
 
 	n->host_blocked = false;
 	for (unsigned i = 0; i < TR_BURST && tr_may_send(r, f, now); i++) {
-		uint32_t len = frames_size(n->idx, FRAMES_H2G, f->sent, r->fixed);
+		uint32_t len = frames_size(n->idx, FRAMES_H2G, f->sent, r->fixed, r->maxsize);
 		ssize_t w;
 
 		if (tr_flow_reserve(f, f->sent) < 0) {
@@ -946,7 +947,9 @@ static void tr_remove_all(struct tr_run *r)
 		}
 		/* The reply promises the worker is gone (reaped): its pid must
 		 * not exist any more, not even as a zombie. */
-		if (n->pid > 0 && (kill(n->pid, 0) == 0 || errno != ESRCH))
+		if (n->pid <= 0)
+			printf("  removed %s\n", n->id);
+		else if (kill(n->pid, 0) == 0 || errno != ESRCH)
 			tr_fail(r, "RemoveNic %s replied while worker pid %d still exists", n->id,
 				(int)n->pid);
 		else
@@ -1168,7 +1171,7 @@ void bench_traffic_usage(FILE *f)
 		"           [--count N] [--netns NAME] [--window N]\n"
 		"           [--expect-json FILE] [--before-remove CMD]\n"
 		"  Simulated VMM + guests: N NICs on vnicd, checked UDP frames each way.\n"
-		"  --size       frame size %u..%u, or random (default)\n"
+		"  --size       frame size %u..%u (tap: ..%u), or random (default)\n"
 		"  --seconds    sending time (default 3); --count stops a flow earlier\n"
 		"  --netns      tap backend: namespace for the taps (created and removed\n"
 		"               if missing; default a private one)\n"
@@ -1176,7 +1179,7 @@ void bench_traffic_usage(FILE *f)
 		"  --expect-json  write the counters vnicctl status must show\n"
 		"  --before-remove  run CMD (sh -c) after traffic, before RemoveNic\n"
 		"  Exit 0: every frame arrived once and intact; 1: failure; 2: usage.\n",
-		FRAMES_MIN, FRAMES_MAX, TR_DEFAULT_WINDOW);
+		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_DEFAULT_WINDOW);
 }
 
 static int tr_parse_common(struct tr_run *r, int opt, const char *arg)
@@ -1294,8 +1297,15 @@ int bench_traffic_main(int argc, char **argv)
 	if (optind != argc)
 		goto usage;
 	tr_main(&r, "traffic");
-	/* Frames above 1514 bytes need a larger MTU on the tap and NIC. */
-	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500 : 65535;
+	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
+	 * tap's MTU stops at 65521. */
+	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX : FRAMES_MAX;
+	if (r.fixed > r.maxsize) {
+		fprintf(stderr, "vnic-bench: a tap carries frames of at most %u bytes (MTU %u)\n",
+			FRAMES_TAP_MAX, FRAMES_TAP_MTU);
+		return 2;
+	}
+	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500 : r.backend == TR_TAP ? FRAMES_TAP_MTU : 65535;
 
 	printf("vnic-bench traffic: %u NIC(s), %s backend, %s, size %s%s, %.1f s\n", r.nnics,
 	       r.backend == TR_TAP ? "tap" : "socket",
@@ -1388,7 +1398,7 @@ int bench_hostile_main(int argc, char **argv)
 		{ 0 },
 	};
 	struct tr_run r = { .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = 2,
-			    .window = TR_DEFAULT_WINDOW, .mtu = 65535 };
+			    .window = TR_DEFAULT_WINDOW, .mtu = 65535, .maxsize = FRAMES_MAX };
 	struct vnic_status *st = NULL;
 	unsigned long v;
 	unsigned victim = 0;

@@ -53,10 +53,11 @@ uint32_t frames_host_ip(unsigned nic)
 	return (198u << 24) | (18u << 16) | ((nic & 0xffu) << 8) | 1u;
 }
 
-uint32_t frames_size(unsigned nic, unsigned dir, uint64_t seq, uint32_t fixed)
+uint32_t frames_size(unsigned nic, unsigned dir, uint64_t seq, uint32_t fixed, uint32_t max)
 {
-	static const uint32_t edges[] = { FRAMES_MIN, FRAMES_MIN + 1, 1514, 4083, 4084, 4085,
-					  4096, 8180, FRAMES_MAX - 1, FRAMES_MAX };
+	/* 4084 + 12-byte header fills one 4 KiB RX buffer exactly. */
+	const uint32_t edges[] = { FRAMES_MIN, FRAMES_MIN + 1, 1514, 4083, 4084, 4085,
+				   4096, 8180, max - 1, max };
 	uint64_t r;
 
 	if (fixed)
@@ -64,7 +65,7 @@ uint32_t frames_size(unsigned nic, unsigned dir, uint64_t seq, uint32_t fixed)
 	r = frames_mix(frames_seed(nic, dir, seq) + 1);
 	if ((r & 7) == 0)
 		return edges[(r >> 8) % (sizeof(edges) / sizeof(edges[0]))];
-	return FRAMES_MIN + (uint32_t)((r >> 16) % (FRAMES_MAX - FRAMES_MIN + 1));
+	return FRAMES_MIN + (uint32_t)((r >> 16) % (max - FRAMES_MIN + 1));
 }
 
 static void frames_pattern(uint8_t *p, size_t n, uint64_t seed)
@@ -187,7 +188,7 @@ static int frames_fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned dir,
-			 uint32_t fixed, uint64_t *ret_seq, char *err, size_t errlen)
+			 uint32_t fixed, uint32_t max, uint64_t *ret_seq, char *err, size_t errlen)
 {
 	struct frames_tag t;
 	uint32_t want;
@@ -201,7 +202,7 @@ int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned d
 		return frames_fail(err, errlen, "tag magic/nic/dir %04x/%u/%u, want %04x/%u/%u",
 				   le16toh(t.magic), t.nic, t.dir, FRAMES_MAGIC, nic & 0xffu, dir);
 	seq = le64toh(t.seq);
-	want = frames_size(nic, dir, seq, fixed);
+	want = frames_size(nic, dir, seq, fixed, max);
 	if (le32toh(t.len) != want || plen != want - FRAMES_HDRS)
 		return frames_fail(err, errlen, "seq %llu: frame of %zu bytes (tag says %u), want %u",
 				   (unsigned long long)seq, plen + FRAMES_HDRS, le32toh(t.len), want);
@@ -215,7 +216,7 @@ int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned d
 }
 
 int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint32_t fixed,
-		 const uint8_t host_mac[6], bool check_macs, uint64_t *ret_seq, char *err,
+		 uint32_t max, const uint8_t host_mac[6], bool check_macs, uint64_t *ret_seq, char *err,
 		 size_t errlen)
 {
 	const uint8_t *ip = f + FRAMES_ETH_HLEN, *udp = ip + FRAMES_IP_HLEN;
@@ -244,6 +245,6 @@ int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint3
 	    get16(udp + 4) != len - FRAMES_ETH_HLEN - FRAMES_IP_HLEN)
 		return frames_fail(err, errlen, "UDP source port %u or length %u wrong", get16(udp),
 				   get16(udp + 4));
-	return frames_check_payload(udp + FRAMES_UDP_HLEN, len - FRAMES_HDRS, nic, dir, fixed,
+	return frames_check_payload(udp + FRAMES_UDP_HLEN, len - FRAMES_HDRS, nic, dir, fixed, max,
 				    ret_seq, err, errlen);
 }

@@ -34,6 +34,10 @@
  * (65536 - 14 = 65522) stays below the 16-bit limit, and the frame below
  * the worker's NET_MAX_FRAME (65550). */
 #define FRAMES_MAX 65536u
+/* Through a tap: the kernel caps a tap's MTU at 65535 - 14 = 65521
+ * (drivers/net/tun.c max_mtu), so a frame is at most 65535 bytes. */
+#define FRAMES_TAP_MTU 65521u
+#define FRAMES_TAP_MAX (FRAMES_TAP_MTU + FRAMES_ETH_HLEN)
 
 #define FRAMES_UDP_PORT 47000u /* + nic: the host's and the guest's port */
 
@@ -61,11 +65,11 @@ uint32_t frames_host_ip(unsigned nic);
 
 /*
  * frames_size - the frame length for (nic, dir, seq): @fixed when non-zero,
- * else pseudo-random in FRAMES_MIN..FRAMES_MAX with the edges (60, 61,
- * 1514, 4096 +/- 1 around the RX buffer size, 65536) mixed in. The
+ * else pseudo-random in FRAMES_MIN..@max (at most FRAMES_MAX) with the
+ * edges (60, 61, 1514, the 4 KiB RX buffer boundary, max - 1, max) mixed in. The
  * receiver calls it too, so a truncated frame is caught.
  */
-uint32_t frames_size(unsigned nic, unsigned dir, uint64_t seq, uint32_t fixed);
+uint32_t frames_size(unsigned nic, unsigned dir, uint64_t seq, uint32_t fixed, uint32_t max);
 
 /*
  * frames_build - write frame (nic, dir, seq) of @len bytes into buf.
@@ -86,7 +90,7 @@ void frames_build_payload(uint8_t *buf, uint32_t len, unsigned nic, unsigned dir
  * Returns: 0 with *ret_seq; -EBADMSG (err filled) when anything differs.
  */
 int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned dir,
-			 uint32_t fixed, uint64_t *ret_seq, char *err, size_t errlen);
+			 uint32_t fixed, uint32_t max, uint64_t *ret_seq, char *err, size_t errlen);
 
 /*
  * frames_check - check a whole received frame: Ethernet addresses and
@@ -98,7 +102,7 @@ int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned d
  * -EBADMSG (err filled) when it is ours but wrong.
  */
 int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint32_t fixed,
-		 const uint8_t host_mac[6], bool check_macs, uint64_t *ret_seq, char *err,
+		 uint32_t max, const uint8_t host_mac[6], bool check_macs, uint64_t *ret_seq, char *err,
 		 size_t errlen);
 
 #endif
