@@ -7,7 +7,7 @@ set -eu
 . "$(dirname "$0")/e2e_lib.sh"
 command -v python3 >/dev/null 2>&1 || e2e_skip "needs python3 to read vnicctl --json"
 
-COUNT=2500
+COUNT=5000
 e2e_start_vnicd
 e2e_bench traffic --nics 2 --backend socket --direction both --size random \
 	--seconds 40 --count $COUNT --expect-json "$E2E_TMP/expect.json" \

@@ -8,7 +8,7 @@ set -eu
 . "$(dirname "$0")/e2e_lib.sh"
 e2e_need_tun
 
-COUNT=2000
+COUNT=4000
 e2e_start_vnicd
 e2e_netns_add
 e2e_bench traffic --nics 2 --backend tap --netns "$E2E_NETNS" --direction both \
