@@ -24,7 +24,11 @@
  * the window keeps the test's rate below that.
  *
  * Exit: 0 when every frame arrived exactly once and intact (and the
- * worker counters agree), 1 on any failure, 2 on a usage error.
+ * worker counters agree), 1 on any failure, 2 on a usage error. A frame
+ * lost on the tap path (the host kernel drops, it cannot block) is counted
+ * and reported as a warning, not a failure; on the socket backend, which
+ * cannot drop, any loss fails. Duplicates, corruption and stalls (no
+ * frame for 5 s) always fail.
  */
 #include "config.h"
 
@@ -57,6 +61,7 @@
 #define TR_DRAIN_NS (5ull * 1000000000ull)   /* after sending: wait this long */
 #define TR_COUNTER_WAIT_NS 2000000000ull     /* counters settle within 2 s */
 #define TR_RESET_BOUND_NS 2000000000ull      /* hostile: needs-reset within 2 s */
+#define TR_HARD_EXTRA_NS (30ull * 1000000000ull) /* the loop's absolute bound */
 #define TR_BURST 64u                         /* frames per sender per round */
 #define TR_DEFAULT_WINDOW 256u
 #define TR_NS 1000000000.0
@@ -838,7 +843,7 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 static void tr_loop(struct tr_run *r)
 {
 	struct pollfd pfd[3 * TR_MAX_NICS + 1];
-	uint64_t last_progress = bench_now_ns(), last_total = 0, drain_start = 0;
+	uint64_t last_progress = bench_now_ns(), last_total = 0;
 
 	for (;;) {
 		uint64_t now = bench_now_ns(), total;
@@ -863,9 +868,12 @@ static void tr_loop(struct tr_run *r)
 			last_total = total;
 			last_progress = now;
 		}
+		if (now - r->t0 > (uint64_t)(r->seconds * TR_NS) + TR_HARD_EXTRA_NS) {
+			tr_fail(r, "did not finish within %.0f s of the sending time",
+				TR_HARD_EXTRA_NS / TR_NS);
+			return;
+		}
 		if (!tr_sending(r, now)) {
-			if (!drain_start)
-				drain_start = now;
 			if (tr_all_received(r))
 				return;
 			if (now - last_progress > TR_DRAIN_NS)
@@ -924,7 +932,6 @@ static void tr_loop(struct tr_run *r)
 			tr_fail(r, "a NIC failed or broke during traffic (see the events above)");
 			return;
 		}
-		(void)drain_start;
 	}
 }
 
@@ -1097,11 +1104,17 @@ static void tr_report(struct tr_run *r, const char *mode)
 			       (unsigned long long)bad);
 		}
 		bytes_all += by;
-		if (lost) {
-			/* Through a tap the host kernel may drop h2g frames when
-			 * the guest has no buffers; the window should prevent it,
-			 * and the test asserts zero. Every loss fails. */
-			tr_fail(r, "%s: %llu frames lost", dname[d], (unsigned long long)lost);
+		if (lost && r->backend == TR_SOCKET) {
+			tr_fail(r, "%s: %llu frames lost on the lossless socket backend", dname[d],
+				(unsigned long long)lost);
+		} else if (lost) {
+			/* Through a tap the host kernel drops instead of blocking
+			 * (a full UDP receive buffer, a full tap queue while the
+			 * guest has no RX buffers). Counted and reported; the
+			 * window keeps the tests' rate below it and e2e_tap
+			 * asserts that every frame arrived. */
+			printf("  WARNING: %s: %llu frames lost in the host kernel (tap path)\n",
+			       dname[d], (unsigned long long)lost);
 		}
 	}
 	for (unsigned i = 0; i < r->nnics; i++)
@@ -1178,7 +1191,8 @@ void bench_traffic_usage(FILE *f)
 		"  --window     frames in flight per NIC and direction (default %u)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
 		"  --before-remove  run CMD (sh -c) after traffic, before RemoveNic\n"
-		"  Exit 0: every frame arrived once and intact; 1: failure; 2: usage.\n",
+		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
+		"  1: failure; 2: usage.\n",
 		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_DEFAULT_WINDOW);
 }
 
