@@ -8,15 +8,16 @@ libvnicsup_la_SOURCES = \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h
 libvnicsup_la_LIBADD = libvnicshm.la
 
-sbin_PROGRAMS += vnicd
-vnicd_SOURCES = \
+# In the build tree at $(builddir)/supervisor/vnicd (tests run it there).
+sbin_PROGRAMS += supervisor/vnicd
+supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
 	supervisor/nic.c supervisor/monitor.c
-vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
+supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
-vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-vnicd_LDADD = libvnicsup.la libvnicproto.la $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
+supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
 
 # libvnic: the client library a VMM links (sources in proto/ beside the
 # protocol; built from here so proto/local.mk stays the protocol's).
@@ -31,4 +32,4 @@ libvnic_la_LIBADD = libvnicproto.la $(PROTOBUF_C_LIBS)
 libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^vnic_[a-z]'
 
 # Generated headers first under make -j (wire.h includes them).
-$(vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+$(supervisor_vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h

@@ -146,13 +146,12 @@ static void shutdown_backstop_cb(evutil_socket_t fd, short what, void *arg)
 
 	TAILQ_FOREACH(n, &s->nics, link) {
 		if (n->w.pid) {
-			bool failed;
-			char desc[128];
+			struct worker_exit ex;
 
 			log_warn("nic %s: worker pid %d still there at shutdown: SIGKILL and wait",
 				 n->id, (int)n->w.pid);
 			worker_kill(&n->w);
-			worker_reap(&n->w, true, &failed, desc, sizeof(desc));
+			worker_reap(&n->w, true, &ex);
 		}
 	}
 	event_base_loopbreak(s->base);
@@ -275,6 +274,7 @@ int main(int argc, char **argv)
 
 	while ((c = TAILQ_FIRST(&s.conns)))
 		vmm_conn_free(c);
+	nic_free_all(&s);
 	if (s.listen_fd >= 0) {
 		close(s.listen_fd);
 		unlink(s.socket_path);

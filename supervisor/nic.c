@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
 #include "workers/stats.h"
@@ -91,6 +92,7 @@ static void nic_worker_release(struct nic *n)
 		event_del(n->ev_timer);
 	close_fd(&n->w.ctrl_fd);
 	close_fd(&n->w.pidfd);
+	close_fd(&n->w.report_fd);
 	n->w.pid = 0;
 }
 
@@ -253,7 +255,9 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.policy = &pol;
 	cfg.backend = n->backend == NIC_BACKEND_SOCKET ? VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET
 						       : VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP;
-	cfg.vnet_hdr_len = TAP_VNET_HDR_LEN;
+	/* A tap carries the 12-byte header (TUNSETVNETHDRSZ); a socket
+	 * carries plain frames, as the worker implements it. */
+	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN;
 	cfg.stats_size = (uint32_t)n->stats_len;
 	cfg.restarts = n->restarts;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
@@ -301,6 +305,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	n->stats_fd = -1;
 	n->w.ctrl_fd = -1;
 	n->w.pidfd = -1;
+	n->w.report_fd = -1;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		n->q[i].kick_fd = n->q[i].call_fd = -1;
 	snprintf(n->id, sizeof(n->id), "%s", spec->id);
@@ -385,6 +390,14 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	event_add(n->ev_ctrl, NULL);
 	log_info("nic %s: worker pid %d spawned", n->id, (int)n->w.pid);
 	rc = nic_send_config(n, n->last_error, sizeof(n->last_error));
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* The worker is already gone or going: its exit, reaped by
+		 * the pidfd callback, is the reason AddNic reports; the
+		 * READY deadline covers one that closed fd 3 and lingers. */
+		n->last_error[0] = '\0';
+		arm_timer(n, SUP_READY_TIMEOUT_MS);
+		return 0;
+	}
 	if (rc)
 		goto out_kill;
 	arm_timer(n, SUP_READY_TIMEOUT_MS);
@@ -395,10 +408,9 @@ out_kill:
 	n->kill_sent = true;
 	worker_kill(&n->w);
 	if (!n->ev_exit) {
-		bool failed;
-		char d[128];
+		struct worker_exit ex;
 
-		worker_reap(&n->w, true, &failed, d, sizeof(d));
+		worker_reap(&n->w, true, &ex);
 		goto out_async;
 	}
 	return 0;
@@ -448,6 +460,17 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	arm_timer(n, deadline_ms);
 }
 
+void nic_free_all(struct sup *s)
+{
+	struct nic *n;
+
+	while ((n = TAILQ_FIRST(&s->nics))) {
+		TAILQ_REMOVE(&s->nics, n, link);
+		s->nnics--;
+		nic_free(n);
+	}
+}
+
 void nic_detach_conn(struct sup *s, struct vmm_conn *c)
 {
 	struct nic *n, *tmp;
@@ -483,19 +506,45 @@ static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
 	worker_kill(&n->w);
 }
 
+/* After a SIGSYS death: the record the worker's sandbox handler wrote
+ * (sandbox.h). The bytes are untrusted; sandbox_parse_report checks them. */
+static bool read_violation(struct nic *n, struct sandbox_violation *v)
+{
+	uint8_t buf[sizeof(struct sandbox_report) + 1];
+	ssize_t r;
+
+	if (n->w.report_fd < 0)
+		return false;
+	r = read(n->w.report_fd, buf, sizeof(buf));
+	return r > 0 && sandbox_parse_report(buf, (size_t)r, v) == 0;
+}
+
 /* The pidfd is readable: the worker is gone. Reap it, then finish what
  * the state says. */
 static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct nic *n = arg;
-	bool failed = true;
-	char desc[128] = "ended";
+	struct worker_exit ex;
+	struct sandbox_violation v;
+	char desc[sizeof(n->exit_desc)];
+	int syscall_nr = -1;
 	int rc;
 
-	rc = worker_reap(&n->w, false, &failed, desc, sizeof(desc));
+	rc = worker_reap(&n->w, false, &ex);
 	if (rc == 0) {
 		event_add(n->ev_exit, NULL); /* spurious: wait again */
 		return;
+	}
+	if (rc < 0) {
+		memset(&ex, 0, sizeof(ex));
+		ex.failed = true;
+		snprintf(ex.desc, sizeof(ex.desc), "could not be reaped: %s", strerror(-rc));
+	}
+	if (ex.sig == SIGSYS && read_violation(n, &v)) {
+		syscall_nr = v.nr;
+		snprintf(desc, sizeof(desc), "%s, syscall %.32s", ex.desc, v.name);
+	} else {
+		snprintf(desc, sizeof(desc), "%s", ex.desc);
 	}
 	snprintf(n->exit_desc, sizeof(n->exit_desc), "%s", desc);
 	log_info("nic %s: worker pid %d %s", n->id, (int)n->w.pid, desc);
@@ -503,29 +552,25 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 
 	switch (n->state) {
 	case NIC_STARTING:
-		if (!n->kill_sent || !n->last_error[0]) {
+		{
 			char prev[sizeof(n->last_error)];
 
+			/* How it ended, then why (ours or its own words). */
 			snprintf(prev, sizeof(prev), "%s", n->last_error);
 			snprintf(n->last_error, sizeof(n->last_error),
-				 "worker %.60s before it was ready%s%.100s", desc,
+				 "worker %.90s before it was ready%s%.70s", desc,
 				 prev[0] ? ": " : "", prev);
 		}
 		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 		nic_remove(n, n->last_error);
 		break;
-	case NIC_RUNNING: {
-		int sig = 0, status = 0;
-
-		if (sscanf(desc, "killed by signal %d", &sig) != 1)
-			sscanf(desc, "exited with status %d", &status);
+	case NIC_RUNNING:
 		snprintf(n->last_error, sizeof(n->last_error), "worker %s", desc);
 		nic_set_state(n, NIC_FAILED, n->last_error);
 		/* Restart policy (a later issue) goes here: re-spawn on the
 		 * same fds with n->restarts + 1, rate-limited. */
-		vmm_event_nic_failed(n, sig, status);
+		vmm_event_nic_failed(n, ex.sig, ex.status, syscall_nr);
 		break;
-	}
 	case NIC_STOPPING:
 		if (n->add_pending) {
 			vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);

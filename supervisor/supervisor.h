@@ -114,7 +114,7 @@ struct nic {
 	bool sandboxed;
 	bool ready_seen, stopped_seen;
 	bool kill_sent;
-	char exit_desc[128];
+	char exit_desc[160];
 
 	/* Requests waiting for this NIC (request_id, or 0 for none). */
 	bool add_pending;
@@ -196,7 +196,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 /* Replies for NIC operations that complete later (nic.c calls these). */
 void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
-void vmm_event_nic_failed(struct nic *n, int sig, int exit_status);
+void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
 void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
 
 /* nic.c */
@@ -215,6 +215,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
 /* nic_detach_conn - the owner went away: stop each of its NICs. */
 void nic_detach_conn(struct sup *s, struct vmm_conn *c);
+/* nic_free_all - at exit, after every worker is reaped (or given up on). */
+void nic_free_all(struct sup *s);
 /* nic_read_queue - lock-free copy of one queue's counters. */
 struct stats_queue_snapshot;
 void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *out);

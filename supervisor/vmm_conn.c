@@ -203,15 +203,19 @@ static bool in_group(struct sup *s, uid_t uid, gid_t gid)
  * Returns: false when the connection was freed. */
 static bool conn_bad_frame(struct vmm_conn *c, const struct wire_err *err)
 {
+	/* A peer can send bad frames as fast as it likes: rate-limited. */
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(5000, 20);
+
 	c->errors++;
-	log_warn("conn %u: bad frame (%d/%d): %s", c->id, c->errors, SUP_CONN_MAX_ERRORS,
-		 err->msg);
+	log_ratelimited(&rl, LOG_LEVEL_WARN, "conn %u: bad frame (%u/%d): %s", c->id, c->errors,
+			SUP_CONN_MAX_ERRORS, err->msg);
 	vmm_conn_reply_error(c, err->has_request_id ? err->request_id : 0,
 			     VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT, "rejected frame: %s",
 			     err->msg);
 	if (c->errors >= SUP_CONN_MAX_ERRORS) {
-		log_warn("conn %u: %d bad frames in a row: dropping the connection", c->id,
-			 c->errors);
+		log_ratelimited(&rl, LOG_LEVEL_WARN,
+				"conn %u: %u bad frames in a row: dropping the connection", c->id,
+				c->errors);
 		vmm_conn_free(c);
 		return false;
 	}

@@ -488,7 +488,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 			     "choose it in AddNic");
 }
 
-void vmm_event_nic_failed(struct nic *n, int sig, int exit_status)
+void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
 {
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicFailed f;
@@ -500,7 +500,7 @@ void vmm_event_nic_failed(struct nic *n, int sig, int exit_status)
 	f.id = n->id;
 	f.reason = n->last_error;
 	f.signal = sig;
-	f.syscall = -1;
+	f.syscall = syscall_nr;
 	f.exit_status = exit_status;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_FAILED;
 	e.nic_failed = &f;

@@ -31,7 +31,7 @@ static int pidfd_send_signal_(int pidfd, int sig)
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void child_exec(const char *path, const char *nic_id, int ctrl)
+static void child_exec(const char *path, const char *nic_id, int ctrl, int report)
 {
 	/* Writable copies: execve's prototype wants char *const[]. */
 	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
@@ -52,18 +52,18 @@ static void child_exec(const char *path, const char *nic_id, int ctrl)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	if (ctrl == WORKER_CTRL_FD) {
-		/* dup2 onto itself would keep CLOEXEC: clear it instead. */
-		if (fcntl(ctrl, F_SETFD, 0) < 0)
-			_exit(126);
-	} else if (dup2(ctrl, WORKER_CTRL_FD) < 0) {
+	/* Move both fds above the fixed numbers first, so neither dup2 can
+	 * overwrite the other's source; the copies carry no CLOEXEC. */
+	ctrl = fcntl(ctrl, F_DUPFD, WORKER_REPORT_FD + 1);
+	report = fcntl(report, F_DUPFD, WORKER_REPORT_FD + 1);
+	if (ctrl < 0 || report < 0 || dup2(ctrl, WORKER_CTRL_FD) < 0 ||
+	    dup2(report, WORKER_REPORT_FD) < 0)
 		_exit(126);
-	}
 	/* Blocking for the worker: it runs its own loop and sets what it wants. */
 	fcntl(WORKER_CTRL_FD, F_SETFL, fcntl(WORKER_CTRL_FD, F_GETFL) & ~O_NONBLOCK);
 	/* Every other NIC's fds, the listener, the VMM sockets: gone. */
-	if (syscall(SYS_close_range, WORKER_CTRL_FD + 1, ~0U, 0) < 0) {
-		for (int fd = WORKER_CTRL_FD + 1; fd < 65536; fd++)
+	if (syscall(SYS_close_range, WORKER_REPORT_FD + 1, ~0U, 0) < 0) {
+		for (int fd = WORKER_REPORT_FD + 1; fd < 65536; fd++)
 			close(fd);
 	}
 	execve(path, argv, envp);
@@ -73,7 +73,7 @@ static void child_exec(const char *path, const char *nic_id, int ctrl)
 int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
 		 char *err, size_t errlen)
 {
-	int sv[2], pidfd, rc;
+	int sv[2], rp[2], pidfd, rc;
 	pid_t pid;
 
 	if (access(path, X_OK) < 0) {
@@ -86,17 +86,26 @@ int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return rc;
 	}
+	/* Non-blocking on both ends: the SIGSYS handler's one write must
+	 * never block, and we only read it after the worker is gone. */
+	if (pipe2(rp, O_CLOEXEC | O_NONBLOCK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pipe2: %s", strerror(errno));
+		goto out_close_pair;
+	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "fork: %s", strerror(errno));
-		goto out_close_pair;
+		goto out_close_pipe;
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child_exec(path, nic_id, sv[1]);
+		close(rp[0]);
+		child_exec(path, nic_id, sv[1], rp[1]);
 	}
 	close(sv[1]);
+	close(rp[1]);
 	pidfd = pidfd_open_(pid);
 	if (pidfd < 0) {
 		rc = -errno;
@@ -104,14 +113,19 @@ int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		close(sv[0]);
+		close(rp[0]);
 		return rc;
 	}
 	/* pidfd_open gives O_CLOEXEC already on Linux >= 5.3. */
 	ret->pid = pid;
 	ret->pidfd = pidfd;
 	ret->ctrl_fd = sv[0];
+	ret->report_fd = rp[0];
 	return 0;
 
+out_close_pipe:
+	close(rp[0]);
+	close(rp[1]);
 out_close_pair:
 	close(sv[0]);
 	close(sv[1]);
@@ -125,8 +139,7 @@ int worker_kill(const struct worker_proc *w)
 	return 0;
 }
 
-int worker_reap(const struct worker_proc *w, bool block, bool *ret_failed,
-		char *desc, size_t desclen)
+int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret)
 {
 	siginfo_t si;
 
@@ -135,21 +148,25 @@ int worker_reap(const struct worker_proc *w, bool block, bool *ret_failed,
 		return -errno;
 	if (si.si_pid == 0)
 		return 0;
+	memset(ret, 0, sizeof(*ret));
 	switch (si.si_code) {
 	case CLD_EXITED:
-		snprintf(desc, desclen, "exited with status %d", si.si_status);
-		*ret_failed = si.si_status != 0;
+		ret->status = si.si_status;
+		ret->failed = si.si_status != 0;
+		snprintf(ret->desc, sizeof(ret->desc), "exited with status %d", si.si_status);
 		break;
 	case CLD_KILLED:
 	case CLD_DUMPED:
-		snprintf(desc, desclen, "killed by signal %d (%s%s)", si.si_status,
+		ret->sig = si.si_status;
+		ret->failed = true;
+		snprintf(ret->desc, sizeof(ret->desc), "killed by signal %d (%s%s)", si.si_status,
 			 strsignal(si.si_status),
 			 si.si_status == SIGSYS ? ": seccomp violation" : "");
-		*ret_failed = true;
 		break;
 	default:
-		snprintf(desc, desclen, "ended (code %d, status %d)", si.si_code, si.si_status);
-		*ret_failed = true;
+		ret->failed = true;
+		snprintf(ret->desc, sizeof(ret->desc), "ended (code %d, status %d)", si.si_code,
+			 si.si_status);
 		break;
 	}
 	return 1;

@@ -1,9 +1,10 @@
 /*
  * worker_spawn: start one vnicd-worker process and watch it by pidfd.
  *
- * fork+exec (STYLE habit 11): the child gets exactly one inherited fd, its
- * end of a SOCK_SEQPACKET socketpair, at WORKER_CTRL_FD; everything else is
- * closed with close_range before execv; argv and environment are explicit.
+ * fork+exec (STYLE habit 11): the child inherits exactly two fds, its end
+ * of a SOCK_SEQPACKET socketpair at WORKER_CTRL_FD and the write end of
+ * the sandbox report pipe at WORKER_REPORT_FD; everything else is closed
+ * with close_range before execve; argv and environment are explicit.
  * The NIC's fds (memory, eventfds, backend, stats page) travel afterwards
  * in the Config message over that socket.
  */
@@ -14,13 +15,18 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The fd number the worker finds its control socket at. */
-#define WORKER_CTRL_FD 3
+/* The fd numbers the worker finds at exec. */
+#define WORKER_CTRL_FD 3   /* control socket (SOCK_SEQPACKET) */
+#define WORKER_REPORT_FD 4 /* write end of the sandbox report pipe: where the
+			      SIGSYS handler writes its struct sandbox_report
+			      (sandbox.h); the supervisor reads the other end
+			      after the worker died */
 
 struct worker_proc {
 	pid_t pid;
 	int pidfd;     /* readable when the process has exited */
 	int ctrl_fd;   /* our end of the control socketpair, non-blocking */
+	int report_fd; /* read end of the report pipe, non-blocking */
 };
 
 /*
@@ -34,15 +40,20 @@ int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
 /* worker_kill - SIGKILL through the pidfd (no pid reuse race). */
 int worker_kill(const struct worker_proc *w);
 
+/* How a worker ended. */
+struct worker_exit {
+	bool failed;     /* anything but exit status 0 */
+	int sig;         /* terminating signal, 0 when it exited */
+	int status;      /* exit status when it exited */
+	char desc[96];   /* "exited with status 0", "killed by signal 31 (...)" */
+};
+
 /*
  * worker_reap - collect the exit status once the pidfd is readable
  * (waitid(P_PIDFD)); with @block, wait for it.
- * Returns: 1 and a description in desc ("exited with status 0", "killed
- * by signal 31 (SIGSYS: seccomp violation)"), *ret_failed true when the
- * exit was not a clean status 0; 0 when not exited yet (non-blocking);
+ * Returns: 1 and *ret filled; 0 when not exited yet (non-blocking);
  * negative errno on error.
  */
-int worker_reap(const struct worker_proc *w, bool block, bool *ret_failed,
-		char *desc, size_t desclen);
+int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret);
 
 #endif

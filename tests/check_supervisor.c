@@ -11,12 +11,16 @@
  *  - a worker that never sends READY, sends garbage, or sends a message
  *    its state does not permit is killed and reaped (scripted peers: the
  *    fault-injection practice of TESTPLAN, not a stand-in for the worker);
- *  - SIGTERM removes the socket and exits 0.
+ *  - a worker that ignores Stop is killed at the RemoveNic deadline and
+ *    reaped before the reply (DEADLINE_EXCEEDED);
+ *  - SIGTERM removes the socket and exits 0; without --foreground vnicd
+ *    returns once its socket listens.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -129,9 +133,9 @@ static void mk_tmpdir(void)
 START_TEST(worker_spawn_passes_only_fd3)
 {
 	struct worker_proc w;
-	char script[128], body[512], out[128], buf[512];
+	struct worker_exit ex;
+	char script[128], body[640], out[128], buf[512];
 	int leak, n, fd;
-	bool failed;
 
 	mk_tmpdir();
 	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
@@ -140,7 +144,9 @@ START_TEST(worker_spawn_passes_only_fd3)
 	 * script fd is >= 10 in dash; we look at 3..9). */
 	snprintf(body, sizeof(body),
 		 "{ echo \"args:$*\"; echo \"env:$(env | grep -vc '^PWD=\\|^PATH=\\|^SHLVL=\\|^_=')\";"
-		 " for i in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$i ] && echo \"fd:$i\"; done; } > %s; exit 0",
+		 " for i in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$i ] && echo \"fd:$i\"; done;"
+		 " echo \"fd3:$(readlink /proc/$$/fd/3)\"; echo \"fd4:$(readlink /proc/$$/fd/4)\"; } > %s;"
+		 " exit 0",
 		 out);
 	write_script(script, body);
 	/* An fd without CLOEXEC, as a careless library would leave one. */
@@ -149,8 +155,8 @@ START_TEST(worker_spawn_passes_only_fd3)
 	ck_assert_int_lt(leak, 10);
 	setenv("VNIC_SECRET", "x", 1);
 	ck_assert_int_eq(worker_spawn(script, "nicA", &w, err, sizeof(err)), 0);
-	ck_assert_int_eq(worker_reap(&w, true, &failed, err, sizeof(err)), 1);
-	ck_assert(!failed);
+	ck_assert_int_eq(worker_reap(&w, true, &ex), 1);
+	ck_assert(!ex.failed);
 	fd = open(out, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
 	n = (int)read(fd, buf, sizeof(buf) - 1);
@@ -159,11 +165,13 @@ START_TEST(worker_spawn_passes_only_fd3)
 	buf[n] = '\0';
 	ck_assert_msg(strstr(buf, "args:--nic nicA\n"), "%s", buf);
 	ck_assert_msg(strstr(buf, "env:0\n"), "environment not clean: %s", buf);
-	ck_assert_msg(strstr(buf, "fd:3\n"), "no control socket at fd 3: %s", buf);
-	ck_assert_msg(!strstr(buf, "fd:4") && !strstr(buf, "fd:5"), "leaked fds: %s", buf);
+	ck_assert_msg(strstr(buf, "fd3:socket:"), "no control socket at fd 3: %s", buf);
+	ck_assert_msg(strstr(buf, "fd4:pipe:"), "no report pipe at fd 4: %s", buf);
+	ck_assert_msg(!strstr(buf, "fd:5") && !strstr(buf, "fd:6"), "leaked fds: %s", buf);
 	close(leak);
 	close(w.ctrl_fd);
 	close(w.pidfd);
+	close(w.report_fd);
 	st_rmdir(tmpdir);
 }
 END_TEST
@@ -171,20 +179,22 @@ END_TEST
 START_TEST(worker_reap_reports_signal)
 {
 	struct worker_proc w;
+	struct worker_exit ex;
 	char script[128];
-	bool failed = false;
 
 	mk_tmpdir();
 	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
 	write_script(script, "exec sleep 30");
 	ck_assert_int_eq(worker_spawn(script, "n", &w, err, sizeof(err)), 0);
-	ck_assert_int_eq(worker_reap(&w, false, &failed, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_reap(&w, false, &ex), 0);
 	ck_assert_int_eq(worker_kill(&w), 0);
-	ck_assert_int_eq(worker_reap(&w, true, &failed, err, sizeof(err)), 1);
-	ck_assert(failed);
-	ck_assert_msg(strstr(err, "killed by signal 9"), "%s", err);
+	ck_assert_int_eq(worker_reap(&w, true, &ex), 1);
+	ck_assert(ex.failed);
+	ck_assert_int_eq(ex.sig, SIGKILL);
+	ck_assert_msg(strstr(ex.desc, "killed by signal 9"), "%s", ex.desc);
 	close(w.ctrl_fd);
 	close(w.pidfd);
+	close(w.report_fd);
 	st_rmdir(tmpdir);
 }
 END_TEST
@@ -543,6 +553,137 @@ START_TEST(worker_unpermitted_message_is_killed)
 }
 END_TEST
 
+
+START_TEST(s1_sigsys_report_names_syscall)
+{
+	/* A worker killed by SIGSYS after its sandbox handler wrote the
+	 * record (sandbox.h struct sandbox_report: magic "VSBX", x86_64,
+	 * nr 41 = socket, ip 0) to fd 4: the supervisor names the call. */
+	addnic_with_worker("printf 'VSBX\\076\\000\\000\\300\\051\\000\\000\\000"
+			   "\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' >&4;"
+			   " kill -SYS $$",
+			   VNIC_STATUS_UNAVAILABLE, "seccomp violation), syscall socket");
+}
+END_TEST
+
+START_TEST(remove_deadline_kills_worker)
+{
+	char script[128], e[512] = "";
+	struct vnic_conn *c;
+	struct vnic_remove_result rr;
+	struct vnic_status *st = NULL;
+	struct st_guest g;
+	int before, rc;
+	pid_t wpid;
+	char proc[64];
+
+	/* A worker that says Ready (WorkerMessage field 10, empty) and then
+	 * ignores Stop: RemoveNic must kill it at the deadline, reap it and
+	 * only then answer. */
+	mk_tmpdir();
+	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
+	write_script(script, "printf '\\000\\000\\000\\002\\122\\000' >&3; exec sleep 60");
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+	st_vnicd_start(&vd, script, NULL);
+	c = st_connect(&vd);
+	st_guest_init(&g, "slow");
+	before = st_fd_count(vd.pid);
+	rc = vnic_add_nic(c, &g.cfg, e, sizeof(e));
+	ck_assert_msg(rc == 0, "%d %s", rc, e);
+	ck_assert_int_eq(vnic_status(c, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	ck_assert_int_eq(st->nics[0].state, VNIC_NIC_RUNNING);
+	ck_assert(!st->nics[0].sandboxed);
+	wpid = st->nics[0].pid;
+	st = vnic_status_free(st);
+	rc = vnic_remove_nic(c, "slow", 300, &rr);
+	ck_assert_msg(rc == VNIC_STATUS_DEADLINE_EXCEEDED, "%d %s", rc, vnic_last_error(c));
+	ck_assert_ptr_nonnull(strstr(vnic_last_error(c), "killed"));
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)wpid);
+	ck_assert_msg(access(proc, F_OK) < 0, "worker %d still there", (int)wpid);
+	ck_assert_uint_ge(rr.unplug_latency_us, 300000);
+	ck_assert_uint_eq(rr.nqueues, 0);
+	ck_assert_int_eq(st_nic_count(c), 0);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, before), before);
+	st_guest_free(&g);
+	vnic_close(c);
+	st_rmdir(tmpdir);
+}
+END_TEST
+
+/* A process whose argv contains @arg, or -1. */
+static pid_t find_pid_by_arg(const char *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) && found < 0) {
+		char p[300], buf[4096];
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+			buf[n] = '\0';
+			if (!strcmp(buf + i, arg))
+				found = (pid_t)atoi(e->d_name);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+START_TEST(daemonizes_after_listening)
+{
+	char bin[512], dir[] = "/tmp/vnicd-daemon-XXXXXX", sock[128];
+	struct vnic_conn *c = NULL;
+	struct ucred cred;
+	pid_t pid;
+	int status;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/c.sock", dir);
+	st_build_path("supervisor/vnicd", bin, sizeof(bin));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		for (int i = 3; i < 1024; i++)
+			close(i);
+		execl(bin, "vnicd", "--socket", sock, "--worker", "/bin/false", (char *)NULL);
+		_exit(127);
+	}
+	/* The parent returns once the socket listens: connect at once. */
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(vnic_connect(sock, &c), 0);
+	ck_assert_int_eq(vnic_hello(c, "t", NULL), 0);
+	/* The daemon's pid: SO_PEERCRED names whoever called listen() (the
+	 * parent that exited), so find the process by its command line. */
+	cred.pid = find_pid_by_arg(sock);
+	ck_assert_int_gt(cred.pid, 0);
+	ck_assert_int_ne(cred.pid, pid);
+	vnic_close(c);
+	ck_assert_int_eq(kill(cred.pid, SIGTERM), 0);
+	for (int i = 0; i < 500 && access(sock, F_OK) == 0; i++)
+		usleep(10000);
+	ck_assert_int_ne(access(sock, F_OK), 0);
+	for (int i = 0; i < 500 && kill(cred.pid, 0) == 0; i++)
+		usleep(10000);
+	ck_assert_int_ne(kill(cred.pid, 0), 0);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *supervisor_suite(void)
 {
 	Suite *s = suite_create("supervisor");
@@ -565,6 +706,9 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tv, worker_without_ready_is_killed);
 	tcase_add_test(tv, worker_sending_garbage_is_killed);
 	tcase_add_test(tv, worker_unpermitted_message_is_killed);
+	tcase_add_test(tv, remove_deadline_kills_worker);
+	tcase_add_test(tv, s1_sigsys_report_names_syscall);
+	tcase_add_test(tv, daemonizes_after_listening);
 	suite_add_tcase(s, tv);
 
 	if (geteuid() == 0) {

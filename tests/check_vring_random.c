@@ -11,9 +11,15 @@
  * Every round draws, from the seed: a queue size (a power of 2, 1..512),
  * EVENT_IDX on or off, how the guest suppresses interrupts and how the
  * device suppresses kicks (never, while draining, at random), the region
- * split, and for each chain its shape: 1..16 descriptors, readable ones then
+ * split, whether the guest streams (keeps the ring full) or goes in
+ * lockstep (sends a batch, waits for all of it: both sides sleep after
+ * every batch, where lost wake-ups hide), whether both sides add short
+ * random delays at the racy points (before enable-then-recheck, publish,
+ * flush) to widen the windows a missing recheck or barrier leaves open,
+ * and for each chain its shape: 1..16 descriptors, readable ones then
  * writable ones, random sizes, placed in random order with random gaps in a
- * data area, published in random batches.
+ * data area, published in random batches. Chain shapes come from their own
+ * generator, so a seed gives the same chains whatever the timing.
  *
  * The device checks every readable byte (a pattern of the chain's sequence
  * number), hashes them, writes a pattern derived from that hash into a
@@ -31,7 +37,7 @@
  * the checker catches both: the checker itself can fail.
  *
  * Seed: fixed by default and printed; VNIC_SEED=<n> replays a run.
- * Size: VNIC_RANDOM_DESCS=<n> descriptors in all (default 120000, the
+ * Size: VNIC_RANDOM_DESCS=<n> descriptors in all (default 240000, the
  * `make check` run); a long run on demand:
  *     VNIC_RANDOM_DESCS=1000000 tests/check_vring_random
  */
@@ -42,6 +48,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,15 +66,15 @@
 #include "vring.h"
 #include "vring_drv.h"
 
-#define VR_DEFAULT_DESCS 120000u
-#define VR_ROUNDS        18u     /* event_idx x guest style x device style */
+#define VR_DEFAULT_DESCS 240000u
+#define VR_ROUNDS        36u     /* event_idx x guest style x device style x pace */
 #define VR_MAX_QLOG      9u      /* queue sizes 1..512 */
 #define VR_MAX_CHAIN     16u     /* descriptors per chain */
 #define VR_SLOT          32768u  /* data bytes per request slot */
 #define VR_MAX_SPLIT     8u      /* device regions over the data area */
 #define VR_STALL_MS      5000u
 #define VR_CANARY        0xA5u
-#define VR_MSG           256
+#define VR_MSG           512
 
 enum vr_status { VR_OK, VR_STALL, VR_CONTENT, VR_PROTOCOL, VR_DEVICE, VR_TIMEOUT };
 
@@ -89,6 +96,8 @@ struct vr_cfg {
 	bool event_idx;
 	enum vr_style guest_style, dev_style;
 	unsigned nsplit;          /* device regions over the data area */
+	bool lockstep;            /* guest waits for every batch to come back */
+	bool jitter;              /* random short delays at the racy points */
 	uint64_t gpa_base;
 	uint64_t desc_target;     /* stop submitting after this many descriptors */
 	uint64_t chain_count;     /* or after exactly this many chains, if non-zero */
@@ -179,6 +188,28 @@ static uint32_t vr_expect_len(uint64_t seq, uint32_t in_len, uint32_t hash)
 	return (uint32_t)((hash ^ seq) % ((uint64_t)in_len + 1));
 }
 
+/* Now and then, wait a little (spin or yield) at a point where the other
+ * side can race us: widens the windows a missing recheck or barrier
+ * would leave open, so that such a bug shows up as a stall. */
+static void vr_jitter(const struct vr_cfg *cfg, struct vr_rng *r)
+{
+	uint32_t x;
+	struct timespec t0, t;
+
+	if (!cfg->jitter || (x = vr_below(r, 16)) > 2)
+		return;
+	if (x == 0) {
+		sched_yield();
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned i = 0, ns = vr_below(r, 20000); i < 100000; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= (long)ns)
+			break;
+	}
+}
+
 static void vr_fail(struct vr_result *res, enum vr_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -236,6 +267,7 @@ static int vr_dev_call(struct vr_dev *v)
 /* Publish what was pushed; call when the guest wants it. */
 static int vr_dev_flush(struct vr_dev *v)
 {
+	vr_jitter(v->cfg, &v->rng);
 	vring_flush(&v->vq);
 	if (vring_should_notify(&v->vq))
 		return vr_dev_call(v);
@@ -372,6 +404,52 @@ static int vr_dev_map(const struct vr_cfg *cfg, int memfd, size_t ring_bytes, si
 	return rc;
 }
 
+/*
+ * Sleep until a kick (1) or the stop request (0); -1 on failure. Only the
+ * kick eventfd ends the sleep: a poll timeout never sends us back to the
+ * ring (that would hide a lost kick). Timeouts only bound the wait and
+ * diagnose: chains published and left without a kick for stall_ms are a
+ * lost kick, and fail the round.
+ */
+static int vr_dev_sleep(struct vr_dev *v, int kick_fd, int stop_fd, uint64_t deadline)
+{
+	uint64_t pending_since = 0;
+
+	for (unsigned i = 0; i < 10000000u; i++) {
+		struct pollfd pfd[2] = {
+			{ .fd = kick_fd, .events = POLLIN },
+			{ .fd = stop_fd, .events = POLLIN },
+		};
+		int prc = poll(pfd, 2, 100);
+		uint64_t now = vr_now_ms();
+		eventfd_t val;
+
+		if (prc < 0 && errno != EINTR)
+			return vr_dev_fail(v, "poll: %s", strerror(errno));
+		if (prc > 0 && (pfd[1].revents & POLLIN)) {
+			if (vring_avail_pending(&v->vq) || v->vq.inflight)
+				return vr_dev_fail(v, "stopped with chains never kicked in the avail ring (inflight %u)",
+						   v->vq.inflight);
+			return 0;
+		}
+		if (prc > 0 && (pfd[0].revents & POLLIN)) {
+			if (eventfd_read(kick_fd, &val) == 0)
+				v->sh->wakeups++;
+			return 1;
+		}
+		if (now > deadline)
+			return vr_dev_fail(v, "device: round deadline passed while asleep");
+		if (!vring_avail_pending(&v->vq))
+			pending_since = 0;
+		else if (!pending_since)
+			pending_since = now;
+		else if (now - pending_since >= v->cfg->stall_ms)
+			return vr_dev_fail(v, "lost kick: chains waited %u ms in the avail ring "
+					   "and no kick came", v->cfg->stall_ms);
+	}
+	return vr_dev_fail(v, "device: sleep iteration bound reached");
+}
+
 /* The device main loop. Returns the process exit code. */
 static int vr_device(const struct vr_cfg *cfg, int memfd, size_t ring_bytes, size_t size,
 		     int kick_fd, int call_fd, int stop_fd, struct vr_shared *sh)
@@ -380,7 +458,7 @@ static int vr_device(const struct vr_cfg *cfg, int memfd, size_t ring_bytes, siz
 	struct memtable *mt = NULL;
 	struct vring_layout l;
 	uint64_t features = 1ull << VIRTIO_F_VERSION_1;
-	uint64_t deadline, slept_since = 0;
+	uint64_t deadline;
 	char err[160];
 	int rc = 1;
 
@@ -406,16 +484,9 @@ static int vr_device(const struct vr_cfg *cfg, int memfd, size_t ring_bytes, siz
 
 	deadline = vr_now_ms() + 120000;
 	for (uint64_t iter = 0; iter < 100000000u; iter++) {
-		struct pollfd pfd[2] = {
-			{ .fd = kick_fd, .events = POLLIN },
-			{ .fd = stop_fd, .events = POLLIN },
-		};
 		unsigned budget = 1 + vr_below(&v.rng, 64), done = 0;
-		uint64_t now = vr_now_ms();
-		eventfd_t val;
-		int prc;
 
-		if (now > deadline) {
+		if (vr_now_ms() > deadline) {
 			vr_dev_fail(&v, "device: round deadline passed");
 			goto out_unmap;
 		}
@@ -445,36 +516,18 @@ static int vr_device(const struct vr_cfg *cfg, int memfd, size_t ring_bytes, siz
 		/* Empty: enable, full barrier, recheck; sleep only if still
 		 * empty (whatever the style: with EVENT_IDX this is also what
 		 * moves avail_event up to where we are). */
+		vr_jitter(cfg, &v.rng);
 		if (vring_notify_enable(&v.vq)) {
 			sh->rechecks_hit++;
 			continue;
 		}
-		if (!slept_since)
-			slept_since = now;
-		prc = poll(pfd, 2, 100);
-		if (prc < 0 && errno != EINTR) {
-			vr_dev_fail(&v, "poll: %s", strerror(errno));
-			goto out_unmap;
-		}
-		if (prc > 0 && (pfd[1].revents & POLLIN)) {
-			if (vring_avail_pending(&v.vq) || v.vq.inflight) {
-				vr_dev_fail(&v, "stop with work pending (inflight %u)", v.vq.inflight);
-				goto out_unmap;
-			}
-			rc = 0;
-			goto out_unmap;
-		}
-		if (prc > 0 && (pfd[0].revents & POLLIN)) {
-			if (eventfd_read(kick_fd, &val) == 0)
-				sh->wakeups++;
-			slept_since = 0;
+		switch (vr_dev_sleep(&v, kick_fd, stop_fd, deadline)) {
+		case 1:
 			continue;
-		}
-		/* Timed out: fine while the guest has nothing for us; a lost
-		 * kick if chains wait and nobody told us for stall_ms. */
-		if (vr_now_ms() - slept_since >= cfg->stall_ms && vring_avail_pending(&v.vq)) {
-			vr_dev_fail(&v, "lost kick: chains were published but no kick came "
-				    "within %u ms", cfg->stall_ms);
+		case 0:
+			rc = 0;
+			/* fall through */
+		default:
 			goto out_unmap;
 		}
 	}
@@ -501,7 +554,8 @@ struct vr_req {
 struct vr_guest {
 	const struct vr_cfg *cfg;
 	struct vr_result *res;
-	struct vr_rng rng;
+	struct vr_rng rng;     /* scheduling choices: depend on timing */
+	struct vr_rng shape;   /* chain shapes: the same for a seed */
 	struct vring_drv d;
 	uint8_t *mem;          /* the guest's view of its memory */
 	size_t data_off;       /* memfd offset of request slot 0 */
@@ -510,6 +564,7 @@ struct vr_guest {
 	uint64_t seq;          /* chains submitted */
 	uint64_t returned;
 	unsigned pend_n;       /* shape drawn for the next chain, 0 = none */
+	bool lockstep_hold;    /* lockstep: batch sent, waiting for all of it */
 	bool pend_enospc_checked;
 };
 
@@ -520,6 +575,8 @@ static uint8_t *vr_gptr(const struct vr_guest *g, uint64_t gpa)
 
 static bool vr_guest_submitting(const struct vr_guest *g)
 {
+	if (g->cfg->lockstep && g->lockstep_hold)
+		return false;
 	if (g->cfg->chain_count)
 		return g->seq < g->cfg->chain_count;
 	return g->res->descs < g->cfg->desc_target;
@@ -550,7 +607,7 @@ static int vr_guest_add(struct vr_guest *g)
 	if (!vr_guest_submitting(g))
 		return 0;
 	if (!g->pend_n) {
-		g->pend_n = 1 + vr_below(&g->rng, maxn);
+		g->pend_n = 1 + vr_below(&g->shape, maxn);
 		g->pend_enospc_checked = false;
 	}
 	n = g->pend_n;
@@ -579,21 +636,21 @@ static int vr_guest_add(struct vr_guest *g)
 	r = &g->req[idx];
 	r->seq = g->seq;
 	r->n = n;
-	r->nread = vr_below(&g->rng, n + 1);
+	r->nread = vr_below(&g->shape, n + 1);
 	for (unsigned i = 0; i < n; i++) {
 		order[i] = i;
-		size[i] = vr_seg_size(&g->rng);
+		size[i] = vr_seg_size(&g->shape);
 	}
 	for (unsigned i = n - 1; i > 0; i--) { /* Fisher-Yates */
-		unsigned k = vr_below(&g->rng, i + 1), t = order[i];
+		unsigned k = vr_below(&g->shape, i + 1), t = order[i];
 
 		order[i] = order[k];
 		order[k] = t;
 	}
-	off = vr_below(&g->rng, 64);
+	off = vr_below(&g->shape, 64);
 	for (unsigned k = 0; k < n; k++) {
 		pos[order[k]] = off;
-		off += size[order[k]] + vr_below(&g->rng, 65);
+		off += size[order[k]] + vr_below(&g->shape, 65);
 	}
 	ck_assert_uint_le(off, VR_SLOT);
 
@@ -755,6 +812,8 @@ static void vr_guest_loop(struct vr_guest *g, int kick_fd, int call_fd, int dead
 				cfg->stall_ms);
 			return;
 		}
+		if (g->lockstep_hold && g->returned == g->seq)
+			g->lockstep_hold = false; /* the whole batch is back */
 		if (!vr_guest_submitting(g) && g->returned == g->seq)
 			return; /* all back */
 
@@ -768,6 +827,9 @@ static void vr_guest_loop(struct vr_guest *g, int kick_fd, int call_fd, int dead
 				break;
 		}
 		if (added) {
+			if (cfg->lockstep)
+				g->lockstep_hold = true;
+			vr_jitter(cfg, &g->rng);
 			vring_drv_publish(&g->d);
 			if (vring_drv_kick_needed(&g->d)) {
 				if (eventfd_write(kick_fd, 1) < 0) {
@@ -789,6 +851,7 @@ static void vr_guest_loop(struct vr_guest *g, int kick_fd, int call_fd, int dead
 
 		/* Nothing to add and nothing back: enable, full barrier,
 		 * recheck; sleep on the call eventfd only if still nothing. */
+		vr_jitter(cfg, &g->rng);
 		if (vring_drv_cb_enable(&g->d))
 			continue;
 		prc = poll(pfd, 2, (int)(last_progress + cfg->stall_ms > now ?
@@ -853,6 +916,7 @@ static void vr_run(const struct vr_cfg *cfg, struct vr_result *res)
 
 	memset(res, 0, sizeof(*res));
 	g.rng.s = cfg->seed;
+	g.shape.s = cfg->seed ^ 0x5AA9Eull;
 	vring_layout(cfg->num, cfg->gpa_base, &l);
 	ring_bytes = (l.total + 4095) & ~(size_t)4095;
 	g.data_off = ring_bytes;
@@ -906,15 +970,22 @@ static void vr_run(const struct vr_cfg *cfg, struct vr_result *res)
 				sh->popped, g.seq);
 		}
 	}
+	if (res->status != VR_OK && res->status != VR_DEVICE && sh->status != VR_OK) {
+		/* Both sides saw something: keep both reasons. */
+		size_t ml = strlen(res->msg);
+
+		snprintf(res->msg + ml, sizeof(res->msg) - ml, "; device: %s", sh->msg);
+	}
 	if (res->status == VR_OK && (g.nfree_req != cfg->num || g.d.num_free != cfg->num))
 		vr_fail(res, VR_PROTOCOL, "after the round: %u of %u slots and %u descriptors free",
 			g.nfree_req, cfg->num, g.d.num_free);
 
-	fprintf(stderr, "  num %3u event_idx %d guest %d device %d regions %u: %6" PRIu64
+	fprintf(stderr, "  num %3u event_idx %d guest %d device %d regions %u%s%s: %6" PRIu64
 		" chains %6" PRIu64 " descs %8" PRIu64 " bytes, %" PRIu64 " kicks %" PRIu64
 		" calls %" PRIu64 " guest sleeps %" PRIu64 " enospc, %" PRIu64 " ms: %s%s%s\n",
 		cfg->num, cfg->event_idx, cfg->guest_style, cfg->dev_style, cfg->nsplit,
-		res->chains, res->descs, res->bytes, res->kicks, sh->calls, res->wakeups,
+		cfg->lockstep ? " lockstep" : "", cfg->jitter ? " jitter" : "", res->chains,
+		res->descs, res->bytes, res->kicks, sh->calls, res->wakeups,
 		res->enospc, vr_now_ms() - t0, vr_status_name[res->status],
 		res->status ? ": " : "", res->msg);
 
@@ -965,6 +1036,8 @@ START_TEST(random_two_process_rings)
 		cfg.guest_style = (enum vr_style)((round / 2) % 3);
 		cfg.dev_style = (enum vr_style)((round / 6) % 3);
 		cfg.nsplit = 1 + vr_below(&rng, VR_MAX_SPLIT);
+		cfg.lockstep = (round / 18) % 2;
+		cfg.jitter = vr_below(&rng, 2);
 		cfg.gpa_base = 0x100000ull + (uint64_t)vr_below(&rng, 1u << 20) * 4096;
 		cfg.desc_target = (total - sent + (VR_ROUNDS - round) - 1) / (VR_ROUNDS - round);
 		fprintf(stderr, "round %u:", round);

@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,6 +569,164 @@ START_TEST(worker_g20_no_rx_buffers_no_busy_loop)
 }
 END_TEST
 
+/* G21 through the loop: the guest keeps the TX ring full for a second
+ * (a thread refills it as fast as the worker empties it, another drains
+ * the backend). RX frames still arrive promptly, and Stop is answered. */
+static volatile int flood_stop;
+static unsigned long flood_sent;
+
+static void *tx_flooder(void *arg)
+{
+	uint64_t gpa = BUF_BASE;
+
+	(void)arg;
+	/* Every chain is the same 60000-byte frame: the worker's copies are
+	 * the bottleneck, so the ring stays full. */
+	memset(tu_drv_ptr(&S.g, gpa), 0, NET_HDR_LEN + 60000);
+	while (!flood_stop) {
+		struct vring_drv_buf b = { gpa, NET_HDR_LEN + 60000, false };
+		void *c;
+		uint32_t l;
+		bool added = false;
+
+		while (vring_drv_get_used(&S.drv[1], &c, &l) == 1)
+			;
+		while (vring_drv_add(&S.drv[1], &b, 1, NULL) >= 0) {
+			added = true;
+			flood_sent++;
+		}
+		if (added) {
+			vring_drv_publish(&S.drv[1]);
+			if (vring_drv_kick_needed(&S.drv[1]))
+				kick(1);
+		}
+		/* no yield: keep the ring as full as we can */
+	}
+	return NULL;
+}
+
+static void *be_drainer(void *arg)
+{
+	static uint8_t buf[65536];
+
+	(void)arg;
+	while (!flood_stop) {
+		struct pollfd pfd = { S.be[1], POLLIN, 0 };
+
+		if (poll(&pfd, 1, 10) > 0)
+			while (recv(S.be[1], buf, sizeof(buf), MSG_DONTWAIT) > 0)
+				;
+	}
+	return NULL;
+}
+
+START_TEST(worker_g21_tx_flood_rx_and_control_responsive)
+{
+	struct stats_queue_snapshot tx;
+	pthread_t t1, t2;
+	struct timespec t0;
+	int worst = 0, status;
+
+	sim_init(F_V1 | F_MRG);
+	{
+		/* A deep backend, so that backpressure (EAGAIN) does not do the
+		 * budget's job of yielding. */
+		int big = 32 << 20;
+
+		(void)setsockopt(S.be[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+		(void)setsockopt(S.be[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	}
+	start_worker();
+	for (unsigned i = 0; i < 64; i++) {
+		struct vring_drv_buf b = { BUF_BASE + 0x400000 + i * 4096ull, 4096, true };
+
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, (void *)(uintptr_t)b.gpa), 0);
+	}
+	vring_drv_publish(&S.drv[0]);
+	kick(0);
+	flood_stop = 0;
+	ck_assert_int_eq(pthread_create(&t1, NULL, tx_flooder, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t2, NULL, be_drainer, NULL), 0);
+	usleep(200000);
+	for (unsigned i = 0; i < 40; i++) {
+		void *c;
+		uint32_t l;
+		int r, ms;
+
+		fill(frame, 200, i);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ck_assert_int_eq(send(S.be[1], frame, 200, 0), 200);
+		while ((r = vring_drv_get_used(&S.drv[0], &c, &l)) == 0) {
+			ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX starved by the TX flood");
+			usleep(100);
+		}
+		ms = ms_since(&t0);
+		worst = ms > worst ? ms : worst;
+		ck_assert_uint_eq(l, NET_HDR_LEN + 200);
+		{
+			struct vring_drv_buf b = { (uint64_t)(uintptr_t)c, 4096, true };
+
+			ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, c), 0);
+			vring_drv_publish(&S.drv[0]);
+			if (vring_drv_kick_needed(&S.drv[0]))
+				kick(0);
+		}
+		usleep(10000);
+	}
+	/* The control channel answers under the flood. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	fprintf(stderr, "g21: worst RX latency %d ms, Stop answered in %d ms, %lu TX chains\n",
+		worst, ms_since(&t0), flood_sent);
+	ck_assert_int_lt(ms_since(&t0), 1000);
+	flood_stop = 1;
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	stats_queue_read(&S.st->q[1], &tx);
+	ck_assert_uint_gt(tx.packets, 1000); /* the flood was real */
+	ck_assert_int_lt(worst, 500);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
+/* L6/G22: chains posted before Start, with no kick at all (as after a
+ * worker restart, where the dead worker consumed the kicks), are served
+ * at Start; before Start nothing is consumed. */
+START_TEST(worker_l6_posted_before_start_served_without_kick)
+{
+	struct timespec t0;
+	unsigned recvd = 0;
+	int status;
+
+	sim_init(F_V1);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	for (unsigned i = 0; i < 5; i++)
+		tx_post(i, 100, BUF_BASE + i * 4096ull);
+	vring_drv_publish(&S.drv[1]);
+	usleep(100000);
+	ck_assert_int_eq(recv(S.be[1], got, sizeof(got), MSG_DONTWAIT), -1);
+	ck_assert_uint_eq(le16toh(S.drv[1].used->idx), 0);
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_START);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (recvd < 5) {
+		ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "chains posted before Start not served");
+		if (recv(S.be[1], got, sizeof(got), MSG_DONTWAIT) == 100)
+			recvd++;
+		else
+			usleep(500);
+	}
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
 /* A Config the worker cannot serve: Error, exit 1. */
 START_TEST(worker_bad_config_error_exit)
 {
@@ -706,6 +866,8 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_traffic_stats_and_stop);
 	tcase_add_test(tc, worker_g3_broken_tx_reported_rx_alive);
 	tcase_add_test(tc, worker_g20_no_rx_buffers_no_busy_loop);
+	tcase_add_test(tc, worker_g21_tx_flood_rx_and_control_responsive);
+	tcase_add_test(tc, worker_l6_posted_before_start_served_without_kick);
 	tcase_add_test(tc, worker_bad_config_error_exit);
 	tcase_add_test(tc, worker_unexpected_message_exit);
 	tcase_add_test(tc, worker_supervisor_eof_exits);

@@ -28,6 +28,14 @@ tests_check_fdpass_LDADD = libvnicproto.la $(TEST_LIBS)
 $(tests_check_wire_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_wire tests/check_fdpass
 
+# sandbox/: seccomp policy, privilege drop (TESTPLAN S1, S2). Parts need root.
+check_PROGRAMS += tests/check_sandbox
+tests_check_sandbox_SOURCES = tests/check_sandbox.c
+tests_check_sandbox_CFLAGS = $(TEST_CFLAGS) $(LIBEVENT_CFLAGS) $(SECCOMP_CFLAGS)
+tests_check_sandbox_LDADD = libvnicsandbox.la $(LIBEVENT_LIBS) $(TEST_LIBS)
+TESTS += tests/check_sandbox
+EXTRA_DIST += tests/sandbox-policy.golden
+
 # workers/: the data path engine alone (check_net) and the real worker
 # process (check_worker).
 check_PROGRAMS += tests/check_net
@@ -38,23 +46,15 @@ TESTS += tests/check_net
 check_PROGRAMS += tests/check_worker
 tests_check_worker_SOURCES = tests/check_worker.c tests/testutil.c tests/testutil.h
 tests_check_worker_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_check_worker_LDADD = libvnicproto.la libvnicshm.la $(TEST_LIBS)
+tests_check_worker_LDADD = libvnicproto.la libvnicshm.la $(TEST_LIBS) -lpthread
 $(tests_check_worker_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h workers/vnicd-worker
 TESTS += tests/check_worker
-
-# sandbox/: seccomp policy, privilege drop (TESTPLAN S1, S2). Parts need root.
-check_PROGRAMS += tests/check_sandbox
-tests_check_sandbox_SOURCES = tests/check_sandbox.c
-tests_check_sandbox_CFLAGS = $(TEST_CFLAGS) $(LIBEVENT_CFLAGS) $(SECCOMP_CFLAGS)
-tests_check_sandbox_LDADD = libvnicsandbox.la $(LIBEVENT_LIBS) $(TEST_LIBS)
-TESTS += tests/check_sandbox
-EXTRA_DIST += tests/sandbox-policy.golden
 
 # Supervisor, libvnic and vnicctl: against real vnicd processes.
 check_PROGRAMS += tests/check_addnic tests/check_supervisor
 tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h
 tests_check_addnic_CFLAGS = $(TEST_CFLAGS)
-tests_check_addnic_LDADD = libvnic.la $(TEST_LIBS)
+tests_check_addnic_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
 tests_check_supervisor_SOURCES = tests/check_supervisor.c tests/suptest.c tests/suptest.h
 tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(top_srcdir)/supervisor
 tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)

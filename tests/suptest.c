@@ -59,7 +59,7 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...)
 	chmod(v->dir, 0755);
 	snprintf(v->sock, sizeof(v->sock), "%s/control.sock", v->dir);
 	snprintf(v->log, sizeof(v->log), "%s/vnicd.log", v->dir);
-	st_build_path("vnicd", bin, sizeof(bin));
+	st_build_path("supervisor/vnicd", bin, sizeof(bin));
 	argv[argc++] = bin;
 	argv[argc++] = "--foreground";
 	argv[argc++] = "--socket";

@@ -250,20 +250,31 @@ static int ring_device(struct ring_env *e)
 		}
 		if (done == RING_DEV_BUDGET)
 			continue;
-		/* Empty: enable kicks, full barrier, recheck, then sleep. */
+		/* Empty: enable kicks, full barrier, recheck, then sleep until
+		 * a kick or stop; a timeout only bounds the wait (going back to
+		 * the ring on a timeout would hide a lost kick). */
 		if (vring_notify_enable(&vq))
 			continue;
-		prc = poll(pfd, 2, 100);
-		if (prc < 0 && errno != EINTR) {
-			ring_dev_fail(sh, "poll: %s", strerror(errno));
-			goto out_unmap;
+		for (;;) {
+			prc = poll(pfd, 2, 100);
+			if (prc < 0 && errno != EINTR) {
+				ring_dev_fail(sh, "poll: %s", strerror(errno));
+				goto out_unmap;
+			}
+			if (prc > 0 && (pfd[1].revents & POLLIN)) {
+				rc = 0;
+				goto out_unmap;
+			}
+			if (prc > 0 && (pfd[0].revents & POLLIN)) {
+				if (eventfd_read(e->kick_fd, &val) == 0)
+					sh->wakeups++;
+				break;
+			}
+			if (bench_now_ns() > deadline) {
+				ring_dev_fail(sh, "device deadline passed while asleep");
+				goto out_unmap;
+			}
 		}
-		if (prc > 0 && (pfd[1].revents & POLLIN)) {
-			rc = 0;
-			goto out_unmap;
-		}
-		if (prc > 0 && (pfd[0].revents & POLLIN) && eventfd_read(e->kick_fd, &val) == 0)
-			sh->wakeups++;
 	}
 	ring_dev_fail(sh, "device iteration bound reached");
 out_unmap:
@@ -390,9 +401,15 @@ static int ring_guest(struct ring_env *e, struct ring_sample *out)
 		 * sleep on the call eventfd only if still nothing. */
 		if (vring_drv_cb_enable(&d))
 			continue;
-		prc = poll(&p, 1, 100);
+		prc = poll(&p, 1, (int)(RING_STALL_NS / 1000000));
 		if (prc < 0 && errno != EINTR) {
 			ring_err(e, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (prc == 0) {
+			ring_err(e, "%s: no call for %.1f s with %u buffers out",
+				 vring_drv_used_pending(&d) ? "lost wakeup" : "device stalled",
+				 (double)RING_STALL_NS / 1e9, inflight);
 			goto out;
 		}
 		if (prc > 0)
@@ -596,14 +613,14 @@ int bench_ring_main(int argc, char **argv)
 		case 'h':
 			bench_ring_usage(stdout);
 			return 0;
-		default:
-			bench_ring_usage(stderr);
+		default: /* getopt said what was wrong */
+			fprintf(stderr, "try vnic-bench ring --help\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "vnic-bench ring: unexpected argument '%s'\n", argv[optind]);
-		bench_ring_usage(stderr);
+		fprintf(stderr, "vnic-bench ring: unexpected argument '%s' (try vnic-bench ring --help)\n",
+			argv[optind]);
 		return 2;
 	}
 
@@ -639,9 +656,8 @@ int bench_ring_main(int argc, char **argv)
 	return 0;
 
 bad:
-	fprintf(stderr, "vnic-bench ring: bad value for --%s: '%s'\n",
+	fprintf(stderr, "vnic-bench ring: bad value for --%s: '%s' (try vnic-bench ring --help)\n",
 		opt == 'r' ? "runs" : opt == 's' ? "seconds" : opt == 'z' ? "sizes" : "queue",
 		optarg);
-	bench_ring_usage(stderr);
 	return 2;
 }

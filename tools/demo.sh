@@ -7,7 +7,11 @@
 # host -> guest, prints vnicctl status while the NICs exist, and takes it
 # all down again. Without root or /dev/net/tun it uses the socket backend.
 set -euo pipefail
-build=${1:?usage: $0 BUILD_DIR}
+if [ $# -ne 1 ]; then
+	echo "usage: $0 BUILD_DIR" >&2
+	exit 2
+fi
+build=$1
 
 find_bin() { # find_bin REL... : the first executable $build/REL
 	local rel

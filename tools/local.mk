@@ -6,10 +6,10 @@ tools_vnic_bench_LDADD = libvnicshm.la -lm
 EXTRA_DIST += tools/demo.sh
 
 # vnicctl: status of every NIC (table, --json, --watch), over libvnic.
-bin_PROGRAMS += vnicctl
-vnicctl_SOURCES = tools/vnicctl.c
-vnicctl_CPPFLAGS = $(AM_CPPFLAGS)
-vnicctl_LDADD = libvnic.la
+# In the build tree at $(builddir)/tools/vnicctl, beside vnic-bench.
+bin_PROGRAMS += tools/vnicctl
+tools_vnicctl_SOURCES = tools/vnicctl.c
+tools_vnicctl_LDADD = libvnic.la
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
 tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \

@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 	/* 2. Config and exactly its fds (wire checks the count per type). */
 	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
 	if (r < 0) {
-		if (r != -EPIPE)
+		if (r != -EPIPE && r != -ECONNRESET)
 			worker_send_error(w, -r, werr.msg);
 		fprintf(stderr, "vnicd-worker %s: no Config: %s\n", w->nic_id, werr.msg);
 		return 1;

@@ -99,8 +99,11 @@ struct net_dev *net_dev_free(struct net_dev *d)
 {
 	if (!d)
 		return NULL;
-	for (unsigned i = 0; i < 2 * d->npairs; i++)
+	for (unsigned i = 0; i < 2 * d->npairs; i++) {
 		free(d->q[i].hold);
+		free(d->q[i].done_head);
+		free(d->q[i].done_len);
+	}
 	free(d);
 	return NULL;
 }
@@ -129,6 +132,15 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 	if (!q->tx && d->backend == NET_BACKEND_TAP) {
 		q->hold = malloc(NET_HDR_LEN + NET_MAX_FRAME);
 		if (!q->hold) {
+			net_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	/* A run fills at most num heads before it pushes them. */
+	if (!q->tx) {
+		q->done_head = calloc(num, sizeof(*q->done_head));
+		q->done_len = calloc(num, sizeof(*q->done_len));
+		if (!q->done_head || !q->done_len) {
 			net_err(err, errlen, "out of memory");
 			return -ENOMEM;
 		}

@@ -159,6 +159,10 @@ struct net_queue {
 	 * guest buffers available (MRG_RXBUF); delivered first next time. */
 	uint8_t *hold;                /* NET_HDR_LEN + NET_MAX_FRAME bytes */
 	size_t hold_len;              /* 0: nothing held */
+	/* RX: heads filled in this run, pushed at its end (num entries). */
+	uint16_t *done_head;
+	uint32_t *done_len;
+	unsigned ndone;
 	/* Rate limit for guest-triggered log lines. */
 	uint64_t log_window;
 	unsigned log_count;

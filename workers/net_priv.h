@@ -22,8 +22,13 @@ struct net_dev {
 	struct vring_chain chain;
 	struct iovec iov[VRING_CHAIN_MAX_IOV];   /* RX: the buffers of every head */
 	struct iovec iov2[VRING_CHAIN_MAX_IOV];  /* TX frame / RX socket payload */
-	uint16_t heads[VRING_CHAIN_MAX_IOV];     /* RX heads popped for one frame */
-	uint32_t head_cap[VRING_CHAIN_MAX_IOV];  /* their writable bytes */
+	/* RX: heads popped and not yet used, held across the frames of one
+	 * run (net_rx.c); their iovecs are d->iov[0 .. rx_niov). */
+	uint16_t heads[VRING_CHAIN_MAX_IOV];
+	uint32_t head_cap[VRING_CHAIN_MAX_IOV];  /* writable bytes */
+	uint16_t head_niov[VRING_CHAIN_MAX_IOV]; /* iovecs of each */
+	unsigned rx_nheads, rx_niov;
+	uint64_t rx_cap;
 };
 
 static inline bool net_has(const struct net_dev *d, unsigned bit)

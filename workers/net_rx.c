@@ -10,10 +10,15 @@
  * (vring_unpop). With MRG_RXBUF one frame may take many heads (spec
  * 5.1.6.4); without it one chain must hold the whole frame.
  *
- * When the ring holds less than the largest frame, we learn this frame's
- * size first: a socket is peeked (MSG_PEEK | MSG_TRUNC); a tap cannot be,
- * so its frame is read into the queue's hold buffer and copied in once the
- * guest has room. A frame that cannot fit even then is dropped.
+ * Without MRG_RXBUF a frame is read straight into its one chain, and
+ * dropped if it was longer. With MRG_RXBUF, when the ring holds less than
+ * the largest frame, we learn this frame's size first: a socket is peeked
+ * (MSG_PEEK | MSG_TRUNC); a tap cannot be, so its frame is read into the
+ * queue's hold buffer and copied in once the guest has room. A frame that
+ * cannot fit even then is dropped.
+ *
+ * Heads are held across the frames of one run and pushed at its end (see
+ * net_rx_collect), so the buffers of a run are popped once.
  */
 #include "config.h"
 
@@ -27,34 +32,34 @@
 #include "iov.h"
 #include "workers/net_priv.h"
 
-/* The guest buffers popped for one frame. */
-struct net_rx_bufs {
-	unsigned nheads;
-	unsigned niov;
-	uint64_t cap;  /* writable bytes of all heads */
-	bool limit;    /* stopped by a limit, not by an empty ring: more
-			* guest buffers would not help */
-};
+/*
+ * Heads are popped until they cover the largest frame and held across the
+ * frames of one run: a 60-byte frame in 4 KiB buffers takes one head and
+ * leaves the other 16 for the next frame, instead of popping 17 each time.
+ * Filled heads are recorded in q->done and pushed at the end of the run,
+ * after the held ones are given back (vring_unpop takes the last chains
+ * popped since the last push, so no push may come between).
+ */
 
 /*
- * net_rx_collect - pop heads into d->heads/d->iov until their capacity
- * reaches need, the ring is empty, or a limit is hit (one head without
- * MRG_RXBUF; VRING_CHAIN_MAX_IOV iovecs in all, G19).
- * Returns: 0, or -EIO when the queue is (now) broken.
+ * net_rx_collect - pop heads onto the held set until its capacity reaches
+ * need, the ring is empty, or a limit is hit (one head without MRG_RXBUF;
+ * VRING_CHAIN_MAX_IOV iovecs in all, G19).
+ * Returns: 0 (*ret_limit: stopped by a limit, more guest buffers would
+ * not help), or -EIO when the queue is (now) broken.
  */
-static int net_rx_collect(struct net_dev *d, struct net_queue *q, uint64_t need,
-			  struct net_rx_bufs *b)
+static int net_rx_collect(struct net_dev *d, struct net_queue *q, uint64_t need, bool *ret_limit)
 {
 	struct vring_chain *c = &d->chain;
 	bool mrg = net_has(d, VIRTIO_NET_F_MRG_RXBUF);
 
-	memset(b, 0, sizeof(*b));
-	while (b->cap < need) {
+	*ret_limit = false;
+	while (d->rx_cap < need) {
 		uint64_t cap;
 		int r;
 
-		if ((!mrg && b->nheads == 1) || b->nheads == VRING_CHAIN_MAX_IOV) {
-			b->limit = true;
+		if ((!mrg && d->rx_nheads == 1) || d->rx_nheads == VRING_CHAIN_MAX_IOV) {
+			*ret_limit = true;
 			break;
 		}
 		r = vring_pop(&q->vq, c);
@@ -78,60 +83,89 @@ static int net_rx_collect(struct net_dev *d, struct net_queue *q, uint64_t need,
 					  (unsigned long long)cap, NET_HDR_LEN);
 			return -EIO;
 		}
-		if (b->niov + c->nin > VRING_CHAIN_MAX_IOV) {
+		if (d->rx_niov + c->nin > VRING_CHAIN_MAX_IOV) {
 			vring_unpop(&q->vq, 1);
-			b->limit = true;
+			*ret_limit = true;
 			break;
 		}
-		memcpy(&d->iov[b->niov], c->iov, c->nin * sizeof(c->iov[0]));
-		d->heads[b->nheads] = c->head;
-		d->head_cap[b->nheads] = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
-		b->nheads++;
-		b->niov += c->nin;
-		b->cap += cap;
+		if (cap > UINT32_MAX)
+			cap = UINT32_MAX; /* more than any frame needs */
+		memcpy(&d->iov[d->rx_niov], c->iov, c->nin * sizeof(c->iov[0]));
+		d->heads[d->rx_nheads] = c->head;
+		d->head_cap[d->rx_nheads] = (uint32_t)cap;
+		d->head_niov[d->rx_nheads] = (uint16_t)c->nin;
+		d->rx_nheads++;
+		d->rx_niov += c->nin;
+		d->rx_cap += cap;
 	}
 	return 0;
 }
 
-/* net_rx_deliver - total bytes (header included) are in the buffers: set
- * num_buffers, give back the heads not needed, push the rest. */
-static void net_rx_deliver(struct net_dev *d, struct net_queue *q, const struct net_rx_bufs *b,
-			   size_t total)
+/* net_rx_deliver - total bytes (header included) are in the first held
+ * heads: set num_buffers, record those heads as done, drop them from the
+ * held set. */
+static void net_rx_deliver(struct net_dev *d, struct net_queue *q, size_t total)
 {
-	unsigned used = 0;
+	unsigned used = 0, niov = 0;
 	size_t left = total;
+	uint64_t cap = 0;
 	uint16_t nb;
 
-	while (left > 0 && used < b->nheads) {
-		left -= left < d->head_cap[used] ? left : d->head_cap[used];
-		used++;
-	}
 	/* Spec 5.1.6.4: num_buffers is the number of heads the frame took
 	 * (1 without MRG_RXBUF). Inside the first head: its capacity is at
 	 * least NET_HDR_LEN (net_rx_collect). */
+	while (left > 0 && used < d->rx_nheads) {
+		left -= left < d->head_cap[used] ? left : d->head_cap[used];
+		used++;
+	}
 	nb = htole16((uint16_t)used);
-	iov_from_buf(d->iov, b->niov, offsetof(struct virtio_net_hdr_v1, num_buffers), &nb,
+	iov_from_buf(d->iov, d->rx_niov, offsetof(struct virtio_net_hdr_v1, num_buffers), &nb,
 		     sizeof(nb));
-	/* Unpop before pushing: vring_unpop gives back the last chains
-	 * popped since the last push. */
-	vring_unpop(&q->vq, (uint16_t)(b->nheads - used));
 	left = total;
 	for (unsigned i = 0; i < used; i++) {
 		uint32_t len = left < d->head_cap[i] ? (uint32_t)left : d->head_cap[i];
 
-		vring_push(&q->vq, d->heads[i], len);
+		/* At most num: each held head is in flight, and vring_pop
+		 * never lets more than num be (G5); the test is a guard. */
+		if (q->ndone < q->vq.num) {
+			q->done_head[q->ndone] = d->heads[i];
+			q->done_len[q->ndone] = len;
+			q->ndone++;
+		}
 		left -= len;
+		niov += d->head_niov[i];
+		cap += d->head_cap[i];
 	}
-	q->pushed += used;
+	d->rx_nheads -= used;
+	d->rx_niov -= niov;
+	d->rx_cap -= cap;
+	memmove(d->heads, d->heads + used, d->rx_nheads * sizeof(d->heads[0]));
+	memmove(d->head_cap, d->head_cap + used, d->rx_nheads * sizeof(d->head_cap[0]));
+	memmove(d->head_niov, d->head_niov + used, d->rx_nheads * sizeof(d->head_niov[0]));
+	memmove(d->iov, d->iov + niov, d->rx_niov * sizeof(d->iov[0]));
 	stats_add(&q->st->packets, 1);
 	stats_add(&q->st->bytes, total - NET_HDR_LEN);
+}
+
+/* net_rx_commit - end of a run: give back the held heads, then push the
+ * filled ones in order (the used entries are not visible before
+ * net_flush). */
+static void net_rx_commit(struct net_dev *d, struct net_queue *q)
+{
+	vring_unpop(&q->vq, (uint16_t)d->rx_nheads);
+	d->rx_nheads = 0;
+	d->rx_niov = 0;
+	d->rx_cap = 0;
+	for (unsigned i = 0; i < q->ndone; i++)
+		vring_push(&q->vq, q->done_head[i], q->done_len[i]);
+	q->pushed += q->ndone;
+	q->ndone = 0;
 }
 
 /* net_rx_socket_read - receive one datagram into the buffers after the
  * header. Returns: frame bytes, 0 when empty (EAGAIN), -EMSGSIZE when the
  * frame was longer than the buffers (consumed), -EPIPE on EOF or error. */
-static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q,
-				  const struct net_rx_bufs *b)
+static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q)
 {
 	struct msghdr msg = { 0 };
 	size_t got;
@@ -139,8 +173,8 @@ static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q,
 
 	msg.msg_iov = d->iov2;
 	/* At most NET_MAX_FRAME: a longer datagram shows MSG_TRUNC (G12). */
-	msg.msg_iovlen = iov_slice(d->iov, b->niov, NET_HDR_LEN,
-				   (b->cap < NET_HDR_LEN + NET_MAX_FRAME ? b->cap
+	msg.msg_iovlen = iov_slice(d->iov, d->rx_niov, NET_HDR_LEN,
+				   (d->rx_cap < NET_HDR_LEN + NET_MAX_FRAME ? d->rx_cap
 				    : NET_HDR_LEN + NET_MAX_FRAME) - NET_HDR_LEN,
 				   d->iov2, VRING_CHAIN_MAX_IOV, &got);
 	r = recvmsg(net_pair_fd(d, q), &msg, MSG_DONTWAIT);
@@ -166,43 +200,55 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 {
 	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
 	int fd = net_pair_fd(d, q);
-	struct net_rx_bufs b;
+	bool limit;
 	size_t total;
 	ssize_t r;
 
-	if (net_rx_collect(d, q, q->hold_len ? q->hold_len : full, &b) < 0)
+	if (net_rx_collect(d, q, q->hold_len ? q->hold_len : full, &limit) < 0)
 		return -EIO;
 	*ret_seen = q->vq.last_avail_idx;
-	if (b.nheads == 0)
+	if (d->rx_nheads == 0)
 		return -ENOBUFS; /* G20: ring empty */
 
-	if (!q->hold_len && b.cap >= full) {
-		/* Fast path: room for any frame; read straight in. */
+	/* Read straight into the buffers when they hold any frame, or
+	 * without MRG_RXBUF, where a frame that does not fit its one chain
+	 * is dropped anyway (the kernel tells: a tap returns the untruncated
+	 * length, a socket sets MSG_TRUNC). */
+	if (!q->hold_len && (d->rx_cap >= full || !net_has(d, VIRTIO_NET_F_MRG_RXBUF))) {
 		if (d->backend == NET_BACKEND_TAP) {
-			/* At most the largest frame, wherever the buffers end. */
-			unsigned n = iov_slice(d->iov, b.niov, 0, NET_HDR_LEN + NET_MAX_FRAME,
-					       d->iov2, VRING_CHAIN_MAX_IOV, NULL);
+			/* At most the largest frame, wherever the buffers end;
+			 * below that, one byte of the hold buffer shows a
+			 * frame longer than the buffers (a tap also returns
+			 * the untruncated length, but we do not rely on it). */
+			uint64_t lim = d->rx_cap < full ? d->rx_cap : full;
+			unsigned n = iov_slice(d->iov, d->rx_niov, 0, lim, d->iov2,
+					       VRING_CHAIN_MAX_IOV - 1, NULL);
 
+			if (lim < full) {
+				d->iov2[n].iov_base = q->hold;
+				d->iov2[n].iov_len = 1;
+				n++;
+			}
 			r = readv(fd, d->iov2, (int)n);
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				r = 0;
 			else if (r < 0)
 				r = -EPIPE;
-			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > full)
-				r = -EMSGSIZE; /* a tap reports the untruncated length */
+			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > lim)
+				r = -EMSGSIZE;
 		} else {
-			r = net_rx_socket_read(d, q, &b);
+			r = net_rx_socket_read(d, q);
 			if (r > 0) {
 				static const struct virtio_net_hdr_v1 zero;
 
-				iov_from_buf(d->iov, b.niov, 0, &zero, NET_HDR_LEN);
+				iov_from_buf(d->iov, d->rx_niov, 0, &zero, NET_HDR_LEN);
 				r += NET_HDR_LEN;
 			}
 		}
 		goto done;
 	}
 
-	/* Low on buffers: learn this frame's size first. */
+	/* MRG_RXBUF, low on buffers: learn this frame's size first. */
 	if (d->backend == NET_BACKEND_TAP) {
 		if (!q->hold_len) {
 			r = read(fd, q->hold, full);
@@ -233,25 +279,25 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 		}
 		total = (size_t)r + NET_HDR_LEN;
 	}
-	if (total <= b.cap && total <= full) {
+	if (total <= d->rx_cap && total <= full) {
 		if (d->backend == NET_BACKEND_TAP) {
-			iov_from_buf(d->iov, b.niov, 0, q->hold, q->hold_len);
+			iov_from_buf(d->iov, d->rx_niov, 0, q->hold, q->hold_len);
 			q->hold_len = 0;
 			r = (ssize_t)total;
 		} else {
-			r = net_rx_socket_read(d, q, &b);
+			r = net_rx_socket_read(d, q);
 			if (r > 0) {
 				static const struct virtio_net_hdr_v1 zero;
 
-				iov_from_buf(d->iov, b.niov, 0, &zero, NET_HDR_LEN);
+				iov_from_buf(d->iov, d->rx_niov, 0, &zero, NET_HDR_LEN);
 				r += NET_HDR_LEN;
 			}
 		}
 		goto done;
 	}
-	if (total <= full && net_has(d, VIRTIO_NET_F_MRG_RXBUF) && !b.limit) {
-		/* G19: wait for the guest to add buffers. */
-		vring_unpop(&q->vq, (uint16_t)b.nheads);
+	if (total <= full && net_has(d, VIRTIO_NET_F_MRG_RXBUF) && !limit) {
+		/* G19: wait for the guest to add buffers (the held ones
+		 * are given back at the end of the run). */
 		return -ENOBUFS;
 	}
 	/* G18: the frame cannot fit (one chain without MRG_RXBUF, or the
@@ -264,7 +310,7 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 
 done:
 	if (r <= 0) {
-		vring_unpop(&q->vq, (uint16_t)b.nheads);
+		/* Nothing written that counts: the held heads stay held. */
 		if (r == 0)
 			return 0;
 		if (r == -EPIPE) {
@@ -274,7 +320,7 @@ done:
 		net_drop(d, q, "frame larger than the RX buffers");
 		return 1;
 	}
-	net_rx_deliver(d, q, &b, (size_t)r);
+	net_rx_deliver(d, q, (size_t)r);
 	*bytes += (size_t)r;
 	return 1;
 }
@@ -316,6 +362,7 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 			break;
 		}
 		if (r == -EIO) {
+			net_rx_commit(d, q); /* pushes nothing on a broken ring */
 			net_flush(d, q);
 			return net_report_broken(d, q);
 		}
@@ -331,6 +378,7 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 		}
 		vring_notify_disable(&q->vq);
 	}
+	net_rx_commit(d, q);
 	net_flush(d, q);
 	return ret;
 }

@@ -293,8 +293,9 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 
 		if (r == -EAGAIN)
 			return;
-		if (r == -EPIPE) {
-			/* The supervisor is gone: nobody to serve. */
+		if (r == -EPIPE || r == -ECONNRESET) {
+			/* The supervisor is gone (ECONNRESET: it closed with
+			 * our messages unread): nobody to serve. */
 			fprintf(stderr, "vnicd-worker %s: supervisor closed the channel; exiting\n",
 				w->nic_id);
 			w->exit_code = 0;
