@@ -37,10 +37,10 @@ e2e_find() {
 }
 
 : "${VNIC_TOP_BUILDDIR:?VNIC_TOP_BUILDDIR is not set: run through make check}"
-e2e_find VNICD vnicd supervisor/vnicd
+e2e_find VNICD supervisor/vnicd vnicd
 e2e_find VNICD_WORKER workers/vnicd-worker vnicd-worker
 e2e_find VNIC_BENCH tools/vnic-bench vnic-bench
-e2e_find VNICCTL vnicctl tools/vnicctl
+e2e_find VNICCTL tools/vnicctl vnicctl
 
 E2E_TMP=$(mktemp -d "${TMPDIR:-/tmp}/vnic-e2e.XXXXXX") || e2e_die "mktemp"
 E2E_SOCK=$E2E_TMP/control.sock

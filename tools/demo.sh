@@ -24,10 +24,10 @@ find_bin() { # find_bin REL... : the first executable $build/REL
 	echo "demo: none of $* in $build: build first (./quickstart demo)" >&2
 	return 1
 }
-vnicd=$(find_bin vnicd supervisor/vnicd)
+vnicd=$(find_bin supervisor/vnicd vnicd)
 worker=$(find_bin workers/vnicd-worker vnicd-worker)
 bench=$(find_bin tools/vnic-bench vnic-bench)
-vnicctl=$(find_bin vnicctl tools/vnicctl)
+vnicctl=$(find_bin tools/vnicctl vnicctl)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnicd-demo.XXXXXX")
 sock=$tmp/control.sock
