@@ -119,6 +119,13 @@ struct tr_run {
 	uint32_t mtu;
 	const char *expect_json, *before_remove;
 	uint64_t t0, inject_ns;
+	/* hostile: the victim gets its looping chain at inject_at, half-way
+	 * through, so the other NIC's rate before and after can be compared. */
+	struct tr_nic *victim;
+	bool victim_self, injected;
+	uint64_t inject_at;
+	uint64_t recv_at_inject;    /* the other NIC's frames, both directions */
+	double victim_cpu_at_inject;
 	unsigned failures;
 	int nic_errors;             /* events for NICs that should be fine */
 };
@@ -837,6 +844,8 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 	return t;
 }
 
+static void tr_inject_loop(struct tr_nic *n, bool self);
+
 /* Run until every sender is done and every frame is in, a stall, or a
  * failure. Every wait is bounded: poll at most 10 ms, the whole loop at
  * most seconds + TR_DRAIN_NS after the last progress. */
@@ -853,6 +862,13 @@ static void tr_loop(struct tr_run *r)
 
 		if (r->failures)
 			return;
+		if (r->victim && !r->injected && now >= r->inject_at) {
+			r->recv_at_inject = tr_total_recv(r);
+			r->victim_cpu_at_inject = tr_cpu_seconds(r->victim->pid);
+			r->inject_ns = now;
+			tr_inject_loop(r->victim, r->victim_self);
+			r->injected = true;
+		}
 		for (unsigned i = 0; i < r->nnics; i++) {
 			struct tr_nic *n = &r->nics[i];
 
@@ -1370,8 +1386,10 @@ void bench_hostile_usage(FILE *f)
 		"  that loops (loop: two descriptors pointing at each other; selfloop:\n"
 		"  one zero-length descriptor pointing at itself) and kicks. Passes when\n"
 		"  vnicd reports QUEUE_NEEDS_RESET for the victim within %.0f s, the\n"
-		"  victim's tx0 shows broken with a reason, and the other NIC's frames\n"
-		"  keep flowing, all checked (TESTPLAN G1, L10).\n",
+		"  victim's tx0 shows broken with a reason, its worker does not spin,\n"
+		"  and the other NIC's frames keep flowing (at least a quarter of the\n"
+		"  rate before the break), all checked (TESTPLAN G1, L10, L11). The\n"
+		"  chain is posted half-way through --seconds (default 3).\n",
 		TR_RESET_BOUND_NS / TR_NS);
 }
 
@@ -1461,9 +1479,12 @@ int bench_hostile_main(int argc, char **argv)
 		on->f[d].limit = UINT64_MAX;
 	}
 	r.t0 = bench_now_ns();
-	r.inject_ns = r.t0;
-	tr_inject_loop(vn, self);
+	r.victim = vn;
+	r.victim_self = self;
+	r.inject_at = r.t0 + (uint64_t)(r.seconds * TR_NS / 2);
 	tr_loop(&r);
+	if (!r.injected)
+		tr_fail(&r, "the run ended before the looping chain was posted");
 	if (!vn->needs_reset) {
 		/* Give a late event its last chance (bounded) before failing. */
 		uint64_t end = r.inject_ns + TR_RESET_BOUND_NS;
@@ -1491,6 +1512,36 @@ int bench_hostile_main(int argc, char **argv)
 			if (on->f[d].recv <= on->f[d].recv_at_reset)
 				tr_fail(&r, "nic %u %s: no frame arrived after the victim broke",
 					on->idx, d == FRAMES_G2H ? "g2h" : "h2g");
+	}
+	if (r.injected && vn->needs_reset) {
+		/* Blast radius (TESTPLAN L11): the other NIC's frame rate after
+		 * the break against before it. Loose (a quarter) because the
+		 * two cores are shared with everything else; a victim that
+		 * spins is caught by the CPU check below. */
+		uint64_t end = 0, after = 0;
+		double before_rate, after_rate, cpu;
+
+		for (unsigned d = 0; d < 2; d++) {
+			after += on->f[d].recv - on->f[d].recv_at_reset;
+			if (on->f[d].last_ns > end)
+				end = on->f[d].last_ns;
+		}
+		before_rate = r.recv_at_inject / ((r.inject_ns - r.t0) / TR_NS);
+		after_rate = end > vn->reset_ns ? after / ((end - vn->reset_ns) / TR_NS) : 0;
+		printf("  nic %u: %.0f frames/s before the break, %.0f after\n", on->idx, before_rate,
+		       after_rate);
+		if (after_rate < before_rate / 4)
+			tr_fail(&r, "nic %u slowed from %.0f to %.0f frames/s when nic %u broke",
+				on->idx, before_rate, after_rate, vn->idx);
+		/* G1: no CPU spin. The broken queue consumes nothing more. */
+		cpu = tr_cpu_seconds(vn->pid);
+		if (cpu >= 0 && r.victim_cpu_at_inject >= 0) {
+			printf("  victim worker CPU since the loop was posted: %.2f s\n",
+			       cpu - r.victim_cpu_at_inject);
+			if (cpu - r.victim_cpu_at_inject > 0.3)
+				tr_fail(&r, "victim worker used %.2f s of CPU after its queue broke",
+					cpu - r.victim_cpu_at_inject);
+		}
 	}
 	tr_report(&r, "hostile");
 	rc = vnic_status(r.conn, &st);
