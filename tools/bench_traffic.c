@@ -19,9 +19,9 @@
  * Every frame carries (nic, direction, seq, length) and a pattern derived
  * from them; the receiver checks every byte and records each seq in a
  * bitmap, so loss, duplication and corruption are all counted. Senders keep
- * at most --window frames in flight per direction and NIC: the host kernel
- * drops rather than blocks on a full UDP receive buffer or tap queue, and
- * the window keeps the test's rate below that.
+ * at most --window frames (and TR_WINDOW_BYTES) in flight per direction and
+ * NIC: the host kernel drops rather than blocks on a full UDP receive
+ * buffer or tap queue, and the window keeps the test's rate below that.
  *
  * Exit: 0 when every frame arrived exactly once and intact (and the
  * worker counters agree), 1 on any failure, 2 on a usage error. A frame
@@ -63,7 +63,11 @@
 #define TR_RESET_BOUND_NS 2000000000ull      /* hostile: needs-reset within 2 s */
 #define TR_HARD_EXTRA_NS (30ull * 1000000000ull) /* the loop's absolute bound */
 #define TR_BURST 64u                         /* frames per sender per round */
-#define TR_DEFAULT_WINDOW 256u
+/* In flight per NIC and direction: frames below a tap's default queue
+ * (txqueuelen 1000), bytes well below the UDP receive buffer we force
+ * (64 MiB, counted at up to twice the frame size: skb truesize). */
+#define TR_DEFAULT_WINDOW 768u
+#define TR_WINDOW_BYTES (16ull << 20)
 #define TR_NS 1000000000.0
 
 enum tr_backend { TR_SOCKET, TR_TAP };
@@ -308,7 +312,8 @@ static bool tr_may_send(const struct tr_run *r, const struct tr_flow *f, uint64_
 		return false;
 	if (now >= r->t0 + (uint64_t)(r->seconds * TR_NS))
 		return false;
-	return f->sent - f->recv < r->window;
+	return f->sent - f->recv < r->window &&
+	       f->sent_bytes - f->recv_bytes < TR_WINDOW_BYTES;
 }
 
 /* ---- guest side ---- */
@@ -1204,12 +1209,13 @@ void bench_traffic_usage(FILE *f)
 		"  --seconds    sending time (default 3); --count stops a flow earlier\n"
 		"  --netns      tap backend: namespace for the taps (created and removed\n"
 		"               if missing; default a private one)\n"
-		"  --window     frames in flight per NIC and direction (default %u)\n"
+		"  --window     frames in flight per NIC and direction (default %u;\n"
+		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
 		"  --before-remove  run CMD (sh -c) after traffic, before RemoveNic\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
-		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_DEFAULT_WINDOW);
+		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_DEFAULT_WINDOW, TR_WINDOW_BYTES >> 20);
 }
 
 static int tr_parse_common(struct tr_run *r, int opt, const char *arg)
