@@ -66,3 +66,10 @@ TESTS += tests/check_addnic tests/check_supervisor
 dist_check_SCRIPTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
 EXTRA_DIST += tests/e2e_lib.sh
 TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+
+# vnic-bench's frame builder and checker, which the e2e tests rely on.
+check_PROGRAMS += tests/check_frames
+tests_check_frames_SOURCES = tests/check_frames.c tools/frames.c tools/frames.h
+tests_check_frames_CFLAGS = $(TEST_CFLAGS)
+tests_check_frames_LDADD = $(TEST_LIBS)
+TESTS += tests/check_frames

@@ -141,8 +141,9 @@ void frames_build_payload(uint8_t *buf, uint32_t len, unsigned nic, unsigned dir
 		       frames_seed(nic, dir, seq));
 }
 
-void frames_build(uint8_t *buf, uint32_t len, unsigned nic, unsigned dir, uint64_t seq,
-		  const uint8_t host_mac[6])
+/* The 42 header bytes of frame (nic, dir, seq) of len bytes. */
+static void frames_build_hdrs(uint8_t *buf, uint32_t len, unsigned nic, unsigned dir,
+			      uint64_t seq, const uint8_t host_mac[6])
 {
 	uint8_t gmac[6];
 	uint8_t *ip = buf + FRAMES_ETH_HLEN, *udp = ip + FRAMES_IP_HLEN;
@@ -170,8 +171,13 @@ void frames_build(uint8_t *buf, uint32_t len, unsigned nic, unsigned dir, uint64
 	put16(udp + 2, (uint16_t)(FRAMES_UDP_PORT + nic));
 	put16(udp + 4, (uint16_t)(len - FRAMES_ETH_HLEN - FRAMES_IP_HLEN));
 	put16(udp + 6, 0); /* no checksum (RFC 768) */
+}
 
-	frames_build_payload(udp + FRAMES_UDP_HLEN, len, nic, dir, seq);
+void frames_build(uint8_t *buf, uint32_t len, unsigned nic, unsigned dir, uint64_t seq,
+		  const uint8_t host_mac[6])
+{
+	frames_build_hdrs(buf, len, nic, dir, seq, host_mac);
+	frames_build_payload(buf + FRAMES_HDRS, len, nic, dir, seq);
 }
 
 static int frames_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -216,9 +222,13 @@ int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned d
 }
 
 int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint32_t fixed,
-		 uint32_t max, const uint8_t host_mac[6], bool check_macs, uint64_t *ret_seq, char *err,
+		 uint32_t max, const uint8_t host_mac[6], bool exact, uint64_t *ret_seq, char *err,
 		 size_t errlen)
 {
+	uint8_t want[FRAMES_HDRS];
+	uint64_t seq;
+	int rc;
+
 	const uint8_t *ip = f + FRAMES_ETH_HLEN, *udp = ip + FRAMES_IP_HLEN;
 	uint8_t gmac[6];
 	uint32_t src = dir == FRAMES_G2H ? frames_guest_ip(nic) : frames_host_ip(nic);
@@ -229,7 +239,7 @@ int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint3
 		return -ENOMSG;
 	frames_guest_mac(nic, gmac);
 	if (memcmp(f, dir == FRAMES_G2H ? host_mac : gmac, 6) ||
-	    (check_macs && memcmp(f + 6, dir == FRAMES_G2H ? gmac : host_mac, 6)))
+	    (exact && memcmp(f + 6, dir == FRAMES_G2H ? gmac : host_mac, 6)))
 		return frames_fail(err, errlen, "wrong Ethernet addresses");
 	if (frames_ip_csum(ip) != 0)
 		return frames_fail(err, errlen, "IPv4 header checksum is wrong");
@@ -245,6 +255,19 @@ int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint3
 	    get16(udp + 4) != len - FRAMES_ETH_HLEN - FRAMES_IP_HLEN)
 		return frames_fail(err, errlen, "UDP source port %u or length %u wrong", get16(udp),
 				   get16(udp + 4));
-	return frames_check_payload(udp + FRAMES_UDP_HLEN, len - FRAMES_HDRS, nic, dir, fixed, max,
-				    ret_seq, err, errlen);
+	rc = frames_check_payload(udp + FRAMES_UDP_HLEN, len - FRAMES_HDRS, nic, dir, fixed, max,
+				  &seq, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* Built by vnic-bench on both ends: every header byte is known (the
+	 * IP id, the flags, the zero UDP checksum ...). */
+	if (exact) {
+		frames_build_hdrs(want, (uint32_t)len, nic, dir, seq, host_mac);
+		for (unsigned i = 0; i < FRAMES_HDRS; i++)
+			if (f[i] != want[i])
+				return frames_fail(err, errlen, "seq %llu: header byte %u is 0x%02x, want 0x%02x",
+						   (unsigned long long)seq, i, f[i], want[i]);
+	}
+	*ret_seq = seq;
+	return 0;
 }

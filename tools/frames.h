@@ -96,13 +96,15 @@ int frames_check_payload(const uint8_t *p, size_t plen, unsigned nic, unsigned d
  * frames_check - check a whole received frame: Ethernet addresses and
  * type, IPv4 header (version, length, checksum, addresses, protocol, no
  * fragment), UDP ports and length, then the payload.
- * @check_macs: false when the sender's MAC is the kernel's (tap).
+ * @exact: the frame was built by frames_build (both ends are vnic-bench):
+ *   every header byte must be as built. false when the host kernel built
+ *   the headers (tap): its MAC, IP id and UDP checksum are its own.
  * Returns: 0 with *ret_seq; -ENOMSG when the frame is not one of ours at
  * all (not IPv4/UDP to our port: the kernel's own traffic, ignored);
  * -EBADMSG (err filled) when it is ours but wrong.
  */
 int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint32_t fixed,
-		 uint32_t max, const uint8_t host_mac[6], bool check_macs, uint64_t *ret_seq, char *err,
+		 uint32_t max, const uint8_t host_mac[6], bool exact, uint64_t *ret_seq, char *err,
 		 size_t errlen);
 
 #endif
