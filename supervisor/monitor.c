@@ -175,6 +175,12 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)
 				if (!n->last_error[0])
 					snprintf(n->last_error, sizeof(n->last_error),
 						 "worker closed its control channel");
+				/* A worker without its channel cannot be
+				 * stopped cleanly: give it a second to exit on
+				 * its own (its status says more than our
+				 * SIGKILL would), then kill it (nic.c). */
+				if (n->state == NIC_RUNNING)
+					nic_ctrl_closed(n);
 			}
 			return;
 		}

@@ -65,9 +65,15 @@ struct nic_queue *nic_vq(struct nic *n, uint32_t index)
 
 void nic_set_state(struct nic *n, enum nic_state st, const char *why)
 {
-	log_info("nic %s: %s -> %s%s%s", n->id, nic_state_name(n->state), nic_state_name(st),
+	enum nic_state old = n->state;
+
+	log_info("nic %s: %s -> %s%s%s", n->id, nic_state_name(old), nic_state_name(st),
 		 why ? ": " : "", why ? why : "");
 	n->state = st;
+	/* The owner hears of every change after its AddNic was answered
+	 * (before that, the AddNic reply is the news). */
+	if (old != NIC_STARTING && !n->add_pending)
+		vmm_event_state_changed(n, old, st, why);
 }
 
 static void close_fd(int *fd)
@@ -460,6 +466,12 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	arm_timer(n, deadline_ms);
 }
 
+void nic_ctrl_closed(struct nic *n)
+{
+	n->ctrl_closed = true;
+	arm_timer(n, SUP_CTRL_GRACE_MS);
+}
+
 void nic_free_all(struct sup *s)
 {
 	struct nic *n;
@@ -493,6 +505,9 @@ static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
 		snprintf(n->last_error, sizeof(n->last_error),
 			 "worker sent no READY within %d ms", SUP_READY_TIMEOUT_MS);
 		log_warn("nic %s: %s: killing pid %d", n->id, n->last_error, (int)n->w.pid);
+	} else if (n->state == NIC_RUNNING && n->ctrl_closed) {
+		log_warn("nic %s: worker pid %d closed its control channel and did not exit: "
+			 "SIGKILL", n->id, (int)n->w.pid);
 	} else if (n->state == NIC_STOPPING) {
 		n->deadline_missed = true;
 		snprintf(n->last_error, sizeof(n->last_error),

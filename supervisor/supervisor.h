@@ -49,6 +49,7 @@ struct stats_page;
 #define SUP_STOP_DEFAULT_MS 5000    /* RemoveNic deadline when the VMM gives 0 */
 #define SUP_STOP_MAX_MS 60000       /* largest RemoveNic deadline we accept */
 #define SUP_SHUTDOWN_STOP_MS 3000   /* per-worker deadline on SIGTERM */
+#define SUP_CTRL_GRACE_MS 1000   /* RUNNING worker without its channel: then SIGKILL */
 #define SUP_STATUS_PAGE 32          /* NICs per StatusReply (keeps replies < 64 KiB) */
 #define SUP_MTU_DEFAULT 1500
 
@@ -114,6 +115,7 @@ struct nic {
 	bool sandboxed;
 	bool ready_seen, stopped_seen;
 	bool kill_sent;
+	bool ctrl_closed;           /* the worker closed its control socket */
 	char exit_desc[160];
 
 	/* Requests waiting for this NIC (request_id, or 0 for none). */
@@ -198,6 +200,8 @@ void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
 void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
+void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
+			     const char *why);
 
 /* nic.c */
 struct nic *nic_find(struct sup *s, const char *id);
@@ -215,6 +219,9 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
 /* nic_detach_conn - the owner went away: stop each of its NICs. */
 void nic_detach_conn(struct sup *s, struct vmm_conn *c);
+/* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it
+ * unless it exits within SUP_CTRL_GRACE_MS. */
+void nic_ctrl_closed(struct nic *n);
 /* nic_free_all - at exit, after every worker is reaped (or given up on). */
 void nic_free_all(struct sup *s);
 /* nic_read_queue - lock-free copy of one queue's counters. */

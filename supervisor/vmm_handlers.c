@@ -525,3 +525,24 @@ void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reas
 	e.queue_needs_reset = &q;
 	send_event(n->conn, &e);
 }
+
+void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
+			     const char *why)
+{
+	Vnic__Vmm__Event e;
+	Vnic__Vmm__NicStateChanged s;
+	char text[256];
+
+	if (!n->conn)
+		return;
+	vnic__vmm__event__init(&e);
+	vnic__vmm__nic_state_changed__init(&s);
+	snprintf(text, sizeof(text), "%s", why ? why : "");
+	s.id = n->id;
+	s.old_state = state_pb(old);
+	s.new_state = state_pb(st);
+	s.reason = text;
+	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STATE_CHANGED;
+	e.nic_state_changed = &s;
+	send_event(n->conn, &e);
+}

@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -602,7 +603,7 @@ START_TEST(sigterm_reaps_workers)
 END_TEST
 
 struct ev_seen {
-	int failed, needs_reset;
+	int failed, needs_reset, to_failed;
 	struct vnic_event last;
 };
 
@@ -614,6 +615,11 @@ static void on_event(struct vnic_conn *c, const struct vnic_event *ev, void *arg
 		s->failed++;
 	if (ev->type == VNIC_EVENT_QUEUE_NEEDS_RESET)
 		s->needs_reset++;
+	if (ev->type == VNIC_EVENT_NIC_STATE_CHANGED && ev->old_state == VNIC_NIC_RUNNING &&
+	    ev->new_state == VNIC_NIC_FAILED) {
+		s->to_failed++;
+		return;
+	}
 	s->last = *ev;
 }
 
@@ -641,6 +647,7 @@ START_TEST(worker_crash_marks_failed)
 	wait_event(&seen, &seen.failed);
 	ck_assert_str_eq(seen.last.id, "nic0");
 	ck_assert_int_eq(seen.last.signal, SIGKILL);
+	ck_assert_int_eq(seen.to_failed, 1); /* NicStateChanged RUNNING -> FAILED too */
 	n = one_nic(lconn);
 	ck_assert_int_eq(n.state, VNIC_NIC_FAILED);
 	ck_assert_int_eq(n.pid, 0);
@@ -977,6 +984,143 @@ START_TEST(traffic_counters_match)
 }
 END_TEST
 
+/* Resident set of a process, in KiB (VmRSS in /proc/pid/status). */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+START_TEST(c3_rejected_addnic_soak)
+{
+	char err[512];
+	long rss0;
+
+	/* Warm up (allocator pools), then 10,000 rejected AddNic, each
+	 * carrying 6 fds: fds and memory stay flat. */
+	lg.q[0].size = 3;
+	for (int i = 0; i < 200; i++)
+		ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)),
+				 VNIC_STATUS_INVALID_ARGUMENT);
+	rss0 = rss_kib(lv.pid);
+	for (int i = 0; i < 10000; i++)
+		ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)),
+				 VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_int_eq(st_fd_count(lv.pid), lfds_idle);
+	ck_assert_msg(rss_kib(lv.pid) - rss0 < 1024, "RSS %ld -> %ld KiB", rss0, rss_kib(lv.pid));
+}
+END_TEST
+
+START_TEST(c3_add_remove_soak)
+{
+	struct vnic_remove_result rr;
+	long rss0 = 0;
+
+	/* 100 hot-plug/unplug cycles with real workers. */
+	for (int i = 0; i < 100; i++) {
+		if (i == 10)
+			rss0 = rss_kib(lv.pid);
+		add_ok(lconn, &lg);
+		ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
+		ck_assert_uint_eq(rr.nqueues, 2);
+	}
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+	ck_assert_msg(rss_kib(lv.pid) - rss0 < 1024, "RSS %ld -> %ld KiB", rss0, rss_kib(lv.pid));
+}
+END_TEST
+
+/* Does process pid hold an fd on the same file as fd? (Files with their
+ * own inode: memfds, sockets; not eventfds, which share one anon inode.) */
+static bool holds_file(pid_t pid, int fd)
+{
+	char dir[64], p[400];
+	struct stat want, st;
+	DIR *d;
+	struct dirent *e;
+	bool found = false;
+
+	ck_assert_int_eq(fstat(fd, &want), 0);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (stat(p, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+/* Does process pid map the file behind fd (by inode, /proc/pid/maps)? */
+static bool maps_file(pid_t pid, int fd)
+{
+	char path[64], line[512];
+	struct stat want;
+	bool found = false;
+	FILE *f;
+
+	ck_assert_int_eq(fstat(fd, &want), 0);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long ino = 0;
+
+		if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) == 1 && ino == want.st_ino)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+START_TEST(f3_worker_holds_only_its_own_fds)
+{
+	struct st_guest gb;
+	struct vnic_status *st = NULL;
+	pid_t pa = 0, pb = 0;
+
+	st_guest_init(&gb, "nicB");
+	add_ok(lconn, &lg);
+	add_ok(lconn, &gb);
+	ck_assert_int_eq(vnic_status(lconn, &st), 0);
+	ck_assert_uint_eq(st->nnics, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		if (!strcmp(st->nics[i].id, "nic0"))
+			pa = st->nics[i].pid;
+		else
+			pb = st->nics[i].pid;
+	}
+	st = vnic_status_free(st);
+	ck_assert_int_gt(pa, 0);
+	ck_assert_int_gt(pb, 0);
+	/* Each worker maps its own guest memory and none of the other's,
+	 * and holds its own backend socket, not the other's (F3: fds go
+	 * to their owner only). */
+	ck_assert(maps_file(pa, lg.memfd) || holds_file(pa, lg.memfd));
+	ck_assert(maps_file(pb, gb.memfd) || holds_file(pb, gb.memfd));
+	ck_assert(!maps_file(pa, gb.memfd) && !holds_file(pa, gb.memfd));
+	ck_assert(!maps_file(pb, lg.memfd) && !holds_file(pb, lg.memfd));
+	ck_assert(holds_file(pa, lg.backend[0]) && holds_file(pb, gb.backend[0]));
+	ck_assert(!holds_file(pa, gb.backend[0]) && !holds_file(pb, lg.backend[0]));
+	st_guest_free(&gb);
+}
+END_TEST
+
 static Suite *addnic_suite(void)
 {
 	Suite *s = suite_create("addnic");
@@ -1038,6 +1182,9 @@ static Suite *addnic_suite(void)
 		tcase_add_test(tl, tap_backend_in_netns);
 		tcase_add_test(tl, tap_netns_missing_rejected);
 		tcase_add_test(tl, tap_fd_backend);
+		tcase_add_test(tl, c3_rejected_addnic_soak);
+		tcase_add_test(tl, c3_add_remove_soak);
+		tcase_add_test(tl, f3_worker_holds_only_its_own_fds);
 		suite_add_tcase(s, tl);
 	} else {
 		fprintf(stderr, "check_addnic: workers/vnicd-worker not built: lifecycle tests skipped\n");

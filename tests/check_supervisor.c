@@ -554,6 +554,43 @@ START_TEST(worker_unpermitted_message_is_killed)
 END_TEST
 
 
+START_TEST(worker_closing_its_channel_is_killed)
+{
+	char script[128], e[512] = "";
+	struct vnic_conn *c;
+	struct vnic_status *st = NULL;
+	struct st_guest g;
+	int rc, state = 0;
+
+	/* Ready, then fd 3 closed while the process lingers: RUNNING with
+	 * no way to stop it cleanly. vnicd kills it after a grace second. */
+	mk_tmpdir();
+	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
+	write_script(script, "printf '\\000\\000\\000\\002\\122\\000' >&3; sleep 0.2; exec 3>&-; "
+		     "exec sleep 60");
+	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
+	st_vnicd_start(&vd, script, NULL);
+	c = st_connect(&vd);
+	st_guest_init(&g, "mute");
+	rc = vnic_add_nic(c, &g.cfg, e, sizeof(e));
+	ck_assert_msg(rc == 0, "%d %s", rc, e);
+	for (int i = 0; i < 300 && state != VNIC_NIC_FAILED; i++) {
+		usleep(10000);
+		ck_assert_int_eq(vnic_status(c, &st), 0);
+		state = st->nics[0].state;
+		if (state == VNIC_NIC_FAILED)
+			ck_assert_msg(strstr(st->nics[0].last_error, "killed by signal 9"), "%s",
+				      st->nics[0].last_error);
+		st = vnic_status_free(st);
+	}
+	ck_assert_int_eq(state, VNIC_NIC_FAILED);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+	st_guest_free(&g);
+	vnic_close(c);
+	st_rmdir(tmpdir);
+}
+END_TEST
+
 START_TEST(s1_sigsys_report_names_syscall)
 {
 	/* A worker killed by SIGSYS after its sandbox handler wrote the
@@ -708,6 +745,7 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tv, worker_unpermitted_message_is_killed);
 	tcase_add_test(tv, remove_deadline_kills_worker);
 	tcase_add_test(tv, s1_sigsys_report_names_syscall);
+	tcase_add_test(tv, worker_closing_its_channel_is_killed);
 	tcase_add_test(tv, daemonizes_after_listening);
 	suite_add_tcase(s, tv);
 
