@@ -7,6 +7,7 @@
 set -eu
 . "$(dirname "$0")/e2e_lib.sh"
 
+E2E_BENCH_TIMEOUT=20 # two runs of about 3 s each; 60 s at worst in all
 e2e_start_vnicd
 e2e_bench hostile --kind loop --victim 0 --seconds 2 || e2e_die "hostile loop failed"
 grep -q "needs-reset for .* queue 1 after" "$E2E_TMP/bench.out" || e2e_die "no needs-reset line"

@@ -10,7 +10,7 @@ command -v python3 >/dev/null 2>&1 || e2e_skip "needs python3 to read vnicctl --
 COUNT=5000
 e2e_start_vnicd
 e2e_bench traffic --nics 2 --backend socket --direction both --size random \
-	--seconds 40 --count $COUNT --expect-json "$E2E_TMP/expect.json" \
+	--seconds 30 --count $COUNT --expect-json "$E2E_TMP/expect.json" \
 	--before-remove "$VNICCTL --socket $E2E_SOCK status --json > $E2E_TMP/status.json" ||
 	e2e_die "vnic-bench traffic failed"
 for d in g2h h2g; do

@@ -12,7 +12,7 @@ COUNT=4000
 e2e_start_vnicd
 e2e_netns_add
 e2e_bench traffic --nics 2 --backend tap --netns "$E2E_NETNS" --direction both \
-	--size random --seconds 40 --count $COUNT --expect-json "$E2E_TMP/expect.json" \
+	--size random --seconds 30 --count $COUNT --expect-json "$E2E_TMP/expect.json" \
 	--before-remove "$VNICCTL --socket $E2E_SOCK status --json > $E2E_TMP/status.json" ||
 	e2e_die "vnic-bench traffic failed"
 for d in g2h h2g; do
