@@ -121,6 +121,7 @@ struct tr_run {
 	struct tr_nic *nics;
 	uint8_t *buf;               /* host scratch, one frame */
 	uint32_t mtu;
+	enum vnic_mitigation policy;  /* --policy, DEFAULT: the supervisor's */
 	const char *expect_json, *before_remove;
 	uint64_t t0, inject_ns;
 	/* hostile: the victim gets its looping chain at inject_at, half-way
@@ -674,6 +675,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	cfg.regions = &reg;
 	cfg.nqueues = 2;
 	cfg.queues = q;
+	cfg.policy.mode = r->policy;
 	if (r->backend == TR_SOCKET) {
 		cfg.backend = VNIC_BACKEND_SOCKET;
 		cfg.backend_fd = vmm_end;
@@ -1203,12 +1205,14 @@ void bench_traffic_usage(FILE *f)
 		"usage: vnic-bench [--socket PATH] traffic [--nics N] [--backend socket|tap]\n"
 		"           [--direction g2h|h2g|both] [--size BYTES|random] [--seconds S]\n"
 		"           [--count N] [--netns NAME] [--window N]\n"
+		"           [--policy default|timer|bh|adaptive|poll]\n"
 		"           [--expect-json FILE] [--before-remove CMD]\n"
 		"  Simulated VMM + guests: N NICs on vnicd, checked UDP frames each way.\n"
 		"  --size       frame size %u..%u (tap: ..%u), or random (default)\n"
 		"  --seconds    sending time (default 3); --count stops a flow earlier\n"
 		"  --netns      tap backend: namespace for the taps (created and removed\n"
 		"               if missing; default a private one)\n"
+		"  --policy     TX mitigation asked for in AddNic (default: vnicd's)\n"
 		"  --window     frames in flight per NIC and direction (default %u;\n"
 		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
@@ -1267,6 +1271,7 @@ int bench_traffic_main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "netns", required_argument, NULL, 'N' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "policy", required_argument, NULL, 'P' },
 		{ "expect-json", required_argument, NULL, 'E' },
 		{ "before-remove", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1316,6 +1321,18 @@ int bench_traffic_main(int argc, char **argv)
 				goto usage;
 			snprintf(r.netns, sizeof(r.netns), "%s", optarg);
 			break;
+		case 'P': {
+			static const char *const names[] = { "default", "timer", "bh", "adaptive",
+							     "poll" };
+			unsigned i;
+
+			for (i = 0; i < 5 && strcmp(optarg, names[i]); i++)
+				;
+			if (i == 5)
+				goto usage;
+			r.policy = (enum vnic_mitigation)i;
+			break;
+		}
 		case 'E':
 			r.expect_json = optarg;
 			break;
