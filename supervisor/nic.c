@@ -381,8 +381,9 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 		 n->backend == NIC_BACKEND_TAP ? n->ifname : "",
 		 n->netns[0] ? " in a netns" : "");
 
-	/* From here on failures are answered asynchronously (the NIC is in
-	 * the table), via nic_fail_start. */
+	/* From here on the NIC is in the table: a failure is answered with
+	 * an AddNic error reply (at once, or from the exit callback once the
+	 * worker is reaped) and nic_start itself returns 0. */
 	rc = worker_spawn(s->worker_path, n->id, &n->w, n->last_error, sizeof(n->last_error));
 	if (rc)
 		goto out_async;

@@ -9,7 +9,8 @@
  * worker, so they do not depend on the worker being built.
  *
  * The "lifecycle" cases run the real workers/vnicd-worker (skipped, with a
- * line on stderr, when it is not built): AddNic, status, duplicate id,
+ * line on stderr, when it is not built or we are not root: the worker
+ * needs root to enter its sandbox): AddNic, status, duplicate id,
  * RemoveNic from another connection (F3), RemoveNic answered only after
  * the worker is reaped, disconnect and SIGTERM teardown (L7), a crashed
  * worker reported as NicFailed, and a looping tx0 chain (G1) reaching the
@@ -548,6 +549,9 @@ START_TEST(happy_path_add_status_remove)
 	ck_assert_str_eq(n.queues[0].name, "rx0");
 	ck_assert_str_eq(n.queues[1].name, "tx0");
 	ck_assert(!n.queues[0].broken && !n.queues[1].broken);
+	/* As root the worker confines itself before READY and says so. */
+	if (geteuid() == 0)
+		ck_assert(n.sandboxed);
 	fds_running = st_fd_count(lv.pid);
 
 	/* Duplicate id: ALREADY_EXISTS, fds of the second frame closed. */
@@ -564,9 +568,14 @@ START_TEST(happy_path_add_status_remove)
 	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 3000, &rr), 0);
 	ck_assert_msg(!pid_alive(n.pid), "worker %d still exists after RemoveNic", n.pid);
 	ck_assert_uint_eq(rr.nqueues, 2);
+	ck_assert_uint_eq(rr.queues[0].index, 0);
+	ck_assert_uint_eq(rr.queues[1].index, 1);
+	ck_assert_uint_gt(rr.unplug_latency_us, 0);
 	ck_assert_int_eq(st_nic_count(lconn), 0);
 	ck_assert_int_eq(st_child_count(lv.pid), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+	/* C10: a queue operation after the NIC is deleted finds nothing. */
+	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 1000, &rr), VNIC_STATUS_NOT_FOUND);
 }
 END_TEST
 
@@ -1001,6 +1010,20 @@ static long rss_kib(pid_t pid)
 	return kib;
 }
 
+/* RSS within 1 MiB of rss0. Not under ASan: its quarantine keeps freed
+ * memory resident by design; there LeakSanitizer at vnicd's exit (the
+ * teardown requires exit status 0) catches leaks instead. */
+static void rss_flat(long rss0)
+{
+#ifndef VNIC_SANITIZERS
+	long now = rss_kib(lv.pid);
+
+	ck_assert_msg(now - rss0 < 1024, "RSS %ld -> %ld KiB", rss0, now);
+#else
+	(void)rss0;
+#endif
+}
+
 START_TEST(c3_rejected_addnic_soak)
 {
 	char err[512];
@@ -1017,7 +1040,7 @@ START_TEST(c3_rejected_addnic_soak)
 		ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)),
 				 VNIC_STATUS_INVALID_ARGUMENT);
 	ck_assert_int_eq(st_fd_count(lv.pid), lfds_idle);
-	ck_assert_msg(rss_kib(lv.pid) - rss0 < 1024, "RSS %ld -> %ld KiB", rss0, rss_kib(lv.pid));
+	rss_flat(rss0);
 }
 END_TEST
 
@@ -1037,7 +1060,7 @@ START_TEST(c3_add_remove_soak)
 	ck_assert_int_eq(st_nic_count(lconn), 0);
 	ck_assert_int_eq(st_child_count(lv.pid), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
-	ck_assert_msg(rss_kib(lv.pid) - rss0 < 1024, "RSS %ld -> %ld KiB", rss0, rss_kib(lv.pid));
+	rss_flat(rss0);
 }
 END_TEST
 
@@ -1167,7 +1190,9 @@ static Suite *addnic_suite(void)
 	tcase_add_test(tc, worker_exit_before_ready);
 	suite_add_tcase(s, tc);
 
-	if (st_worker_path()) {
+	/* The worker confines itself (namespaces, empty root, uid drop)
+	 * before READY, which takes root: without it every start fails. */
+	if (st_worker_path() && geteuid() == 0) {
 		TCase *tl = tcase_create("lifecycle");
 
 		tcase_add_checked_fixture(tl, lsetup, lteardown);
@@ -1187,7 +1212,8 @@ static Suite *addnic_suite(void)
 		tcase_add_test(tl, f3_worker_holds_only_its_own_fds);
 		suite_add_tcase(s, tl);
 	} else {
-		fprintf(stderr, "check_addnic: workers/vnicd-worker not built: lifecycle tests skipped\n");
+		fprintf(stderr, "check_addnic: lifecycle tests skipped: they need root and "
+			"workers/vnicd-worker\n");
 	}
 	return s;
 }

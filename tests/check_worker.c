@@ -96,7 +96,11 @@ static void sim_init(uint64_t features)
 		const char *top = getenv("VNIC_TOP_BUILDDIR");
 		char path[4096];
 		char a0[] = "vnicd-worker", a1[] = "--nic", a2[] = "test0";
-		char *argv[] = { a0, a1, a2, NULL };
+		char a3[] = "--sandbox", a4[] = "off";
+		/* The sandbox needs root (namespaces, uid drop); without it
+		 * these tests run the data path unconfined and the
+		 * confinement test skips. */
+		char *argv[] = { a0, a1, a2, geteuid() ? a3 : NULL, a4, NULL };
 
 		snprintf(path, sizeof(path), "%s/workers/vnicd-worker", top ? top : ".");
 		if (dup2(sv[1], 3) < 0)
@@ -829,6 +833,79 @@ START_TEST(worker_stop_before_start_and_fds)
 }
 END_TEST
 
+/* Issue 4: the real worker, once Ready, is confined: unprivileged ids,
+ * no capabilities, no_new_privs, a seccomp filter, and it says so. */
+static void proc_status_field(pid_t pid, const char *key, char *val, size_t len)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	val[0] = '\0';
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			char *v = line + klen + 1;
+
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(val, len, "%s", v);
+			found = true;
+		}
+	fclose(f);
+	ck_assert_msg(found, "no %s in %s", key, path);
+}
+
+START_TEST(worker_sandbox_confined)
+{
+	Vnic__Worker__WorkerMessage *m;
+	char v[128];
+	unsigned r, e, sv, fs;
+	int status;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP worker_sandbox_confined: needs root\n");
+		return;
+	}
+	sim_init(F_V1);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	ck_assert_msg(m->ready->sandboxed, "Ready says the worker is not sandboxed");
+	wire_worker_free(m);
+
+	proc_status_field(S.pid, "Uid", v, sizeof(v));
+	ck_assert_int_eq(sscanf(v, "%u %u %u %u", &r, &e, &sv, &fs), 4);
+	ck_assert_msg(r != 0 && e == r && sv == r && fs == r, "Uid: %s", v);
+	proc_status_field(S.pid, "Gid", v, sizeof(v));
+	ck_assert_int_eq(sscanf(v, "%u %u %u %u", &r, &e, &sv, &fs), 4);
+	ck_assert_msg(r != 0 && e == r && sv == r && fs == r, "Gid: %s", v);
+	proc_status_field(S.pid, "Groups", v, sizeof(v));
+	ck_assert_str_eq(v, "");
+	proc_status_field(S.pid, "CapEff", v, sizeof(v));
+	ck_assert_str_eq(v, "0000000000000000");
+	proc_status_field(S.pid, "CapPrm", v, sizeof(v));
+	ck_assert_str_eq(v, "0000000000000000");
+	proc_status_field(S.pid, "NoNewPrivs", v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	proc_status_field(S.pid, "Seccomp", v, sizeof(v));
+	ck_assert_str_eq(v, "2");
+
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+END_TEST
+
 /* fd 3 that is not a seqpacket socket: refuse to run (exit 2). */
 START_TEST(worker_fd3_checked)
 {
@@ -873,6 +950,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_supervisor_eof_exits);
 	tcase_add_test(tc, worker_stop_before_start_and_fds);
 	tcase_add_test(tc, worker_fd3_checked);
+	tcase_add_test(tc, worker_sandbox_confined);
 	suite_add_tcase(s, tc);
 	return s;
 }

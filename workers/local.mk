@@ -15,5 +15,6 @@ pkglibexec_PROGRAMS += workers/vnicd-worker
 workers_vnicd_worker_SOURCES = \
 	workers/main.c workers/worker.h workers/worker_event.c
 workers_vnicd_worker_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-workers_vnicd_worker_LDADD = libvnicnet.la libvnicshm.la libvnicproto.la $(LIBEVENT_LIBS)
+workers_vnicd_worker_LDADD = libvnicnet.la libvnicshm.la libvnicproto.la libvnicsandbox.la \
+	$(LIBEVENT_LIBS)
 $(workers_vnicd_worker_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h

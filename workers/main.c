@@ -2,10 +2,14 @@
  * vnicd-worker: the sandboxed process that runs one virtio-net NIC.
  *
  * Contract with the supervisor (supervisor/worker_spawn.c):
- *   argv:  vnicd-worker --nic ID      (ID only names the NIC in log lines)
+ *   argv:  vnicd-worker --nic ID [--user USER] [--sandbox on|off]
+ *          ID only names the NIC in log lines; USER is who the worker
+ *          becomes (default: "vnicd" if that user exists, else "nobody");
+ *          --sandbox off is for debugging only and is reported as such.
  *   fds:   3 = the control socket, AF_UNIX SOCK_SEQPACKET (worker.proto
- *          framing, proto/wire.h); 0-2 as the supervisor left them; no
- *          other fd is inherited.
+ *          framing, proto/wire.h); 4 = optional write end of a pipe for
+ *          the sandbox violation record (sandbox.h); 0-2 as the
+ *          supervisor left them; no other fd is inherited.
  *   Everything else (guest memory memfds, kick/call eventfds, backend fd,
  *   stats page memfd) arrives in the Config message (worker.proto).
  *
@@ -15,8 +19,10 @@
  *   3. map guest memory (memtable_map), then the stats page;
  *   4. set up every queue (vring_init on the mapped memory);
  *   5. close every fd not needed from here on;
- *   6. [sandbox: a later issue drops uid/gid and enters seccomp here];
- *   7. send Ready;
+ *   6. sandbox, in the order sandbox.h gives: empty root and fresh
+ *      mount/ipc/net namespaces, drop to the unprivileged user, rlimits,
+ *      no_new_privs and the seccomp filter;
+ *   7. send Ready (it says whether the sandbox is on);
  *   8. event loop: Start begins ring processing, Stop ends it (Stopped
  *      carries the final indices), supervisor EOF ends the process.
  * Exit status: 0 after Stop or when the supervisor went away; 1 after an
@@ -26,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +43,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privdrop.h"
+#include "sandbox.h"
 #include "workers/worker.h"
 
 static struct worker W;
@@ -274,8 +283,106 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vnicd-worker --nic ID\n"
+	fprintf(stderr, "usage: vnicd-worker --nic ID [--user USER] [--sandbox on|off]\n"
 		"  started by vnicd with its control socket at fd 3; not for direct use\n");
+}
+
+struct worker_args {
+	const char *user;  /* NULL: privdrop's default */
+	bool sandbox;      /* false only with --sandbox off */
+	int report_fd;     /* WORKER_REPORT_FD when it is a pipe, else -1 */
+};
+
+static int parse_args(int argc, char **argv, struct worker *w, struct worker_args *a)
+{
+	struct stat st;
+
+	a->user = NULL;
+	a->sandbox = true;
+	a->report_fd = -1;
+	if (argc < 3 || strcmp(argv[1], "--nic") != 0 || argv[2][0] == '\0')
+		return -EINVAL;
+	snprintf(w->nic_id, sizeof(w->nic_id), "%s", argv[2]);
+	for (int i = 3; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return -EINVAL;
+		if (strcmp(argv[i], "--user") == 0 && argv[i + 1][0])
+			a->user = argv[i + 1];
+		else if (strcmp(argv[i], "--sandbox") == 0 && strcmp(argv[i + 1], "on") == 0)
+			a->sandbox = true;
+		else if (strcmp(argv[i], "--sandbox") == 0 && strcmp(argv[i + 1], "off") == 0)
+			a->sandbox = false;
+		else
+			return -EINVAL;
+	}
+	if (fstat(WORKER_REPORT_FD, &st) == 0 && S_ISFIFO(st.st_mode))
+		a->report_fd = WORKER_REPORT_FD;
+	return 0;
+}
+
+/* One above the highest open fd: the NOFILE limit that still lets the
+ * worker use everything it holds and nothing more (it receives and
+ * creates no fds once running). */
+static unsigned fd_ceiling(void)
+{
+	unsigned top = 0;
+
+	for (unsigned fd = 0; fd < 4096; fd++)
+		if (fcntl((int)fd, F_GETFD) >= 0)
+			top = fd + 1;
+	return top;
+}
+
+/*
+ * Step 6. Every call here either succeeds or the worker must not run: a
+ * half-applied sandbox is reported as an error and the worker exits.
+ * Returns: 1 when sandboxed, 0 when --sandbox off, negative errno.
+ */
+static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t uid, gid_t gid,
+			 char *err, size_t errlen)
+{
+	struct sandbox_cfg cfg = { .report_fd = a->report_fd };
+	int r;
+
+	if (!a->sandbox) {
+		cfg.mode = SANDBOX_MODE_OFF;
+		r = sandbox_enter(&cfg);
+		if (r != SANDBOX_DISABLED) {
+			snprintf(err, errlen, "no_new_privs: %s", strerror(-r));
+			return r < 0 ? r : -EIO;
+		}
+		log_warn("nic %s: SANDBOX OFF (--sandbox off): this worker runs with the "
+			 "supervisor's privileges and no seccomp filter; for debugging only",
+			 w->nic_id);
+		return 0;
+	}
+	r = sandbox_isolate();
+	if (r < 0) {
+		snprintf(err, errlen, "empty root and namespaces: %s", strerror(-r));
+		return r;
+	}
+	r = privdrop_to(uid, gid);
+	if (r < 0) {
+		snprintf(err, errlen, "dropping to uid %u gid %u: %s", (unsigned)uid,
+			 (unsigned)gid, strerror(-r));
+		return r;
+	}
+	/* FSIZE 0 turns a write to a regular file into SIGXFSZ, which would
+	 * kill us when stderr is the supervisor's log file; ignored, such a
+	 * write fails with EFBIG instead (log lines travel over fd 3). */
+	signal(SIGXFSZ, SIG_IGN);
+	r = sandbox_rlimits(fd_ceiling());
+	if (r < 0) {
+		snprintf(err, errlen, "rlimits: %s", strerror(-r));
+		return r;
+	}
+	cfg.mode = SANDBOX_MODE_ENFORCE;
+	r = sandbox_enter(&cfg);
+	if (r != 0) {
+		snprintf(err, errlen, "seccomp filter: %s", strerror(r < 0 ? -r : EIO));
+		return r < 0 ? r : -EIO;
+	}
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -285,15 +392,17 @@ int main(int argc, char **argv)
 	struct wire_fds fds = { .n = 0 };
 	struct wire_err werr;
 	char err[256] = "";
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 1];
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2];
 	unsigned nkeep = 0;
-	int r, code;
+	struct worker_args args;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int r, code, sandboxed;
 
-	if (argc != 3 || strcmp(argv[1], "--nic") != 0 || argv[2][0] == '\0') {
+	if (parse_args(argc, argv, w, &args) < 0) {
 		usage();
 		return 2;
 	}
-	snprintf(w->nic_id, sizeof(w->nic_id), "%s", argv[2]);
 	w->ctrl_fd = WORKER_CTRL_FD;
 	log_init("vnicd-worker", LOG_LEVEL_INFO, false);
 
@@ -322,19 +431,28 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* The user is looked up while /etc/passwd is still reachable (NSS
+	 * may open files and sockets, which step 5 closes again). */
+	if (args.sandbox) {
+		r = privdrop_resolve(args.user, &uid, &gid);
+		if (r < 0) {
+			snprintf(err, sizeof(err), "sandbox user %s: %s",
+				 args.user ? args.user : "(default)", strerror(-r));
+			goto out_config_error;
+		}
+	}
+
 	/* 3, 4. Map memory and the stats page, set up the queues. */
 	r = configure(w, m->config, &fds, err, sizeof(err));
-	if (r < 0) {
-		worker_send_error(w, -r, err);
-		wire_fds_close(&fds);
-		wire_worker_free(m);
-		return 1;
-	}
+	if (r < 0)
+		goto out_config_error;
 
 	/* 5. Keep the control socket, kick/call eventfds and the backend;
 	 * the memfds are mapped and the stats memfd too, so they go (with
 	 * anything else the process may hold). */
 	keep[nkeep++] = WORKER_CTRL_FD;
+	if (args.report_fd >= 0)
+		keep[nkeep++] = args.report_fd;
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		keep[nkeep++] = w->q[j].kick_fd;
 		keep[nkeep++] = w->q[j].call_fd;
@@ -363,9 +481,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* 6. Sandbox: a later issue drops uid/gid, sets rlimits and
-	 * no_new_privs, and enters the seccomp filter here, before the
-	 * first guest-controlled byte is read (TESTPLAN sandbox notes). */
+	/* 6. Sandbox, before the first guest-controlled byte is read. */
+	sandboxed = enter_sandbox(w, &args, uid, gid, err, sizeof(err));
+	if (sandboxed < 0) {
+		worker_send_error(w, -sandboxed, err);
+		worker_loop_free(w);
+		return 1;
+	}
 
 	/* 7. Ready, then 8. the loop. */
 	{
@@ -374,7 +496,7 @@ int main(int argc, char **argv)
 
 		vnic__worker__worker_message__init(&rm);
 		vnic__worker__ready__init(&ready);
-		ready.sandboxed = false;
+		ready.sandboxed = sandboxed == 1;
 		rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
 		rm.ready = &ready;
 		r = worker_send(w, &rm);
@@ -394,4 +516,10 @@ int main(int argc, char **argv)
 		munmap(w->stats, w->stats_len);
 	w->mt = memtable_free(w->mt);
 	return code;
+
+out_config_error:
+	worker_send_error(w, -r, err);
+	wire_fds_close(&fds);
+	wire_worker_free(m);
+	return 1;
 }

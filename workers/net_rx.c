@@ -32,6 +32,16 @@
 #include "iov.h"
 #include "workers/net_priv.h"
 
+/* recv(fd, NULL, 0, flags) through recvmsg: the sandbox allows recvmsg
+ * only (recv is recvfrom, which it refuses). With MSG_PEEK|MSG_TRUNC it
+ * returns the size of the next datagram; without MSG_PEEK it discards it. */
+static ssize_t sock_recv_nothing(int fd, int flags)
+{
+	struct msghdr mh = { .msg_name = NULL };
+
+	return recvmsg(fd, &mh, flags);
+}
+
 /*
  * Heads are popped until they cover the largest frame and held across the
  * frames of one run: a 60-byte frame in 4 KiB buffers takes one head and
@@ -268,7 +278,7 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 		}
 		total = q->hold_len;
 	} else {
-		r = recv(fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+		r = sock_recv_nothing(fd, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 			r = 0;
 			goto done;
@@ -305,7 +315,7 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 	if (d->backend == NET_BACKEND_TAP)
 		q->hold_len = 0;
 	else
-		(void)recv(fd, NULL, 0, MSG_DONTWAIT);
+		(void)sock_recv_nothing(fd, MSG_DONTWAIT);
 	r = -EMSGSIZE;
 
 done:
