@@ -1180,8 +1180,10 @@ static void tr_report(struct tr_run *r, const char *mode)
 			       (unsigned long long)qs->interrupts, (unsigned long long)qs->suppressed,
 			       (unsigned long long)qs->drops, (unsigned long long)qs->errors);
 		}
-		printf("  %s guest: kicks sent rx %llu tx %llu, interrupts seen rx %llu tx %llu\n",
-		       n->id, (unsigned long long)n->g->kicks_sent[0],
+		printf("  %s worker pid %d (%s), guest: kicks sent rx %llu tx %llu, "
+		       "interrupts seen rx %llu tx %llu\n",
+		       n->id, (int)n->pid, s && s->sandboxed ? "sandboxed" : "NOT sandboxed",
+		       (unsigned long long)n->g->kicks_sent[0],
 		       (unsigned long long)n->g->kicks_sent[1],
 		       (unsigned long long)n->g->irqs_seen[0], (unsigned long long)n->g->irqs_seen[1]);
 	}
