@@ -100,6 +100,7 @@ struct net_dev *net_dev_free(struct net_dev *d)
 	if (!d)
 		return NULL;
 	for (unsigned i = 0; i < 2 * d->npairs; i++) {
+		vring_detach_inflight(&d->q[i].vq);
 		free(d->q[i].hold);
 		free(d->q[i].done_head);
 		free(d->q[i].done_len);
