@@ -700,11 +700,39 @@ void vring_detach_inflight(struct vring *vq)
 	vq->inf = NULL;
 }
 
-static int vring_if_cmp(const void *a, const void *b)
+/* Sort by position, in place: heapsort, no allocation and no library
+ * call (glibc's qsort may allocate and call sysconf, which the worker's
+ * seccomp filter does not allow). n <= VRING_MAX_SIZE. */
+static void vring_if_sift(struct vring_inflight_ent *a, unsigned root, unsigned n)
 {
-	const struct vring_inflight_ent *x = a, *y = b;
+	for (;;) {
+		unsigned child = 2 * root + 1;
+		struct vring_inflight_ent t;
 
-	return (x->pos > y->pos) - (x->pos < y->pos);
+		if (child >= n)
+			return;
+		if (child + 1 < n && a[child + 1].pos > a[child].pos)
+			child++;
+		if (a[root].pos >= a[child].pos)
+			return;
+		t = a[root];
+		a[root] = a[child];
+		a[child] = t;
+		root = child;
+	}
+}
+
+static void vring_if_sort(struct vring_inflight_ent *a, unsigned n)
+{
+	for (unsigned i = n / 2; i-- > 0;)
+		vring_if_sift(a, i, n);
+	for (unsigned end = n; end-- > 1;) {
+		struct vring_inflight_ent t = a[0];
+
+		a[0] = a[end];
+		a[end] = t;
+		vring_if_sift(a, 0, end);
+	}
 }
 
 int vring_recover_inflight(struct vring *vq, unsigned *ret_completed)
@@ -799,7 +827,7 @@ int vring_recover_inflight(struct vring *vq, unsigned *ret_completed)
 				  n, (unsigned long long)inflight);
 		return -EIO;
 	}
-	qsort(f->sort, n, sizeof(f->sort[0]), vring_if_cmp);
+	vring_if_sort(f->sort, n);
 	for (unsigned i = 1; i < n; i++) {
 		if (f->sort[i].pos == f->sort[i - 1].pos) {
 			vring_mark_broken(vq, "inflight region: heads %u and %u both popped at "

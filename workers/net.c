@@ -153,6 +153,36 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 	return 0;
 }
 
+int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
+{
+	struct net_queue *q;
+	unsigned n = 0;
+
+	if (qidx >= 2 * d->npairs || !d->q[qidx].configured)
+		return 0;
+	q = &d->q[qidx];
+	if (!q->vq.inf || !q->vq.inf->recover)
+		return 0;
+	if (vring_recover_inflight(&q->vq, &n) < 0) {
+		net_report_broken(d, q);
+		return -EIO;
+	}
+	/* RX: the buffers come back with length 0; whatever frame the dead
+	 * worker had written into them is lost (a Linux guest drops such a
+	 * buffer and counts rx_length_errors). TX: the frames may or may
+	 * not have left: nothing to count. */
+	if (!q->tx)
+		stats_add(&q->st->drops, n);
+	/* One interrupt, unconditionally; it covers everything published
+	 * so far, so vring_should_notify counts from here. */
+	d->ops->notify(d->opaque, q->idx);
+	stats_add(&q->st->interrupts, 1);
+	q->vq.signalled_used = q->vq.published_idx;
+	q->vq.signalled_used_valid = true;
+	*ret_completed = n;
+	return 1;
+}
+
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx)
 {
 	if (qidx >= 2 * d->npairs || !d->q[qidx].configured)
