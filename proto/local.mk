@@ -50,3 +50,16 @@ libvnicproto_la_LIBADD = libvnicprotogen.la $(PROTOBUF_C_LIBS)
 # `make libvnicproto.la` (or one test) on a clean tree generate first.
 $(libvnicproto_la_OBJECTS) $(libvnicprotogen_la_OBJECTS): \
 	proto/vmm.pb-c.h proto/worker.pb-c.h
+
+# Fault injection points (proto/fault.h): compiled only with
+# ./configure --enable-fault-injection. Without it FAULT_POINT() is 0 and
+# nothing of this links into any program (tests/fault_absent.sh).
+noinst_HEADERS += proto/fault.h
+if FAULT_INJECTION
+noinst_LTLIBRARIES += libvnicfault.la
+libvnicfault_la_SOURCES = proto/fault.c
+FAULT_LIBS = libvnicfault.la
+else
+FAULT_LIBS =
+endif
+EXTRA_DIST += proto/fault.c

@@ -436,6 +436,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_LOG:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT:
 		*ret = WIRE_PEER_WORKER;
 		return 0;
 	default:

@@ -17,7 +17,7 @@ supervisor_vnicd_SOURCES = \
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
+supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
 
 # libvnic: the client library a VMM links (sources in proto/ beside the
 # protocol; built from here so proto/local.mk stays the protocol's).

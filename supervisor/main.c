@@ -28,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "supervisor.h"
 
 #ifndef VNICD_WORKER_PATH
@@ -180,6 +181,44 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	sup_maybe_exit(s);
 }
 
+#ifdef VNIC_FAULT_INJECTION
+static void sup_fault_report(const char *point, enum fault_action a, unsigned arg)
+{
+	log_warn("fault injection: point %s fired (%s %u) in vnicd", point, fault_action_name(a),
+		 arg);
+}
+#endif
+
+/* VNIC_FAULT / VNIC_FAULT_NIC (proto/fault.h): vnicd arms its own "sup."
+ * points and keeps the "worker." ones for the workers it spawns.
+ * Returns: 0, or -1 on a bad spec (reason printed). */
+static int sup_fault_init(struct sup *s)
+{
+	const char *spec = getenv("VNIC_FAULT");
+#ifdef VNIC_FAULT_INJECTION
+	const char *nic = getenv("VNIC_FAULT_NIC");
+	char err[256];
+
+	if (!spec || !spec[0])
+		return 0;
+	if (fault_arm(spec, "sup.", err, sizeof(err)) < 0 ||
+	    fault_filter(spec, "worker.", s->fault_worker, sizeof(s->fault_worker), err,
+			 sizeof(err)) < 0) {
+		fprintf(stderr, "vnicd: VNIC_FAULT: %s\n", err);
+		return -1;
+	}
+	snprintf(s->fault_nic, sizeof(s->fault_nic), "%s", nic ? nic : "");
+	fault_set_hooks(sup_fault_report, NULL);
+	log_warn("FAULT INJECTION armed: %s (worker points for %s)", spec,
+		 s->fault_nic[0] ? s->fault_nic : "every NIC");
+#else
+	(void)s;
+	if (spec && spec[0])
+		log_warn("VNIC_FAULT ignored: vnicd was built without --enable-fault-injection");
+#endif
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -241,6 +280,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init("vnicd", level, !foreground);
+	if (sup_fault_init(&s) < 0)
+		return 2;
 	if (access(s.worker_path, X_OK) < 0)
 		log_warn("worker %s is not executable (%s): AddNic will fail", s.worker_path,
 			 strerror(errno));

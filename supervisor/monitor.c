@@ -129,6 +129,25 @@ static int mon_error(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	return 0;
 }
 
+#ifdef VNIC_FAULT_INJECTION
+/* Fault-injection builds only (proto/fault.h): a point fired in the
+ * worker. "sigkill": the sandboxed worker cannot kill itself and waits
+ * for us; -1 makes the caller SIGKILL it through the pidfd. */
+static int mon_fault_hit(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	const Vnic__Worker__FaultHit *h = m->fault_hit;
+
+	log_warn("nic %s: fault injection: point %.64s fired (%.16s %u) in worker pid %d", n->id,
+		 h->point, h->action, h->arg, (int)n->w.pid);
+	if (!strcmp(h->action, "sigkill")) {
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "fault injection at %.64s: SIGKILL as asked", h->point);
+		return -1;
+	}
+	return 0;
+}
+#endif
+
 static const struct mon_row mon_table[] = {
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_ONCE, 0, mon_ready },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED, "Stopped", MON_STOPPING | MON_ONCE, 0, mon_stopped },
@@ -138,6 +157,10 @@ static const struct mon_row mon_table[] = {
 	  MON_STARTING | MON_RUNNING | MON_STOPPING, 0, mon_log },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",
 	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_ONCE, 0, mon_error },
+#ifdef VNIC_FAULT_INJECTION
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT, "FaultHit",
+	  MON_STARTING | MON_RUNNING | MON_STOPPING, 0, mon_fault_hit },
+#endif
 };
 
 static void mon_kill(struct nic *n, const char *why)

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
@@ -279,6 +280,22 @@ out_free:
 	return rc;
 }
 
+/* The worker fault entries for this NIC's worker (proto/fault.h), or
+ * NULL: fault builds only, first launch only, the chosen NIC only. */
+static const char *nic_fault_spec(const struct nic *n)
+{
+#ifdef VNIC_FAULT_INJECTION
+	const struct sup *s = n->sup;
+
+	if (s->fault_worker[0] && n->restarts == 0 &&
+	    (!s->fault_nic[0] || !strcmp(s->fault_nic, n->id)))
+		return s->fault_worker;
+#else
+	(void)n;
+#endif
+	return NULL;
+}
+
 /* Policy defaults resolved here, so the worker gets concrete values. */
 static void policy_resolve(struct nic_policy *p)
 {
@@ -384,7 +401,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	/* From here on the NIC is in the table: a failure is answered with
 	 * an AddNic error reply (at once, or from the exit callback once the
 	 * worker is reaped) and nic_start itself returns 0. */
-	rc = worker_spawn(s->worker_path, n->id, &n->w, n->last_error, sizeof(n->last_error));
+	rc = worker_spawn_fault(s->worker_path, n->id, nic_fault_spec(n), &n->w, n->last_error,
+				sizeof(n->last_error));
 	if (rc)
 		goto out_async;
 	n->ev_exit = event_new(s->base, n->w.pidfd, EV_READ, nic_exit_cb, n);
@@ -396,7 +414,12 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	event_add(n->ev_exit, NULL);
 	event_add(n->ev_ctrl, NULL);
 	log_info("nic %s: worker pid %d spawned", n->id, (int)n->w.pid);
-	rc = nic_send_config(n, n->last_error, sizeof(n->last_error));
+	rc = -FAULT_ERRNO("sup.config.send");
+	if (rc)
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "sending Config to the worker: %s (fault injection)", strerror(-rc));
+	else
+		rc = nic_send_config(n, n->last_error, sizeof(n->last_error));
 	if (rc == -EPIPE || rc == -ECONNRESET) {
 		/* The worker is already gone or going: its exit, reaped by
 		 * the pidfd callback, is the reason AddNic reports; the
@@ -591,6 +614,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 		if (n->add_pending) {
 			vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 		} else if (n->remove_pending) {
+			FAULT_POINT("sup.remove.reply");
 			if (n->deadline_missed)
 				vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED,
 						     "worker missed the stop deadline; it was killed and "

@@ -177,6 +177,12 @@ struct sup {
 	unsigned nconns;
 	unsigned next_conn_id;
 	bool shutting_down;
+#ifdef VNIC_FAULT_INJECTION
+	/* VNIC_FAULT's worker entries, for the first launch of each worker
+	 * (of fault_nic only, when set); see proto/fault.h. */
+	char fault_worker[WORKER_FAULT_SPEC_MAX + 1];
+	char fault_nic[VALIDATE_ID_MAX + 1];
+#endif
 };
 
 /* vmm_conn.c */

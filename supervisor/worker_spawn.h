@@ -37,6 +37,17 @@ struct worker_proc {
 int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
 		 char *err, size_t errlen);
 
+/* Longest --fault spec passed on (FAULT_SPEC_MAX of proto/fault.h). */
+#define WORKER_FAULT_SPEC_MAX 1024
+
+/*
+ * worker_spawn_fault - worker_spawn, plus `--fault SPEC` on the command
+ * line when fault_spec is neither NULL nor empty (fault-injection builds
+ * of vnicd only; a production worker rejects the option).
+ */
+int worker_spawn_fault(const char *path, const char *nic_id, const char *fault_spec,
+		       struct worker_proc *ret, char *err, size_t errlen);
+
 /* worker_kill - SIGKILL through the pidfd (no pid reuse race). */
 int worker_kill(const struct worker_proc *w);
 

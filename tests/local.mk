@@ -79,3 +79,16 @@ tests_check_frames_SOURCES = tests/check_frames.c tools/frames.c tools/frames.h
 tests_check_frames_CFLAGS = $(TEST_CFLAGS)
 tests_check_frames_LDADD = $(TEST_LIBS)
 TESTS += tests/check_frames
+
+# Fault injection (proto/fault.h): production binaries carry none of it
+# (fault_absent, every build); the parser's unit test in fault builds only.
+dist_check_SCRIPTS += tests/fault_absent.sh
+TESTS += tests/fault_absent.sh
+if FAULT_INJECTION
+check_PROGRAMS += tests/check_fault
+tests_check_fault_SOURCES = tests/check_fault.c
+tests_check_fault_CFLAGS = $(TEST_CFLAGS)
+tests_check_fault_LDADD = libvnicfault.la $(TEST_LIBS)
+TESTS += tests/check_fault
+endif
+EXTRA_DIST += tests/check_fault.c

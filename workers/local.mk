@@ -6,7 +6,7 @@ libvnicnet_la_SOURCES = \
 	workers/net.c workers/net.h workers/net_priv.h \
 	workers/net_tx.c workers/net_rx.c \
 	workers/stats.h
-libvnicnet_la_LIBADD = libvnicshm.la
+libvnicnet_la_LIBADD = libvnicshm.la $(FAULT_LIBS)
 
 # vnicd-worker: spawned by vnicd (installed as $(pkglibexecdir)/vnicd-worker,
 # e.g. /usr/local/libexec/vnicd/vnicd-worker; in the build tree
@@ -15,6 +15,6 @@ pkglibexec_PROGRAMS += workers/vnicd-worker
 workers_vnicd_worker_SOURCES = \
 	workers/main.c workers/worker.h workers/worker_event.c
 workers_vnicd_worker_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-workers_vnicd_worker_LDADD = libvnicnet.la libvnicshm.la libvnicproto.la libvnicsandbox.la \
+workers_vnicd_worker_LDADD = libvnicnet.la libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) \
 	$(LIBEVENT_LIBS)
 $(workers_vnicd_worker_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h

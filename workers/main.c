@@ -3,6 +3,7 @@
  *
  * Contract with the supervisor (supervisor/worker_spawn.c):
  *   argv:  vnicd-worker --nic ID [--user USER] [--sandbox on|off]
+ *          [--fault SPEC]   (fault-injection builds only, proto/fault.h)
  *          ID only names the NIC in log lines; USER is who the worker
  *          becomes (default: "vnicd" if that user exists, else "nobody");
  *          --sandbox off is for debugging only and is reported as such.
@@ -43,9 +44,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inflight.h"
+#include "fault.h"
 #include "log.h"
 #include "privdrop.h"
 #include "sandbox.h"
@@ -142,6 +145,26 @@ static void close_all_but(int *keep, unsigned n)
 	close_range_(lo, ~0u);
 }
 
+#ifdef VNIC_FAULT_INJECTION
+static void worker_fault_step(struct vring *vq, enum vring_inflight_step step)
+{
+	(void)vq;
+	switch (step) {
+	case VRING_IF_POP_AVAIL:
+		FAULT_POINT("worker.inflight.popped");
+		break;
+	case VRING_IF_PUSH_ELEM:
+		FAULT_POINT("worker.inflight.used_elem");
+		break;
+	case VRING_IF_FLUSH_IDX:
+		FAULT_POINT("worker.inflight.used_idx");
+		break;
+	default:
+		break;
+	}
+}
+#endif
+
 /* Step 4, last part: the inflight region (shm/inflight.h), created by the
  * supervisor and kept across restarts. Checked as a whole here (C8); the
  * in-flight records of a LIVE queue are checked by the recovery at Start,
@@ -183,6 +206,11 @@ static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, i
 		}
 		if (r == 1)
 			w->recover = true;
+#ifdef VNIC_FAULT_INJECTION
+		/* The inflight protocol's crash points (vring.h), as fault
+		 * points: the hook runs right after each step's store. */
+		net_queue_vring(w->net, j)->inflight_hook = worker_fault_step;
+#endif
 	}
 	return 0;
 }
@@ -333,10 +361,49 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	return 0;
 }
 
+#ifdef VNIC_FAULT_INJECTION
+/* A point fired: tell the supervisor before acting (it logs the line the
+ * lifecycle suite looks for, and SIGKILLs us for "sigkill"). */
+static void worker_fault_report(const char *point, enum fault_action a, unsigned arg)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__FaultHit h;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__fault_hit__init(&h);
+	h.point = (char *)(uintptr_t)point;
+	h.action = (char *)(uintptr_t)fault_action_name(a);
+	h.arg = arg;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT;
+	m.fault_hit = &h;
+	if (worker_send(&W, &m) < 0)
+		fprintf(stderr, "vnicd-worker %s: cannot report fault %s\n", W.nic_id, point);
+}
+
+/* sigkill: seccomp does not let us kill ourselves; the supervisor kills
+ * us through our pidfd on the FaultHit just sent. Wait for it, bounded
+ * (30 s, then fault.c crashes instead). */
+static void worker_fault_kill(const char *point)
+{
+	(void)point;
+	for (int i = 0; i < 300; i++) {
+		struct timespec ts = { 0, 100000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
+#endif
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: vnicd-worker --nic ID [--user USER] [--sandbox on|off]\n"
-		"  started by vnicd with its control socket at fd 3; not for direct use\n");
+	fprintf(stderr, "usage: vnicd-worker --nic ID [--user USER] [--sandbox on|off]%s\n"
+		"  started by vnicd with its control socket at fd 3; not for direct use\n",
+#ifdef VNIC_FAULT_INJECTION
+		" [--fault SPEC]"
+#else
+		""
+#endif
+		);
 }
 
 struct worker_args {
@@ -364,6 +431,16 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 			a->sandbox = true;
 		else if (strcmp(argv[i], "--sandbox") == 0 && strcmp(argv[i + 1], "off") == 0)
 			a->sandbox = false;
+#ifdef VNIC_FAULT_INJECTION
+		else if (strcmp(argv[i], "--fault") == 0) {
+			char err[256];
+
+			if (fault_arm(argv[i + 1], "worker.", err, sizeof(err)) < 0) {
+				fprintf(stderr, "vnicd-worker: --fault: %s\n", err);
+				return -EINVAL;
+			}
+		}
+#endif
 		else
 			return -EINVAL;
 	}
@@ -467,6 +544,9 @@ int main(int argc, char **argv)
 	}
 	/* From here, log lines travel to the supervisor. */
 	log_set_handler(worker_log_handler, w);
+#ifdef VNIC_FAULT_INJECTION
+	fault_set_hooks(worker_fault_report, worker_fault_kill);
+#endif
 
 	/* 2. Config and exactly its fds (wire checks the count per type). */
 	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
@@ -551,7 +631,9 @@ int main(int argc, char **argv)
 		ready.sandboxed = sandboxed == 1;
 		rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
 		rm.ready = &ready;
-		r = worker_send(w, &rm);
+		r = -FAULT_ERRNO("worker.ready.send");
+		if (r == 0)
+			r = worker_send(w, &rm);
 		if (r < 0) {
 			fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
 				strerror(-r));

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "fault.h"
 #include "workers/net_priv.h"
 
 static void net_err(char *err, size_t errlen, const char *fmt, ...)
@@ -211,6 +212,7 @@ void net_flush(struct net_dev *d, struct net_queue *q)
 	if (q->pushed == 0)
 		return;
 	q->pushed = 0;
+	FAULT_POINT("worker.flush.before_idx");
 	vring_flush(&q->vq);
 	if (vring_should_notify(&q->vq)) {
 		d->ops->notify(d->opaque, q->idx);

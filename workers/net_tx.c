@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "iov.h"
 #include "workers/net_priv.h"
 
@@ -114,13 +115,14 @@ static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
 	size_t frame_len, got;
 	unsigned n = 0;
 	ssize_t w;
-	int r;
+	int r, fe;
 
 	r = vring_pop(&q->vq, c);
 	if (r < 0)
 		return -EIO;
 	if (r == 0)
 		return 0;
+	FAULT_POINT("worker.tx.after_pop");
 	/* G11: the device never writes to a TX chain; a writable descriptor
 	 * there is a driver bug. Return it unused rather than leak it. */
 	if (c->nin > 0) {
@@ -164,7 +166,11 @@ static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
 		return 1;
 	}
 
-	if (d->backend == NET_BACKEND_TAP) {
+	fe = FAULT_ERRNO("worker.tx.send");
+	if (fe) {
+		errno = fe; /* fault injection: the write fails without being made */
+		w = -1;
+	} else if (d->backend == NET_BACKEND_TAP) {
 		w = writev(net_pair_fd(d, q), d->iov2, (int)n);
 	} else {
 		struct msghdr msg = { .msg_iov = d->iov2, .msg_iovlen = n };

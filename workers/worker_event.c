@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "log.h"
 #include "workers/worker.h"
 
@@ -272,6 +273,7 @@ static void worker_stop(struct worker *w)
 	Vnic__Vmm__QueueIndex qi[STATS_MAX_QUEUES], *qp[STATS_MAX_QUEUES];
 	int r;
 
+	FAULT_POINT("worker.stop");
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__stopped__init(&st);
 	for (unsigned j = 0; j < w->nqueues; j++) {
