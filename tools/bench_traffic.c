@@ -7,6 +7,9 @@
  *       --direction g2h|h2g|both --size BYTES|random --seconds S
  *       [--count N] [--netns NAME] [--window N]
  *       [--expect-json FILE] [--before-remove CMD]
+ *       [--id-prefix P] [--fault-nic I] [--unplug-after S]
+ *       [--remove-deadline MS] [--disconnect-after S]
+ *       [--stall-backend-after S]
  *   vnic-bench --socket PATH hostile --kind loop|selfloop [--victim 0|1]
  *       [--seconds S]
  *
@@ -22,6 +25,17 @@
  * at most --window frames (and TR_WINDOW_BYTES) in flight per direction and
  * NIC: the host kernel drops rather than blocks on a full UDP receive
  * buffer or tap queue, and the window keeps the test's rate below that.
+ *
+ * Lifecycle (issue 5): --unplug-after removes NIC 0 while traffic runs,
+ * checks its worker is gone when the reply arrives, then writes a canary
+ * over all of its guest memory and checks nothing changes it;
+ * --disconnect-after puts NIC 0 on its own connection and closes it
+ * mid-frame; --stall-backend-after stops reading NIC 0's host end so its
+ * worker sits on a full backend. The NIC under fault (--fault-nic, or the
+ * one unplugged or disconnected) may fail, restart or lose frames: its
+ * losses are printed on their own line; a descriptor returned twice or
+ * never (its TX stalls while it runs), a doubled or corrupted frame still
+ * fail. Every other NIC is held to the full standard.
  *
  * Exit: 0 when every frame arrived exactly once and intact (and the
  * worker counters agree), 1 on any failure, 2 on a usage error. A frame
@@ -69,6 +83,8 @@
 #define TR_DEFAULT_WINDOW 768u
 #define TR_WINDOW_BYTES (16ull << 20)
 #define TR_NS 1000000000.0
+#define TR_CANARY_NS 200000000ull            /* canary must hold this long */
+#define TR_GONE_BOUND_NS (15ull * 1000000000ull) /* disconnect: worker gone by then */
 
 enum tr_backend { TR_SOCKET, TR_TAP };
 
@@ -103,6 +119,19 @@ struct tr_nic {
 	uint32_t reset_queue;
 	uint64_t reset_ns;
 	char reset_reason[256];
+	/* lifecycle */
+	struct vnic_conn *conn;     /* r->conn, or its own (--disconnect-after) */
+	bool faulty;                /* under fault: may fail, restart, lose frames */
+	bool gone;                  /* unplugged or disconnected: no more traffic */
+	bool stalled;               /* host end stopped reading (--stall-backend-after) */
+	bool disc_wait;             /* disconnected, worker not yet seen gone */
+	uint64_t disc_ns;
+	bool canary_set, canary_checked;
+	uint64_t canary_ns;
+	uint64_t resume_ns;         /* last restart: per-flow stall clock restarts */
+	uint64_t tx_used_ns;        /* last time TX descriptors came back */
+	unsigned restarts;
+	bool reread_pid;
 };
 
 struct tr_run {
@@ -133,6 +162,12 @@ struct tr_run {
 	double victim_cpu_at_inject;
 	unsigned failures;
 	int nic_errors;             /* events for NICs that should be fine */
+	/* lifecycle (issue 5) */
+	const char *id_prefix;
+	int fault_nic;              /* -1: none */
+	double unplug_after, disconnect_after, stall_after; /* < 0: off */
+	uint32_t remove_deadline_ms;
+	bool unplug_done, disconnect_done, stall_done;
 };
 
 static volatile sig_atomic_t tr_stop;
@@ -325,11 +360,15 @@ static void tr_guest_tx(struct tr_run *r, struct tr_nic *n, uint64_t now)
 	char err[200];
 	unsigned added = 0;
 
-	if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0) {
+	int got = guest_tx_reclaim(n->g, err, sizeof(err));
+
+	if (got < 0) {
 		tr_fail(r, "nic %u: %s", n->idx, err);
 		f->on = false;
 		return;
 	}
+	if (got > 0)
+		n->tx_used_ns = now;
 	n->tx_wait = false;
 	for (unsigned round = 0; round < 4; round++) {
 		while (added < TR_BURST && tr_may_send(r, f, now)) {
@@ -416,6 +455,8 @@ static void tr_host_rx(struct tr_run *r, struct tr_nic *n)
 {
 	char err[200];
 
+	if (n->stalled)
+		return; /* --stall-backend-after: the peer stops reading */
 	for (unsigned i = 0; i < 256; i++) {
 		ssize_t len = recv(n->host_fd, r->buf, FRAMES_MAX + 1, MSG_TRUNC | MSG_DONTWAIT);
 		uint64_t seq;
@@ -424,6 +465,14 @@ static void tr_host_rx(struct tr_run *r, struct tr_nic *n)
 		if (len < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				tr_fail(r, "nic %u: host recv: %s", n->idx, strerror(errno));
+			return;
+		}
+		if (len == 0 && r->backend == TR_SOCKET) {
+			/* End of file: vnicd closed the worker's end. The
+			 * worker never sends an empty frame. */
+			if (!n->gone)
+				tr_fail(r, "nic %u: the worker's end of the backend closed",
+					n->idx);
 			return;
 		}
 		if (len > FRAMES_MAX) {
@@ -506,6 +555,8 @@ static void tr_on_event(struct vnic_conn *conn, const struct vnic_event *ev, voi
 	case VNIC_EVENT_QUEUE_NEEDS_RESET:
 		fprintf(stderr, "vnic-bench: event: nic %s queue %u needs reset: %s\n", ev->id,
 			ev->queue, ev->reason);
+		if (n->faulty)
+			break; /* under fault: reported, tolerated */
 		if (!n->needs_reset) {
 			n->needs_reset = true;
 			n->reset_queue = ev->queue;
@@ -522,7 +573,23 @@ static void tr_on_event(struct vnic_conn *conn, const struct vnic_event *ev, voi
 		fprintf(stderr, "vnic-bench: event: nic %s failed: %s (signal %d, exit %d)\n",
 			ev->id, ev->reason, ev->signal, ev->exit_status);
 		n->failed = true;
+		if (n->faulty) {
+			/* Its flows end here; what was in flight is lost to the
+			 * fault (printed apart), the rest of the run goes on. */
+			for (unsigned d = 0; d < 2; d++)
+				n->f[d].on = false;
+			break;
+		}
 		r->nic_errors++;
+		break;
+	case VNIC_EVENT_NIC_RESTARTED:
+		fprintf(stderr, "vnic-bench: event: nic %s restarted (%u restarts): %s\n", ev->id,
+			ev->restarts, ev->reason);
+		n->restarts++;
+		n->reread_pid = true;
+		n->resume_ns = bench_now_ns();
+		if (!n->faulty)
+			r->nic_errors++;
 		break;
 	default:
 		break;
@@ -651,7 +718,10 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 		fprintf(stderr, "vnic-bench: nic %u: %s\n", n->idx, err);
 		return -1;
 	}
-	snprintf(n->id, sizeof(n->id), "bench%d-%u", (int)getpid(), n->idx);
+	if (r->id_prefix)
+		snprintf(n->id, sizeof(n->id), "%s%u", r->id_prefix, n->idx);
+	else
+		snprintf(n->id, sizeof(n->id), "bench%d-%u", (int)getpid(), n->idx);
 	snprintf(n->tap, sizeof(n->tap), "vnicb%u", n->idx);
 	if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &vmm_end) < 0)
 		return -1;
@@ -685,12 +755,12 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 		cfg.netns = r->netns;
 		cfg.backend_fd = -1;
 	}
-	rc = vnic_add_nic(r->conn, &cfg, err, sizeof(err));
+	rc = vnic_add_nic(n->conn, &cfg, err, sizeof(err));
 	if (vmm_end >= 0)
 		close(vmm_end); /* libvnic borrowed it; vnicd has its own now */
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: AddNic %s: %s\n", n->id,
-			err[0] ? err : vnic_last_error(r->conn));
+			err[0] ? err : vnic_last_error(n->conn));
 		return -1;
 	}
 	n->added = true;
@@ -750,7 +820,7 @@ static bool tr_counters_match(struct tr_run *r, const struct vnic_status *st, bo
 		uint64_t rxp = n->f[FRAMES_H2G].recv + n->other_rx;
 		uint64_t rxb = n->f[FRAMES_H2G].recv_bytes + n->other_rx_bytes;
 
-		if (n->hostile)
+		if (n->hostile || n->faulty || n->gone)
 			continue;
 		tx = s ? tr_queue(s, "tx0") : NULL;
 		rx = s ? tr_queue(s, "rx0") : NULL;
@@ -818,14 +888,237 @@ static int tr_write_expect(struct tr_run *r)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+/* ---- lifecycle: unplug, disconnect, stalled backend (issue 5) ---- */
+
+/* The canary: a pattern no device write produces by chance, a function of
+ * the offset so that a moved block shows too. */
+static uint64_t tr_canary_word(size_t i)
+{
+	return 0xc0ffee5a00000000ull ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull);
+}
+
+static void tr_canary_set(struct tr_nic *n)
+{
+	uint64_t *w = (uint64_t *)(void *)n->g->mem;
+	size_t nw = n->g->memsize / 8, one = 1;
+
+	for (size_t i = 0; i < nw; i++)
+		w[i] = tr_canary_word(i);
+	/* Late kicks on both queues (TESTPLAN L2): nobody may act on them. */
+	for (unsigned q = 0; q < 2; q++)
+		if (write(n->g->kick[q], &one, sizeof(uint64_t)) < 0)
+			fprintf(stderr, "vnic-bench: late kick: %s\n", strerror(errno));
+	n->canary_set = true;
+	n->canary_ns = bench_now_ns();
+}
+
+/* Has anything written the NIC's guest memory since tr_canary_set? */
+static void tr_canary_check(struct tr_run *r, struct tr_nic *n)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)n->g->mem;
+	size_t nw = n->g->memsize / 8, bad = 0, first = 0;
+	double ms = (bench_now_ns() - n->canary_ns) / 1e6;
+
+	for (size_t i = 0; i < nw; i++)
+		if (w[i] != tr_canary_word(i) && bad++ == 0)
+			first = i * 8;
+	n->canary_checked = true;
+	if (bad) {
+		tr_fail(r, "CANARY nic %s: %zu words of guest memory changed after the worker was "
+			"gone (first at offset %#zx; rings at desc %#llx used %#llx)", n->id, bad, first,
+			(unsigned long long)(n->g->lay[GUEST_TX].desc - GUEST_GPA_BASE),
+			(unsigned long long)(n->g->lay[GUEST_TX].used - GUEST_GPA_BASE));
+		return;
+	}
+	printf("CANARY nic=%s bytes=%zu intact_ms=%.0f\n", n->id, nw * 8, ms);
+}
+
+/* The NIC is out of the run: its in-flight frames are lost to the
+ * operation (counted apart), frames already on the host end are still
+ * read. */
+static void tr_retire(struct tr_run *r, struct tr_nic *n)
+{
+	n->gone = true;
+	n->faulty = true;
+	n->stalled = false;
+	for (unsigned d = 0; d < 2; d++)
+		n->f[d].on = false;
+	/* Whatever reached the host end before the worker went. Bounded:
+	 * at most 64 rounds of 256 frames. */
+	for (unsigned i = 0; i < 64; i++) {
+		uint64_t before = n->f[FRAMES_G2H].recv;
+
+		tr_host_rx(r, n);
+		if (n->f[FRAMES_G2H].recv == before)
+			break;
+	}
+}
+
+static bool tr_pid_gone(pid_t pid)
+{
+	return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* RemoveNic on NIC 0 while the others run. */
+static void tr_unplug(struct tr_run *r, struct tr_nic *n)
+{
+	struct vnic_remove_result res;
+	uint64_t t0, t1;
+	char err[200];
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	t0 = bench_now_ns();
+	rc = vnic_remove_nic(n->conn, n->id, r->remove_deadline_ms, &res);
+	t1 = bench_now_ns();
+	n->added = false;
+	if (rc < 0 || (rc > 0 && rc != VNIC_STATUS_DEADLINE_EXCEEDED)) {
+		tr_fail(r, "RemoveNic %s: %s", n->id, vnic_last_error(n->conn));
+		tr_retire(r, n);
+		return;
+	}
+	/* The promise: the reply comes after the worker was reaped. */
+	if (!tr_pid_gone(n->pid))
+		tr_fail(r, "RemoveNic %s replied while worker pid %d still exists", n->id,
+			(int)n->pid);
+	printf("UNPLUG nic=%s status=%s latency_ms=%.3f reply_latency_ms=%.3f worker_pid=%d "
+	       "gone=%s\n", n->id, rc ? "DEADLINE_EXCEEDED" : "OK", (t1 - t0) / 1e6,
+	       res.unplug_latency_us / 1000.0, (int)n->pid, tr_pid_gone(n->pid) ? "yes" : "NO");
+	for (unsigned q = 0; q < res.nqueues; q++) {
+		const struct vnic_queue_index *qi = &res.queues[q];
+		unsigned slot = qi->index == 1 ? GUEST_TX : GUEST_RX;
+		uint16_t seen = __atomic_load_n(&n->g->q[slot].used->idx, __ATOMIC_ACQUIRE);
+
+		printf("  final %s: avail %u used %u (guest sees used %u)\n",
+		       qi->index == 1 ? "tx0" : "rx0", qi->avail_idx, qi->used_idx, seen);
+		if (qi->index > 1)
+			continue;
+		if ((uint16_t)qi->used_idx != seen)
+			tr_fail(r, "nic %s q%u: reply says used %u, the ring says %u", n->id, qi->index,
+				qi->used_idx, seen);
+		/* A clean stop finishes the packet in hand: every TX chain
+		 * the device consumed is back. */
+		if (qi->index == 1 && (uint16_t)qi->used_idx != (uint16_t)qi->avail_idx)
+			tr_fail(r, "nic %s tx0: stopped with %u chains consumed and not returned",
+				n->id, (uint16_t)(qi->avail_idx - qi->used_idx));
+	}
+	/* Take back what was returned before the stop: a double or bogus
+	 * id fails here. */
+	if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0)
+		tr_fail(r, "nic %s after unplug: %s", n->id, err);
+	tr_retire(r, n);
+	tr_canary_set(n);
+}
+
+/* Close NIC 0's own connection in the middle of a frame. */
+static void tr_disconnect(struct tr_run *r, struct tr_nic *n)
+{
+	/* A length prefix announcing 64 bytes, and 2 of them. */
+	static const uint8_t half[] = { 0, 0, 0, 64, 0x0a, 0x02 };
+
+	if (write(vnic_fd(n->conn), half, sizeof(half)) < 0)
+		fprintf(stderr, "vnic-bench: half frame: %s\n", strerror(errno));
+	n->conn = vnic_close(n->conn);
+	n->added = false;
+	n->disc_wait = true;
+	n->disc_ns = bench_now_ns();
+	printf("DISCONNECT nic=%s closed mid-frame\n", n->id);
+	tr_retire(r, n);
+}
+
+/* After a disconnect: the worker must be gone within a bound; then the
+ * canary. */
+static void tr_disconnect_poll(struct tr_run *r, struct tr_nic *n, uint64_t now)
+{
+	if (!n->disc_wait)
+		return;
+	if (tr_pid_gone(n->pid)) {
+		n->disc_wait = false;
+		printf("DISCONNECT nic=%s teardown_ms=%.3f worker_pid=%d gone=yes\n", n->id,
+		       (now - n->disc_ns) / 1e6, (int)n->pid);
+		tr_canary_set(n);
+	} else if (now - n->disc_ns > TR_GONE_BOUND_NS) {
+		n->disc_wait = false;
+		tr_fail(r, "nic %s: worker pid %d still exists %.0f s after its VMM disconnected",
+			n->id, (int)n->pid, TR_GONE_BOUND_NS / TR_NS);
+	}
+}
+
+/* Lifecycle steps due at now; the per-flow stall check of NICs that run. */
+static void tr_lifecycle(struct tr_run *r, uint64_t now)
+{
+	struct tr_nic *n0 = &r->nics[0];
+	double t = (now - r->t0) / TR_NS;
+
+	if (r->stall_after >= 0 && !r->stall_done && t >= r->stall_after) {
+		r->stall_done = true;
+		n0->stalled = true;
+		printf("STALL nic=%s host end stops reading at %.2f s\n", n0->id, t);
+	}
+	if (r->unplug_after >= 0 && !r->unplug_done && t >= r->unplug_after) {
+		r->unplug_done = true;
+		tr_unplug(r, n0);
+	}
+	if (r->disconnect_after >= 0 && !r->disconnect_done && t >= r->disconnect_after) {
+		r->disconnect_done = true;
+		tr_disconnect(r, n0);
+	}
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+
+		tr_disconnect_poll(r, n, now);
+		if (n->canary_set && !n->canary_checked &&
+		    bench_now_ns() - n->canary_ns >= TR_CANARY_NS)
+			tr_canary_check(r, n);
+		/* Per NIC, since the others keep the global progress clock
+		 * moving. TX: a descriptor never returned stalls the guest's
+		 * ring for good, frames dropped by the device do not. */
+		if (n->gone || n->failed || n->hostile)
+			continue;
+		{
+			unsigned out = n->g->ntxslots - n->g->ntxfree;
+			uint64_t since = n->tx_used_ns > r->t0 ? n->tx_used_ns : r->t0;
+
+			if (n->resume_ns > since)
+				since = n->resume_ns;
+			if (n->f[FRAMES_G2H].on && out && !n->stalled && now - since > TR_STALL_NS) {
+				tr_fail(r, "stall: nic %u: %u TX descriptors out, none came back for "
+					"%.0f s", n->idx, out, TR_STALL_NS / TR_NS);
+				n->f[FRAMES_G2H].on = false;
+			}
+		}
+		if (n->f[FRAMES_H2G].on && tr_may_send(r, &n->f[FRAMES_H2G], now)) {
+			struct tr_flow *f = &n->f[FRAMES_H2G];
+			uint64_t since = f->last_ns > r->t0 ? f->last_ns : r->t0;
+
+			if (n->resume_ns > since)
+				since = n->resume_ns;
+			if (f->recv < f->sent && now - since > TR_STALL_NS) {
+				tr_fail(r, "stall: nic %u h2g: %llu frames in flight, none arrived for "
+					"%.0f s", n->idx, (unsigned long long)(f->sent - f->recv),
+					TR_STALL_NS / TR_NS);
+				f->on = false;
+			}
+		}
+	}
+}
+
 /* ---- the loop ---- */
 
 static bool tr_all_received(const struct tr_run *r)
 {
-	for (unsigned i = 0; i < r->nnics; i++)
-		for (unsigned d = 0; d < 2; d++)
-			if (r->nics[i].f[d].on && r->nics[i].f[d].recv < r->nics[i].f[d].sent)
+	for (unsigned i = 0; i < r->nnics; i++) {
+		const struct tr_nic *n = &r->nics[i];
+
+		for (unsigned d = 0; d < 2; d++) {
+			/* Under fault the device may drop a TX frame (and return
+			 * its descriptor): every descriptor back is the end. */
+			if (d == FRAMES_G2H && n->faulty && n->g->ntxfree == n->g->ntxslots)
+				continue;
+			if (n->f[d].on && n->f[d].recv < n->f[d].sent)
 				return false;
+		}
+	}
 	return true;
 }
 
@@ -853,12 +1146,24 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 
 static void tr_inject_loop(struct tr_nic *n, bool self);
 
+/* A lifecycle step still to come or to finish (the run waits for it). */
+static bool tr_lifecycle_pending(const struct tr_run *r)
+{
+	if ((r->unplug_after >= 0 && !r->unplug_done) ||
+	    (r->disconnect_after >= 0 && !r->disconnect_done))
+		return true;
+	for (unsigned i = 0; i < r->nnics; i++)
+		if (r->nics[i].disc_wait || (r->nics[i].canary_set && !r->nics[i].canary_checked))
+			return true;
+	return false;
+}
+
 /* Run until every sender is done and every frame is in, a stall, or a
  * failure. Every wait is bounded: poll at most 10 ms, the whole loop at
  * most seconds + TR_DRAIN_NS after the last progress. */
 static void tr_loop(struct tr_run *r)
 {
-	struct pollfd pfd[3 * TR_MAX_NICS + 1];
+	struct pollfd pfd[4 * TR_MAX_NICS + 1];
 	uint64_t last_progress = bench_now_ns(), last_total = 0;
 
 	for (;;) {
@@ -869,6 +1174,14 @@ static void tr_loop(struct tr_run *r)
 
 		if (r->failures)
 			return;
+		tr_lifecycle(r, now);
+		for (unsigned i = 0; i < r->nnics; i++)
+			if (r->nics[i].reread_pid && !r->nics[i].gone) {
+				r->nics[i].reread_pid = false;
+				if (tr_read_pids(r) == 0)
+					printf("  nic %s: worker restarted, now pid %d\n",
+					       r->nics[i].id, (int)r->nics[i].pid);
+			}
 		if (r->victim && !r->injected && now >= r->inject_at) {
 			r->recv_at_inject = tr_total_recv(r);
 			r->victim_cpu_at_inject = tr_cpu_seconds(r->victim->pid);
@@ -879,7 +1192,7 @@ static void tr_loop(struct tr_run *r)
 		for (unsigned i = 0; i < r->nnics; i++) {
 			struct tr_nic *n = &r->nics[i];
 
-			if (n->hostile)
+			if (n->hostile || n->gone)
 				continue;
 			if (n->f[FRAMES_G2H].on && !n->tx_wait)
 				tr_guest_tx(r, n, now);
@@ -897,7 +1210,7 @@ static void tr_loop(struct tr_run *r)
 			return;
 		}
 		if (!tr_sending(r, now)) {
-			if (tr_all_received(r))
+			if (tr_all_received(r) && !tr_lifecycle_pending(r))
 				return;
 			if (now - last_progress > TR_DRAIN_NS)
 				return; /* the rest is lost: reported by the caller */
@@ -909,14 +1222,23 @@ static void tr_loop(struct tr_run *r)
 		for (unsigned i = 0; i < r->nnics; i++) {
 			struct tr_nic *n = &r->nics[i];
 
-			more |= n->rx_more;
-			pfd[np++] = (struct pollfd){ .fd = n->g->call[GUEST_RX], .events = POLLIN };
-			pfd[np++] = (struct pollfd){ .fd = n->g->call[GUEST_TX], .events = POLLIN };
+			more |= n->rx_more && !n->gone;
+			/* A gone NIC's fds are left out (negative fd: ignored). */
+			pfd[np++] = (struct pollfd){ .fd = n->gone ? -1 : n->g->call[GUEST_RX],
+						     .events = POLLIN };
+			pfd[np++] = (struct pollfd){ .fd = n->gone ? -1 : n->g->call[GUEST_TX],
+						     .events = POLLIN };
 			pfd[np++] = (struct pollfd){
-				.fd = n->host_fd,
-				.events = (short)(POLLIN | (n->host_blocked ? POLLOUT : 0)),
+				.fd = n->gone ? -1 : n->host_fd,
+				.events = (short)((n->stalled ? 0 : POLLIN) |
+						  (n->host_blocked ? POLLOUT : 0)),
 			};
 		}
+		for (unsigned i = 0; i < r->nnics; i++)
+			pfd[np++] = (struct pollfd){
+				.fd = r->nics[i].conn && r->nics[i].conn != r->conn
+					      ? vnic_fd(r->nics[i].conn) : -1,
+				.events = POLLIN };
 		pfd[np++] = (struct pollfd){ .fd = vnic_fd(r->conn), .events = POLLIN };
 		rc = poll(pfd, np, more ? 0 : 10);
 		if (rc < 0 && errno != EINTR) {
@@ -939,8 +1261,20 @@ static void tr_loop(struct tr_run *r)
 				tr_host_rx(r, n);
 			if (p[2].revents & POLLOUT)
 				n->host_blocked = false;
-			if (p[2].revents & (POLLERR | POLLHUP)) {
+			if ((p[2].revents & (POLLERR | POLLHUP)) && !n->faulty) {
 				tr_fail(r, "nic %u: the host end of the backend hung up", n->idx);
+				return;
+			}
+		}
+		for (unsigned i = 0; i < r->nnics; i++) {
+			struct tr_nic *n = &r->nics[i];
+
+			if (!(pfd[3 * r->nnics + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			rc = vnic_dispatch(n->conn);
+			if (rc < 0) {
+				tr_fail(r, "nic %u: its connection to vnicd was lost: %s", n->idx,
+					strerror(-rc));
 				return;
 			}
 		}
@@ -970,9 +1304,14 @@ static void tr_remove_all(struct tr_run *r)
 		if (!n->added)
 			continue;
 		n->added = false;
-		rc = vnic_remove_nic(r->conn, n->id, 5000, &res);
+		rc = vnic_remove_nic(n->conn, n->id, 5000, &res);
+		if (rc != 0 && n->faulty && n->failed) {
+			printf("  removed %s (failed under fault): %s\n", n->id,
+			       vnic_last_error(n->conn));
+			continue;
+		}
 		if (rc != 0) {
-			tr_fail(r, "RemoveNic %s: %s", n->id, vnic_last_error(r->conn));
+			tr_fail(r, "RemoveNic %s: %s", n->id, vnic_last_error(n->conn));
 			continue;
 		}
 		/* The reply promises the worker is gone (reaped): its pid must
@@ -994,6 +1333,17 @@ static void tr_cleanup(struct tr_run *r)
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 
+		if (n->canary_set && !n->canary_checked) {
+			uint64_t left = n->canary_ns + TR_CANARY_NS;
+
+			while (bench_now_ns() < left)
+				usleep(10000);
+			tr_canary_check(r, n);
+		} else if (n->canary_set) {
+			tr_canary_check(r, n); /* again, over the whole run */
+		}
+		if (n->conn && n->conn != r->conn)
+			n->conn = vnic_close(n->conn);
 		guest_free(n->g);
 		if (n->host_fd >= 0)
 			close(n->host_fd);
@@ -1048,9 +1398,30 @@ static int tr_setup(struct tr_run *r)
 		fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(r->conn));
 		return -1;
 	}
-	for (unsigned i = 0; i < r->nnics; i++)
-		if (tr_nic_add(r, &r->nics[i]) < 0)
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+
+		n->conn = r->conn;
+		n->faulty = r->fault_nic == (int)i ||
+			    (i == 0 && (r->unplug_after >= 0 || r->disconnect_after >= 0));
+		if (i == 0 && r->disconnect_after >= 0) {
+			/* Its own connection, so that closing it takes only
+			 * this NIC away. */
+			rc = vnic_connect(r->socket_path, &n->conn);
+			if (rc < 0) {
+				fprintf(stderr, "vnic-bench: connect: %s\n", strerror(-rc));
+				n->conn = NULL;
+				return -1;
+			}
+			vnic_set_event_cb(n->conn, tr_on_event, r);
+			if (vnic_hello(n->conn, "vnic-bench-nic0", &hi) != 0) {
+				fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(n->conn));
+				return -1;
+			}
+		}
+		if (tr_nic_add(r, n) < 0)
 			return -1;
+	}
 	if (tr_read_pids(r) < 0)
 		return -1;
 	for (unsigned i = 0; i < r->nnics; i++)
@@ -1099,7 +1470,8 @@ static void tr_report(struct tr_run *r, const char *mode)
 			on = true;
 			fr += f->recv;
 			by += f->recv_bytes;
-			lost += f->sent - f->recv;
+			if (!r->nics[i].faulty)
+				lost += f->sent - f->recv;
 			dup += f->dup;
 			bad += f->corrupt;
 			ooo += f->ooo;
@@ -1140,6 +1512,40 @@ static void tr_report(struct tr_run *r, const char *mode)
 			       dname[d], (unsigned long long)lost);
 		}
 	}
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+
+		if (!n->faulty)
+			continue;
+		/* At most once across unplug, crash and restart: frames in
+		 * flight then may be lost, never doubled (checked per frame). */
+		printf("LOST-TO-FAULTS nic=%s g2h=%llu h2g=%llu restarts=%u failed=%s gone=%s "
+		       "rx_empty_buffers=%llu\n", n->id,
+		       (unsigned long long)(n->f[FRAMES_G2H].sent - n->f[FRAMES_G2H].recv),
+		       (unsigned long long)(n->f[FRAMES_H2G].sent - n->f[FRAMES_H2G].recv),
+		       n->restarts, n->failed ? "yes" : "no", n->gone ? "yes" : "no",
+		       (unsigned long long)n->g->rx_empty);
+	}
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+		char err[200];
+
+		/* Every TX descriptor of a running NIC is back (exactly once:
+		 * a second return fails in guest_tx_reclaim). */
+		if (n->gone || n->failed || n->hostile || !n->g)
+			continue;
+		if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0)
+			tr_fail(r, "nic %u: %s", i, err);
+		else if (n->g->ntxfree != n->g->ntxslots)
+			tr_fail(r, "nic %u: %u TX descriptors never came back", i,
+				n->g->ntxslots - n->g->ntxfree);
+	}
+	for (unsigned i = 0; i < r->nnics; i++) {
+		/* Empty RX buffers come only from a restarted worker. */
+		if (r->nics[i].g->rx_empty && !r->nics[i].restarts)
+			tr_fail(r, "nic %u: %llu receive buffers came back empty without a restart",
+				i, (unsigned long long)r->nics[i].g->rx_empty);
+	}
 	for (unsigned i = 0; i < r->nnics; i++)
 		if (r->nics[i].other_rx)
 			printf("  nic %u: guest ignored %llu frames from the host kernel\n", i,
@@ -1163,7 +1569,7 @@ static void tr_report(struct tr_run *r, const char *mode)
 		struct tr_nic *n = &r->nics[i];
 		const struct vnic_nic_status *s = tr_nic_status(st, n->id);
 
-		if (n->hostile)
+		if (n->hostile || n->gone)
 			continue;
 		n->cpu1 = tr_cpu_seconds(n->pid);
 		if (n->cpu0 < 0 || n->cpu1 < 0)
@@ -1219,6 +1625,16 @@ void bench_traffic_usage(FILE *f)
 		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
 		"  --before-remove  run CMD (sh -c) after traffic, before RemoveNic\n"
+		"  --id-prefix P  NIC ids P0, P1, ... (default bench<pid>-<n>)\n"
+		"  --fault-nic I  NIC I is under fault injection: it may fail, restart\n"
+		"               and lose frames (printed apart); doubles, corruption and\n"
+		"               a TX stall while it runs still fail\n"
+		"  --unplug-after S  RemoveNic on NIC 0 at S s; its worker must be gone\n"
+		"               at the reply; then a canary over its guest memory\n"
+		"  --remove-deadline MS  the stop deadline of that RemoveNic (default 5000)\n"
+		"  --disconnect-after S  NIC 0 on its own connection, closed mid-frame\n"
+		"               at S s; its worker must go, then the canary\n"
+		"  --stall-backend-after S  NIC 0's host end stops reading at S s\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
 		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_DEFAULT_WINDOW, TR_WINDOW_BYTES >> 20);
@@ -1276,11 +1692,19 @@ int bench_traffic_main(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'P' },
 		{ "expect-json", required_argument, NULL, 'E' },
 		{ "before-remove", required_argument, NULL, 'B' },
+		{ "id-prefix", required_argument, NULL, 'I' },
+		{ "fault-nic", required_argument, NULL, 'F' },
+		{ "unplug-after", required_argument, NULL, 'U' },
+		{ "remove-deadline", required_argument, NULL, 'R' },
+		{ "disconnect-after", required_argument, NULL, 'D' },
+		{ "stall-backend-after", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct tr_run r = { .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = 1,
-			    .window = TR_DEFAULT_WINDOW };
+			    .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
+			    .disconnect_after = -1, .stall_after = -1,
+			    .remove_deadline_ms = 5000 };
 	unsigned long v;
 	int opt, rc = 1;
 
@@ -1341,6 +1765,33 @@ int bench_traffic_main(int argc, char **argv)
 		case 'B':
 			r.before_remove = optarg;
 			break;
+		case 'I':
+			if (!optarg[0] || strlen(optarg) > 40)
+				goto usage;
+			r.id_prefix = optarg;
+			break;
+		case 'F':
+			if (bench_parse_ulong(optarg, 0, TR_MAX_NICS - 1, &v) < 0)
+				goto usage;
+			r.fault_nic = (int)v;
+			break;
+		case 'U':
+			if (bench_parse_double(optarg, 0, 3600, &r.unplug_after) < 0)
+				goto usage;
+			break;
+		case 'D':
+			if (bench_parse_double(optarg, 0, 3600, &r.disconnect_after) < 0)
+				goto usage;
+			break;
+		case 'T':
+			if (bench_parse_double(optarg, 0, 3600, &r.stall_after) < 0)
+				goto usage;
+			break;
+		case 'R':
+			if (bench_parse_ulong(optarg, 1, 60000, &v) < 0)
+				goto usage;
+			r.remove_deadline_ms = (uint32_t)v;
+			break;
 		case 'h':
 			bench_traffic_usage(stdout);
 			return 0;
@@ -1351,6 +1802,14 @@ int bench_traffic_main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto usage;
+	if (r.unplug_after >= 0 && r.disconnect_after >= 0) {
+		fprintf(stderr, "vnic-bench: --unplug-after and --disconnect-after both act on NIC 0\n");
+		return 2;
+	}
+	if (r.fault_nic >= (int)r.nnics) {
+		fprintf(stderr, "vnic-bench: --fault-nic %d: only %u NICs\n", r.fault_nic, r.nnics);
+		return 2;
+	}
 	tr_main(&r, "traffic");
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */

@@ -202,6 +202,18 @@ int guest_rx_next(struct guest *g, const uint8_t **ret_frame, size_t *ret_len, c
 					GUEST_RXBUF_SIZE);
 			break;
 		}
+		if (len == 0) {
+			/* Returned empty: what a restarted worker does with the
+			 * receive buffers its predecessor had popped
+			 * (vring_recover_inflight). A frame being assembled is
+			 * torn: dropped, as a Linux guest would. The caller
+			 * decides whether an empty buffer is acceptable. */
+			g->rx_empty++;
+			g->rx_need = 0;
+			if (guest_rx_post(g, i) >= 0)
+				reposted++;
+			continue;
+		}
 		if (g->rx_need == 0) {
 			uint16_t nb;
 			const uint8_t *b = guest_gpa(g, g->rxbuf_gpa + (uint64_t)i * GUEST_RXBUF_SIZE);

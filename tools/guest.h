@@ -53,6 +53,7 @@ struct guest {
 	unsigned rx_need, rx_have;
 	bool rx_drop;                /* bad header: frame is being skipped */
 
+	uint64_t rx_empty;           /* used RX buffers of length 0 (after a restart) */
 	uint64_t kicks_sent[2];
 	uint64_t irqs_seen[2];       /* eventfd counts read from call fds */
 };
