@@ -11,10 +11,9 @@
  *     POINT=ACTION[:ARG][@NTH][*COUNT]
  *   POINT   a name from the table in fault.c (doc/fault-injection.md);
  *           "sup.*" points are vnicd's own, "worker.*" points are passed
- *           to workers as `--fault SPEC` (only the worker entries, only
- *           to the NIC whose id is VNIC_FAULT_NIC when that is set, and
+ *           to workers as `--fault SPEC` (only the worker entries, and
  *           only on the worker's first launch, so a restarted worker runs
- *           clean).
+ *           clean). With VNIC_FAULT_NIC=ID both fire for NIC ID only.
  *   ACTION  delay:MS   sleep MS milliseconds there (holds a race window open)
  *           crash      a real crash: store to an unmapped address (SIGSEGV;
  *                      under ASan its SEGV report, then death)

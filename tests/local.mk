@@ -92,3 +92,9 @@ tests_check_fault_LDADD = libvnicfault.la $(TEST_LIBS)
 TESTS += tests/check_fault
 endif
 EXTRA_DIST += tests/check_fault.c
+
+# The lifecycle suite of issue 5 (unplug, disconnect, crash under faults,
+# with two NICs of traffic): needs a build configured with
+# --enable-fault-injection and root, else it is skipped (77).
+dist_check_SCRIPTS += tests/lifecycle.sh
+TESTS += tests/lifecycle.sh
