@@ -979,6 +979,10 @@ static void tr_unplug(struct tr_run *r, struct tr_nic *n)
 		tr_retire(r, n);
 		return;
 	}
+	/* Bounded: the deadline, then a SIGKILL and a reap (1 s is ample). */
+	if (t1 - t0 > (uint64_t)(r->remove_deadline_ms + 1000) * 1000000ull)
+		tr_fail(r, "RemoveNic %s took %.1f ms, bound %u ms (deadline + 1 s)", n->id,
+			(t1 - t0) / 1e6, r->remove_deadline_ms + 1000);
 	/* The promise: the reply comes after the worker was reaped. */
 	if (!tr_pid_gone(n->pid))
 		tr_fail(r, "RemoveNic %s replied while worker pid %d still exists", n->id,
