@@ -1922,7 +1922,9 @@ int bench_hostile_main(int argc, char **argv)
 		{ 0 },
 	};
 	struct tr_run r = { .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = 2,
-			    .window = TR_DEFAULT_WINDOW, .mtu = 65535, .maxsize = FRAMES_MAX };
+			    .window = TR_DEFAULT_WINDOW, .mtu = 65535, .maxsize = FRAMES_MAX,
+			    .fault_nic = -1, .unplug_after = -1, .disconnect_after = -1,
+			    .stall_after = -1, .remove_deadline_ms = 5000 };
 	struct vnic_status *st = NULL;
 	unsigned long v;
 	unsigned victim = 0;

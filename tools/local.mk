@@ -3,7 +3,7 @@
 bin_PROGRAMS += tools/vnic-bench
 tools_vnic_bench_SOURCES = tools/vnic-bench.c tools/bench_ring.c tools/bench.h
 tools_vnic_bench_LDADD = libvnicshm.la -lm
-EXTRA_DIST += tools/demo.sh
+EXTRA_DIST += tools/demo.sh tools/unplug_latency.sh
 
 # vnicctl: status of every NIC (table, --json, --watch), over libvnic.
 # In the build tree at $(builddir)/tools/vnicctl, beside vnic-bench.
