@@ -156,6 +156,11 @@ round() {
 			grep -q "^UNPLUG nic=lc0 status=$WANT_STATUS " "$out"
 			inv op $? "unplug status is not $WANT_STATUS"
 		fi
+		if [ -n "${MIN_MS:-}" ]; then
+			awk -v m="$MIN_MS" '/^UNPLUG nic=lc0/ { for (i = 1; i <= NF; i++)
+				if ($i ~ /^latency_ms=/) { split($i, a, "="); exit !(a[2] >= m) } }' "$out"
+			inv op $? "unplug took less than $MIN_MS ms: the fault's window was missed"
+		fi
 		if [ -n "${MAX_MS:-}" ]; then
 			awk -v m="$MAX_MS" '/^UNPLUG nic=lc0/ { for (i = 1; i <= NF; i++)
 				if ($i ~ /^latency_ms=/) { split($i, a, "="); exit !(a[2] <= m) } }
@@ -217,8 +222,11 @@ round() {
 fixed_rounds() {
 	# L1: unplug with a chain in hand / inside the backend write / with
 	# the backend full and the worker waiting on it.
-	round "worker.tx.after_pop=delay:300@3000" unplug
-	round "worker.tx.send=delay:300@3000" unplug
+	# The delay spans the unplug (at half the run): Stop waits for the
+	# chain in hand, so the reply comes late (MIN_MS proves the window
+	# was hit) but within its bound.
+	MIN_MS=100 round "worker.tx.after_pop=delay:1500@1000" unplug
+	MIN_MS=100 round "worker.tx.send=delay:1500@1000" unplug
 	round "" unplug --stall-backend-after 0.3
 	# Deadline path: the worker sleeps through Stop, killed via pidfd.
 	WANT_STATUS=DEADLINE_EXCEEDED MAX_MS=1500 round "worker.stop=delay:4000" unplug \
@@ -231,7 +239,7 @@ fixed_rounds() {
 	# fail: the frame is dropped, its descriptor still comes back.
 	round "worker.tx.send=fail@500*20" run
 	# L7: the VMM goes away mid-frame while the worker is held.
-	round "worker.flush.before_idx=delay:300@300" disconnect
+	round "worker.flush.before_idx=delay:1500@300" disconnect
 	# Start-up: READY never comes, Config cannot be sent.
 	round "worker.ready.send=crash" addfail
 	round "sup.config.send=fail" addfail
