@@ -4,6 +4,7 @@
 noinst_LTLIBRARIES += libvnicsup.la
 libvnicsup_la_SOURCES = \
 	supervisor/validate.c supervisor/validate.h \
+	supervisor/nic_state.c supervisor/nic_state.h \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h
 libvnicsup_la_LIBADD = libvnicshm.la

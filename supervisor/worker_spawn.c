@@ -31,18 +31,33 @@ static int pidfd_send_signal_(int pidfd, int sig)
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void child_exec(const char *path, const char *nic_id, int ctrl, int report)
+static void child_exec(const char *path, const char *nic_id, const struct worker_opts *o,
+		       int ctrl, int report)
 {
 	/* Writable copies: execve's prototype wants char *const[]. */
 	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-	char id[128];
-	char *argv[] = { a0, a1, id, NULL };
+	char au[] = "--user", as[] = "--sandbox", off[] = "off";
+	char id[128], user[64];
+	char *argv[8] = { a0, a1, id, NULL };
 	char *envp[] = { e0, NULL };
 	size_t n = strnlen(nic_id, sizeof(id) - 1);
+	int argc = 3;
 	sigset_t none;
 
 	memcpy(id, nic_id, n);
 	id[n] = '\0';
+	if (o && o->user) {
+		n = strnlen(o->user, sizeof(user) - 1);
+		memcpy(user, o->user, n);
+		user[n] = '\0';
+		argv[argc++] = au;
+		argv[argc++] = user;
+	}
+	if (o && o->sandbox_off) {
+		argv[argc++] = as;
+		argv[argc++] = off;
+	}
+	argv[argc] = NULL;
 
 	/* Signals: default dispositions and an empty mask, whatever the
 	 * supervisor had (it ignores SIGPIPE; the worker decides its own). */
@@ -70,8 +85,8 @@ static void child_exec(const char *path, const char *nic_id, int ctrl, int repor
 	_exit(127);
 }
 
-int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
-		 char *err, size_t errlen)
+int worker_spawn(const char *path, const char *nic_id, const struct worker_opts *opts,
+		 struct worker_proc *ret, char *err, size_t errlen)
 {
 	int sv[2], rp[2], pidfd, rc;
 	pid_t pid;
@@ -102,7 +117,7 @@ int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
 	if (pid == 0) {
 		close(sv[0]);
 		close(rp[0]);
-		child_exec(path, nic_id, sv[1], rp[1]);
+		child_exec(path, nic_id, opts, sv[1], rp[1]);
 	}
 	close(sv[1]);
 	close(rp[1]);
