@@ -301,9 +301,9 @@ static void assert_recovered_batch(const struct vring *vq, unsigned n)
 static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned k,
 			  unsigned k2)
 {
-	struct vring *vq = calloc(1, sizeof(*vq));
-	struct vring *volatile vq2 = calloc(1, sizeof(*vq2));
-	struct vring *volatile vq3 = calloc(1, sizeof(*vq3));
+	static struct vring devs[3]; /* the dead worker, the new one, a third */
+	struct vring *vq = &devs[0];
+	struct vring *volatile vq2 = &devs[1];
 	struct dev_state ds = { .nhand = 0 };
 	unsigned calls, n = 0;
 	volatile bool crashed = false;
@@ -322,9 +322,6 @@ static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned 
 		/* k beyond this scenario's crash points: nothing to test. */
 		vring_detach_inflight(vq);
 		teardown_all();
-		free(vq);
-		free(vq2);
-		free(vq3);
 		return calls;
 	}
 	/* The dead worker's private state is gone; only its memory leak is
@@ -345,8 +342,7 @@ static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned 
 			crash_at = 0;
 		} else {
 			vring_detach_inflight(vq2);
-			vq2 = vq3;
-			vq3 = NULL;
+			vq2 = &devs[2];
 			ck_assert_int_eq(new_device(vq2, 0), 1);
 			crash_at = 0;
 			ck_assert_msg(vring_recover_inflight(vq2, &n) == 0, "recovery after a crash "
@@ -361,9 +357,6 @@ static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned 
 	drain_and_continue(vq2);
 	vring_detach_inflight(vq2);
 	teardown_all();
-	free(vq);
-	free(vq2);
-	free(vq3);
 	return calls;
 }
 
