@@ -537,6 +537,38 @@ START_TEST(l6_fresh_base_and_posted_meanwhile)
 }
 END_TEST
 
+/* L5: after a queue reset the supervisor resets the region's queue; the
+ * next worker starts FRESH at its Config base and completes nothing of
+ * the old ring. */
+START_TEST(l5_queue_reset_no_stale_resubmission)
+{
+	struct vring vq;
+
+	setup_all(8, 0);
+	ck_assert_int_eq(new_device(&vq, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(guest_add());
+		ck_assert_int_eq(vring_pop(&vq, &ch), 1);
+	}
+	vring_detach_inflight(&vq); /* crash with 3 in flight */
+	ck_assert_uint_eq(iq->avail_seq - iq->used_seq, 3);
+	/* The guest resets the queue: a new, empty ring. */
+	vring_drv_fini(&drv);
+	ck_assert_int_eq(vring_drv_init(&drv, qnum, tu_drv_ptr(&g, lay.desc),
+					tu_drv_ptr(&g, lay.avail), tu_drv_ptr(&g, lay.used), false), 0);
+	memset(returned, 0, sizeof(returned));
+	ncookies = 0;
+	inflight_queue_reset(iq);
+	ck_assert_int_eq(inflight_region_check(region, region_len, 1, &qnum, &iq, err,
+					       sizeof(err)), 0);
+	ck_assert_int_eq(new_device(&vq, 0), 0); /* FRESH: nothing to recover */
+	ck_assert_uint_eq(le16toh(drv.used->idx), 0);
+	drain_and_continue(&vq);
+	vring_detach_inflight(&vq);
+	teardown_all();
+}
+END_TEST
+
 /* A LIVE region must be recovered before the first pop. */
 START_TEST(l4_pop_before_recovery_breaks)
 {
@@ -869,6 +901,7 @@ static Suite *inflight_suite(void)
 	tcase_add_test(tl, l4_second_batch_published);
 	tcase_add_test(tl, l6_fresh_base_and_posted_meanwhile);
 	tcase_add_test(tl, l4_pop_before_recovery_breaks);
+	tcase_add_test(tl, l5_queue_reset_no_stale_resubmission);
 	tcase_add_test(tl, g5_head_offered_twice_in_flight);
 	suite_add_tcase(s, tl);
 
