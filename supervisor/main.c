@@ -3,7 +3,7 @@
  *
  *   vnicd [--socket PATH] [--foreground] [--group NAME]
  *         [--log-level error|warn|info|debug] [--worker PATH]
- *         [--user USER] [--sandbox=on|off] [--restart-max N]
+ *         [--user USER] [--sandbox=on|off] [--restart-max N] [--inflight=on|off]
  *
  * Order at start: parse options -> bind the control socket (mode 0660,
  * group --group) -> daemonize unless --foreground (the parent exits once
@@ -43,6 +43,7 @@ static void usage(FILE *f)
 		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
 		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
+		"             [--inflight=on|off]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
@@ -53,7 +54,9 @@ static void usage(FILE *f)
 		"  --sandbox=on|off  off: workers run WITHOUT seccomp, uid drop or empty root;\n"
 		"                    for debugging only (default on)\n"
 		"  --restart-max N   restarts of a crashed worker allowed within %d s, 0..%d;\n"
-		"                    one more death leaves the NIC FAILED (default %d)\n",
+		"                    one more death leaves the NIC FAILED (default %d)\n"
+		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
+		"                    or repeat chains in flight (for measuring its cost; default on)\n",
 		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, SUP_RESTART_WINDOW_MS / 1000,
 		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT);
 }
@@ -201,6 +204,7 @@ int main(int argc, char **argv)
 		{ "user", required_argument, NULL, 'u' },
 		{ "sandbox", required_argument, NULL, 'S' },
 		{ "restart-max", required_argument, NULL, 'R' },
+		{ "inflight", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -264,6 +268,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'I':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "vnicd: --inflight %s: use on or off\n", optarg);
+				return 2;
+			}
+			s.inflight_off = !strcmp(optarg, "off");
+			break;
 		case 'R': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -316,9 +327,10 @@ int main(int argc, char **argv)
 	event_add(s.ev_listen, NULL);
 	event_add(s.ev_sigterm, NULL);
 	event_add(s.ev_sigint, NULL);
-	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s)",
-		 s.socket_path, s.worker_path, s.worker_user ? s.worker_user : "(worker default)",
-		 s.sandbox_off ? "OFF" : "on", s.restart_max, SUP_RESTART_WINDOW_MS / 1000);
+	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s, "
+		 "inflight %s)", s.socket_path, s.worker_path,
+		 s.worker_user ? s.worker_user : "(worker default)", s.sandbox_off ? "OFF" : "on",
+		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
 	event_base_dispatch(s.base);
 

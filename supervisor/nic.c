@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "inflight.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
@@ -132,6 +133,7 @@ static struct nic *nic_free(struct nic *n)
 	if (n->stats)
 		munmap(n->stats, n->stats_len);
 	close_fd(&n->stats_fd);
+	close_fd(&n->inflight_fd);
 	free(n);
 	return NULL;
 }
@@ -202,6 +204,56 @@ out_close_fd:
 	return rc;
 }
 
+/* The inflight region: sized for the NIC's queues, initialised (every
+ * queue FRESH), sealed so that no worker can shrink it under another's
+ * mapping. The supervisor unmaps it at once: only workers use it. */
+static int inflight_create(struct nic *n, char *err, size_t errlen)
+{
+	unsigned qsize[NIC_NUM_QUEUES];
+	size_t len;
+	void *p;
+	int fd, rc;
+
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		qsize[i] = n->q[i].size;
+	len = inflight_region_size(NIC_NUM_QUEUES, qsize);
+	if (len == 0 || len > UINT32_MAX) {
+		snprintf(err, errlen, "inflight region: no valid size for these queues");
+		return -EINVAL;
+	}
+	fd = memfd_create("vnic-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "inflight region: memfd_create: %s", strerror(errno));
+		return rc;
+	}
+	if (ftruncate(fd, (off_t)len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "inflight region: size/seal: %s", strerror(errno));
+		goto out_close_fd;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		snprintf(err, errlen, "inflight region: mmap: %s", strerror(errno));
+		goto out_close_fd;
+	}
+	rc = inflight_region_init(p, len, NIC_NUM_QUEUES, qsize);
+	munmap(p, len);
+	if (rc) {
+		snprintf(err, errlen, "inflight region: init: %s", strerror(-rc));
+		goto out_close_fd;
+	}
+	n->inflight_fd = fd;
+	n->inflight_len = len;
+	return 0;
+
+out_close_fd:
+	close(fd);
+	return rc;
+}
+
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void nic_exit_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -213,7 +265,8 @@ static void arm_timer(struct nic *n, uint32_t ms)
 }
 
 /* Build and send the Config message with the NIC's fds in the order
- * worker.proto documents: regions, (kick, call) per queue, backend, stats. */
+ * worker.proto documents: regions, (kick, call) per queue, backend, stats,
+ * inflight region (when there is one). */
 static int nic_send_config(struct nic *n, char *err, size_t errlen)
 {
 	Vnic__Worker__WorkerMessage m;
@@ -227,7 +280,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 
 	regs = calloc(n->nregions, sizeof(*regs));
 	rp = calloc(n->nregions, sizeof(*rp));
-	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 2, sizeof(*fds));
+	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 3, sizeof(*fds));
 	if (!regs || !rp || !fds) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -257,6 +310,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	}
 	fds[nfds++] = n->backend_fd;
 	fds[nfds++] = n->stats_fd;
+	if (n->inflight_fd >= 0)
+		fds[nfds++] = n->inflight_fd;
 	pol.mode = (Vnic__Vmm__Mitigation)n->policy.mode;
 	pol.timer_us = n->policy.timer_us;
 	pol.poll_us = n->policy.poll_us;
@@ -277,7 +332,10 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	 * carries plain frames, as the worker implements it. */
 	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN;
 	cfg.stats_size = (uint32_t)n->stats_len;
-	cfg.restarts = n->restarts;
+	/* > 0 on every start after the first: the worker resumes on live
+	 * rings (and recovers what the inflight region says was in flight). */
+	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
+	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -397,6 +455,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	n->state = NIC_STARTING;
 	n->backend_fd = -1;
 	n->stats_fd = -1;
+	n->inflight_fd = -1;
 	n->w.ctrl_fd = -1;
 	n->w.pidfd = -1;
 	n->w.report_fd = -1;
@@ -423,6 +482,15 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	rc = stats_create(n, err, errlen);
 	if (rc)
 		goto out_free;
+	if (!s->inflight_off) {
+		/* Sizes only (no fds yet): validate_nic_spec guaranteed each
+		 * queue index once and in range. */
+		for (unsigned j = 0; j < spec->nqueues; j++)
+			nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
+		rc = inflight_create(n, err, errlen);
+		if (rc)
+			goto out_free;
+	}
 	if (spec->backend == NIC_BACKEND_TAP) {
 		rc = tap_open(spec->tap_name, spec->netns, spec->features, &n->backend_fd,
 			      n->ifname, err, errlen);

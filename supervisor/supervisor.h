@@ -113,6 +113,14 @@ struct nic {
 	struct stats_page *stats;
 	size_t stats_len;
 
+	/* Inflight region (shm/inflight.h): a sealed memfd made and
+	 * initialised at AddNic, passed in every Config (first start and each
+	 * restart), so a restarted worker returns exactly once every chain
+	 * its predecessor popped. -1 with --inflight=off. vnicd never maps
+	 * it after the initialisation. */
+	int inflight_fd;
+	size_t inflight_len;
+
 	/* Worker. pid 0 when there is none. */
 	struct worker_proc w;
 	struct timespec t_spawn;    /* this worker's fork */
@@ -198,6 +206,7 @@ struct sup {
 	const char *worker_user;
 	bool sandbox_off;
 	unsigned restart_max;         /* --restart-max; 0: never restart */
+	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 };
 
 /* vmm_conn.c */
