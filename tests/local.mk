@@ -66,3 +66,14 @@ tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(top_srcd
 tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
 $(tests_check_supervisor_OBJECTS) $(tests_check_addnic_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_addnic tests/check_supervisor
+
+# The NIC state machine, crash restart, sandbox options (issues 4, 5):
+# real vnicd processes with scripted and real workers; the real-worker
+# cases and the measurements need root.
+check_PROGRAMS += tests/check_lifecycle
+tests_check_lifecycle_SOURCES = tests/check_lifecycle.c tests/suptest.c tests/suptest.h
+tests_check_lifecycle_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(top_srcdir)/supervisor
+tests_check_lifecycle_LDADD = libvnic.la libvnicsup.la libvnicshm.la libvnicproto.la \
+	$(PROTOBUF_C_LIBS) $(TEST_LIBS)
+$(tests_check_lifecycle_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_lifecycle
