@@ -60,3 +60,7 @@ tests_check_supervisor_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(top_srcd
 tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
 $(tests_check_supervisor_OBJECTS) $(tests_check_addnic_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_addnic tests/check_supervisor
+
+# tools/: the ring benchmark still runs (figures are not asserted).
+dist_check_SCRIPTS += tests/bench_ring_smoke.sh
+TESTS += tests/bench_ring_smoke.sh
