@@ -162,7 +162,7 @@ static void tr_fail(struct tr_run *r, const char *fmt, ...)
 /* ---- helpers: commands, namespaces, /proc ---- */
 
 /* tr_cmd - run argv (NULL-terminated) and wait; output goes to ours.
- * Returns: 0 when it exited 0, -1 otherwise (reason printed). */
+ * Returns: 0 when it exited 0, -EIO otherwise (reason printed). */
 static int tr_cmd(const char *const *argv)
 {
 	pid_t pid = fork();
@@ -170,7 +170,7 @@ static int tr_cmd(const char *const *argv)
 
 	if (pid < 0) {
 		fprintf(stderr, "vnic-bench: fork: %s\n", strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	if (pid == 0) {
 		char *v[16];
@@ -186,18 +186,19 @@ static int tr_cmd(const char *const *argv)
 	}
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
-			return -1;
+			return -EIO;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	fprintf(stderr, "vnic-bench: command failed:");
 	for (unsigned i = 0; argv[i]; i++)
 		fprintf(stderr, " %s", argv[i]);
 	fputc('\n', stderr);
-	return -1;
+	return -EIO;
 }
 
 /* tr_ns_enter - switch this (single-threaded) process into netns name.
- * Returns: an fd of the namespace we left (give it to tr_ns_leave), or -1. */
+ * Returns: an fd of the namespace we left (give it to tr_ns_leave), or
+ * -EIO (reason printed). */
 static int tr_ns_enter(const char *name)
 {
 	char path[128];
@@ -212,7 +213,7 @@ static int tr_ns_enter(const char *name)
 			close(self);
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return -EIO;
 	}
 	close(fd);
 	return self;
@@ -538,7 +539,7 @@ static int tr_socket_pair(struct tr_run *r, struct tr_nic *n, int *ret_vmm_end)
 	(void)r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		fprintf(stderr, "vnic-bench: socketpair: %s\n", strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	for (unsigned i = 0; i < 2; i++) {
 		/* Room for several 64 KiB frames each way; FORCE needs root,
@@ -575,7 +576,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 
 	self = tr_ns_enter(r->netns);
 	if (self < 0)
-		return -1;
+		return -EIO;
 	/* Inside the netns, /proc/sys/net is the netns's own. */
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", n->tap);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -588,7 +589,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 	if (fd < 0) {
 		fprintf(stderr, "vnic-bench: socket in netns: %s\n", strerror(errno));
 		tr_ns_leave(self);
-		return -1;
+		return -EIO;
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->tap);
@@ -596,7 +597,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 		fprintf(stderr, "vnic-bench: %s: SIOCGIFHWADDR: %s\n", n->tap, strerror(errno));
 		close(fd);
 		tr_ns_leave(self);
-		return -1;
+		return -EIO;
 	}
 	memcpy(n->host_mac, ifr.ifr_hwaddr.sa_data, 6);
 	tr_ns_leave(self);
@@ -611,7 +612,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 
 		if (tr_cmd(a1) < 0 || tr_cmd(a2) < 0 || tr_cmd(a3) < 0) {
 			close(fd);
-			return -1;
+			return -EIO;
 		}
 	}
 
@@ -626,13 +627,13 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 		fprintf(stderr, "vnic-bench: bind %s:%u: %s\n", addr, FRAMES_UDP_PORT + n->idx,
 			strerror(errno));
 		close(fd);
-		return -1;
+		return -EIO;
 	}
 	sa.sin_addr.s_addr = htonl(frames_guest_ip(n->idx));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "vnic-bench: connect %s: %s\n", gip, strerror(errno));
 		close(fd);
-		return -1;
+		return -EIO;
 	}
 	n->host_fd = fd;
 	return 0;
@@ -649,12 +650,12 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	rc = guest_new(n->idx, &n->g, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "vnic-bench: nic %u: %s\n", n->idx, err);
-		return -1;
+		return -EIO;
 	}
 	snprintf(n->id, sizeof(n->id), "bench%d-%u", (int)getpid(), n->idx);
 	snprintf(n->tap, sizeof(n->tap), "vnicb%u", n->idx);
 	if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &vmm_end) < 0)
-		return -1;
+		return -EIO;
 
 	reg = (struct vnic_region){ .gpa = GUEST_GPA_BASE, .size = n->g->memsize, .offset = 0,
 				    .fd = n->g->memfd };
@@ -691,11 +692,11 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: AddNic %s: %s\n", n->id,
 			err[0] ? err : vnic_last_error(r->conn));
-		return -1;
+		return -EIO;
 	}
 	n->added = true;
 	if (r->backend == TR_TAP && tr_tap_setup(r, n) < 0)
-		return -1;
+		return -EIO;
 	guest_rx_fill(n->g);
 	return 0;
 }
@@ -708,7 +709,7 @@ static int tr_read_pids(struct tr_run *r)
 
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: status: %s\n", vnic_last_error(r->conn));
-		return -1;
+		return -EIO;
 	}
 	for (unsigned i = 0; i < st->nnics; i++) {
 		struct tr_nic *n = tr_find(r, st->nics[i].id);
@@ -797,7 +798,7 @@ static int tr_write_expect(struct tr_run *r)
 
 	if (!f) {
 		fprintf(stderr, "vnic-bench: %s: %s\n", r->expect_json, strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	fprintf(f, "{\"nics\": [");
 	for (unsigned i = 0, first = 1; i < r->nnics; i++) {
@@ -1020,7 +1021,7 @@ static int tr_setup(struct tr_run *r)
 	r->buf = malloc(FRAMES_MAX + 64);
 	r->nics = calloc(r->nnics, sizeof(*r->nics));
 	if (!r->buf || !r->nics)
-		return -1;
+		return -EIO;
 	for (unsigned i = 0; i < r->nnics; i++) {
 		r->nics[i].idx = i;
 		r->nics[i].host_fd = -1;
@@ -1033,26 +1034,26 @@ static int tr_setup(struct tr_run *r)
 			const char *a[] = { "ip", "netns", "add", r->netns, NULL };
 
 			if (tr_cmd(a) < 0)
-				return -1;
+				return -EIO;
 			r->netns_created = true;
 		}
 	}
 	rc = vnic_connect(r->socket_path, &r->conn);
 	if (rc < 0) {
 		fprintf(stderr, "vnic-bench: connect %s: %s\n", r->socket_path, strerror(-rc));
-		return -1;
+		return -EIO;
 	}
 	vnic_set_event_cb(r->conn, tr_on_event, r);
 	rc = vnic_hello(r->conn, "vnic-bench", &hi);
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(r->conn));
-		return -1;
+		return -EIO;
 	}
 	for (unsigned i = 0; i < r->nnics; i++)
 		if (tr_nic_add(r, &r->nics[i]) < 0)
-			return -1;
+			return -EIO;
 	if (tr_read_pids(r) < 0)
-		return -1;
+		return -EIO;
 	for (unsigned i = 0; i < r->nnics; i++)
 		r->nics[i].cpu0 = tr_cpu_seconds(r->nics[i].pid);
 	return 0;
@@ -1236,19 +1237,21 @@ static int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 		return bench_parse_double(arg, 0.1, 3600, &r->seconds);
 	case 'n':
 		if (bench_parse_ulong(arg, 1, TR_MAX_NICS, &v) < 0)
-			return -1;
+			return -EIO;
 		r->nnics = (unsigned)v;
 		return 0;
 	case 'w':
 		if (bench_parse_ulong(arg, 1, GUEST_QUEUE_SIZE * 4, &v) < 0)
-			return -1;
+			return -EIO;
 		r->window = (unsigned)v;
 		return 0;
 	}
-	return -1;
+	return -EIO;
 }
 
-static int tr_main(struct tr_run *r, const char *mode)
+/* tr_init_common - signals (SIGINT/SIGTERM end the run cleanly: sending
+ * stops, NICs are removed, the netns we made is deleted) and the socket. */
+static void tr_init_common(struct tr_run *r)
 {
 	struct sigaction sa = { .sa_handler = tr_on_signal };
 
@@ -1257,8 +1260,6 @@ static int tr_main(struct tr_run *r, const char *mode)
 	signal(SIGPIPE, SIG_IGN);
 	if (!r->socket_path)
 		r->socket_path = bench_socket_path ? bench_socket_path : VNIC_DEFAULT_SOCKET;
-	(void)mode;
-	return 0;
 }
 
 int bench_traffic_main(int argc, char **argv)
@@ -1351,7 +1352,7 @@ int bench_traffic_main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto usage;
-	tr_main(&r, "traffic");
+	tr_init_common(&r);
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
 	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX : FRAMES_MAX;
@@ -1489,7 +1490,7 @@ int bench_hostile_main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto usage;
-	tr_main(&r, "hostile");
+	tr_init_common(&r);
 	printf("vnic-bench hostile: %s chain on nic %u's tx0, nic %u carries traffic for %.1f s\n",
 	       self ? "self-looping" : "looping", victim, 1 - victim, r.seconds);
 	if (tr_setup(&r) < 0) {
