@@ -72,6 +72,15 @@
 
 enum tr_backend { TR_SOCKET, TR_TAP };
 
+/* What the hostile guest posts on its tx0 (TESTPLAN ids). */
+enum tr_kind {
+	TR_KIND_LOOP,     /* G1: two descriptors pointing at each other */
+	TR_KIND_SELFLOOP, /* G1: one zero-length descriptor pointing at itself */
+	TR_KIND_BADHEAD,  /* G3: an avail entry >= queue size */
+	TR_KIND_OOB,      /* G7: a descriptor past the end of guest memory */
+};
+static const char *const tr_kind_names[] = { "loop", "selfloop", "badhead", "oob" };
+
 struct tr_flow {
 	bool on;
 	uint64_t limit;             /* frames to send, UINT64_MAX: until time */
@@ -127,7 +136,8 @@ struct tr_run {
 	/* hostile: the victim gets its looping chain at inject_at, half-way
 	 * through, so the other NIC's rate before and after can be compared. */
 	struct tr_nic *victim;
-	bool victim_self, injected;
+	enum tr_kind victim_kind;
+	bool injected;
 	uint64_t inject_at;
 	uint64_t recv_at_inject;    /* the other NIC's frames, both directions */
 	double victim_cpu_at_inject;
@@ -852,7 +862,7 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 	return t;
 }
 
-static void tr_inject_loop(struct tr_nic *n, bool self);
+static void tr_inject(struct tr_nic *n, enum tr_kind kind);
 
 /* Run until every sender is done and every frame is in, a stall, or a
  * failure. Every wait is bounded: poll at most 10 ms, the whole loop at
@@ -874,7 +884,7 @@ static void tr_loop(struct tr_run *r)
 			r->recv_at_inject = tr_total_recv(r);
 			r->victim_cpu_at_inject = tr_cpu_seconds(r->victim->pid);
 			r->inject_ns = now;
-			tr_inject_loop(r->victim, r->victim_self);
+			tr_inject(r->victim, r->victim_kind);
 			r->injected = true;
 		}
 		for (unsigned i = 0; i < r->nnics; i++) {
@@ -1406,37 +1416,49 @@ usage:
 void bench_hostile_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vnic-bench [--socket PATH] hostile [--kind loop|selfloop] [--victim 0|1]\n"
-		"           [--seconds S]\n"
-		"  Two NICs on the socket backend. The victim's guest posts a TX chain\n"
-		"  that loops (loop: two descriptors pointing at each other; selfloop:\n"
-		"  one zero-length descriptor pointing at itself) and kicks. Passes when\n"
-		"  vnicd reports QUEUE_NEEDS_RESET for the victim within %.0f s, the\n"
+		"usage: vnic-bench [--socket PATH] hostile [--kind loop|selfloop|badhead|oob]\n"
+		"           [--victim 0|1] [--seconds S]\n"
+		"  Two NICs on the socket backend. The victim's guest posts a bad TX\n"
+		"  chain and kicks: loop (G1, default): two descriptors pointing at each\n"
+		"  other; selfloop (G1): one zero-length descriptor pointing at itself;\n"
+		"  badhead (G3): an avail entry beyond the queue; oob (G7): a buffer\n"
+		"  running past the end of guest memory. Passes when vnicd reports\n"
+		"  QUEUE_NEEDS_RESET for the victim within %.0f s, the\n"
 		"  victim's tx0 shows broken with a reason, its worker does not spin,\n"
 		"  and the other NIC's frames keep flowing (at least a quarter of the\n"
-		"  rate before the break), all checked (TESTPLAN G1, L10, L11). The\n"
+		"  rate before the break), all checked (TESTPLAN L10, L11). The\n"
 		"  chain is posted half-way through --seconds (default 3).\n",
 		TR_RESET_BOUND_NS / TR_NS);
 }
 
-/* Write a looping chain straight into the victim's TX ring, as a hostile
+/* Write a bad chain straight into the victim's TX ring, as a hostile
  * guest would, publish it and kick. */
-static void tr_inject_loop(struct tr_nic *n, bool self)
+static void tr_inject(struct tr_nic *n, enum tr_kind kind)
 {
 	struct vring_drv *d = &n->g->q[GUEST_TX];
 	uint64_t gpa = n->g->txslot_gpa, one = 1;
-	uint16_t head = d->avail_idx; /* nothing was sent on this queue */
+	uint16_t head = d->avail_idx, entry = 0; /* nothing was sent on this queue */
 
-	if (self) {
-		d->desc[0] = (struct vring_desc){ .addr = gpa, .len = 0,
-						  .flags = VRING_DESC_F_NEXT, .next = 0 };
-	} else {
+	switch (kind) {
+	case TR_KIND_LOOP:
 		d->desc[0] = (struct vring_desc){ .addr = gpa, .len = 64,
 						  .flags = VRING_DESC_F_NEXT, .next = 1 };
 		d->desc[1] = (struct vring_desc){ .addr = gpa + 64, .len = 64,
 						  .flags = VRING_DESC_F_NEXT, .next = 0 };
+		break;
+	case TR_KIND_SELFLOOP:
+		d->desc[0] = (struct vring_desc){ .addr = gpa, .len = 0,
+						  .flags = VRING_DESC_F_NEXT, .next = 0 };
+		break;
+	case TR_KIND_BADHEAD:
+		entry = (uint16_t)(d->num + 7);
+		break;
+	case TR_KIND_OOB:
+		d->desc[0] = (struct vring_desc){ .addr = GUEST_GPA_BASE + n->g->memsize - 32,
+						  .len = 100, .flags = 0, .next = 0 };
+		break;
 	}
-	d->avail->ring[head % d->num] = 0;
+	d->avail->ring[head % d->num] = entry;
 	/* Entries before the index (pairs with the device's read barrier). */
 	__atomic_store_n(&d->avail->idx, (uint16_t)(head + 1), __ATOMIC_RELEASE);
 	d->avail_idx = (uint16_t)(head + 1);
@@ -1460,21 +1482,23 @@ int bench_hostile_main(int argc, char **argv)
 	struct vnic_status *st = NULL;
 	unsigned long v;
 	unsigned victim = 0;
-	bool self = false;
+	enum tr_kind kind = TR_KIND_LOOP;
 	struct tr_nic *vn, *on;
 	int opt, rc;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'k':
-			if (!strcmp(optarg, "loop"))
-				self = false;
-			else if (!strcmp(optarg, "selfloop"))
-				self = true;
-			else
+		case 'k': {
+			unsigned i;
+
+			for (i = 0; i < 4 && strcmp(optarg, tr_kind_names[i]); i++)
+				;
+			if (i == 4)
 				goto usage;
+			kind = (enum tr_kind)i;
 			break;
+		}
 		case 'v':
 			if (bench_parse_ulong(optarg, 0, 1, &v) < 0)
 				goto usage;
@@ -1491,8 +1515,8 @@ int bench_hostile_main(int argc, char **argv)
 	if (optind != argc)
 		goto usage;
 	tr_init_common(&r);
-	printf("vnic-bench hostile: %s chain on nic %u's tx0, nic %u carries traffic for %.1f s\n",
-	       self ? "self-looping" : "looping", victim, 1 - victim, r.seconds);
+	printf("vnic-bench hostile: a '%s' chain on nic %u's tx0, nic %u carries traffic for %.1f s\n",
+	       tr_kind_names[kind], victim, 1 - victim, r.seconds);
 	if (tr_setup(&r) < 0) {
 		tr_fail(&r, "setup failed");
 		goto out;
@@ -1506,11 +1530,11 @@ int bench_hostile_main(int argc, char **argv)
 	}
 	r.t0 = bench_now_ns();
 	r.victim = vn;
-	r.victim_self = self;
+	r.victim_kind = kind;
 	r.inject_at = r.t0 + (uint64_t)(r.seconds * TR_NS / 2);
 	tr_loop(&r);
 	if (!r.injected)
-		tr_fail(&r, "the run ended before the looping chain was posted");
+		tr_fail(&r, "the run ended before the bad chain was posted");
 	if (!vn->needs_reset) {
 		/* Give a late event its last chance (bounded) before failing. */
 		uint64_t end = r.inject_ns + TR_RESET_BOUND_NS;
@@ -1562,7 +1586,7 @@ int bench_hostile_main(int argc, char **argv)
 		/* G1: no CPU spin. The broken queue consumes nothing more. */
 		cpu = tr_cpu_seconds(vn->pid);
 		if (cpu >= 0 && r.victim_cpu_at_inject >= 0) {
-			printf("  victim worker CPU since the loop was posted: %.2f s\n",
+			printf("  victim worker CPU since the chain was posted: %.2f s\n",
 			       cpu - r.victim_cpu_at_inject);
 			if (cpu - r.victim_cpu_at_inject > 0.3)
 				tr_fail(&r, "victim worker used %.2f s of CPU after its queue broke",
