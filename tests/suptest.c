@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -77,6 +78,9 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...)
 	v->pid = fork();
 	ck_assert_int_ge(v->pid, 0);
 	if (v->pid == 0) {
+		/* A failing test exits without its teardown: vnicd then gets
+		 * SIGTERM, stops its workers and removes its socket. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		fd = open(v->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd >= 0) {
 			dup2(fd, 2);
