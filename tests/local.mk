@@ -64,3 +64,16 @@ TESTS += tests/check_addnic tests/check_supervisor
 # tools/: the ring benchmark still runs (figures are not asserted).
 dist_check_SCRIPTS += tests/bench_ring_smoke.sh
 TESTS += tests/bench_ring_smoke.sh
+
+# End to end with real processes (vnicd, workers, vnic-bench as VMM and
+# guests); e2e_tap needs root and /dev/net/tun (else exit 77).
+dist_check_SCRIPTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+EXTRA_DIST += tests/e2e_lib.sh
+TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+
+# vnic-bench's frame builder and checker, which the e2e tests rely on.
+check_PROGRAMS += tests/check_frames
+tests_check_frames_SOURCES = tests/check_frames.c tools/frames.c tools/frames.h
+tests_check_frames_CFLAGS = $(TEST_CFLAGS)
+tests_check_frames_LDADD = $(TEST_LIBS)
+TESTS += tests/check_frames
