@@ -256,6 +256,7 @@ int wire_add_nic_layout(const Vnic__Vmm__AddNic *a, struct wire_fd_layout *ret)
 	ret->nqueues = (unsigned)q;
 	ret->backend = b ? (int)(r + 2 * q) : -1;
 	ret->stats = -1;
+	ret->inflight = -1;
 	ret->total = (unsigned)(r + 2 * q + b);
 	return 0;
 }
@@ -402,19 +403,21 @@ Vnic__Vmm__VmmMessage *wire_vmm_free(Vnic__Vmm__VmmMessage *m)
 
 int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret)
 {
-	size_t r = c->n_regions, q = c->n_queues;
+	size_t r = c->n_regions, q = c->n_queues, i = c->inflight_size > 0;
 
 	if (c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP &&
 	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET)
 		return -EINVAL;
-	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 > WIRE_MAX_FDS)
+	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 + i > WIRE_MAX_FDS)
 		return -E2BIG;
 	ret->nregions = (unsigned)r;
 	ret->queue0 = (unsigned)r;
 	ret->nqueues = (unsigned)q;
 	ret->backend = (int)(r + 2 * q);
 	ret->stats = (int)(r + 2 * q + 1);
-	ret->total = (unsigned)(r + 2 * q + 2);
+	/* Optional and last: a Config without it is exactly the old one. */
+	ret->inflight = i ? (int)(r + 2 * q + 2) : -1;
+	ret->total = (unsigned)(r + 2 * q + 2 + i);
 	return 0;
 }
 

@@ -126,6 +126,7 @@ struct wire_fd_layout {
 	unsigned nqueues;
 	int backend;       /* backend fd index, -1 if none */
 	int stats;         /* Config only: stats page memfd index, -1 if none */
+	int inflight;      /* Config only: inflight region memfd index, -1 if none */
 	unsigned total;    /* exact fd count of the frame */
 };
 
@@ -227,7 +228,8 @@ Vnic__Worker__WorkerMessage *wire_worker_free(Vnic__Worker__WorkerMessage *m);
 
 /*
  * wire_worker_expected_fds - the exact fd count of a worker-channel message.
- * Config: regions + 2 * queues + 1 (backend) + 1 (stats page); others: 0.
+ * Config: regions + 2 * queues + 1 (backend) + 1 (stats page)
+ * + 1 (inflight region, only when inflight_size > 0); others: 0.
  * Returns: the count, -E2BIG (above WIRE_MAX_FDS), or -EINVAL (no arm, or
  * a Config without a backend kind).
  */

@@ -3,5 +3,6 @@ noinst_LTLIBRARIES += libvnicshm.la
 libvnicshm_la_SOURCES = \
 	shm/memtable.c shm/memtable.h \
 	shm/vring.c shm/vring.h \
+	shm/inflight.c shm/inflight.h \
 	shm/vring_drv.c shm/vring_drv.h \
 	shm/iov.c shm/iov.h

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vring.h"
@@ -48,6 +49,68 @@ static inline uint16_t *vring_used_event(const struct vring *vq)
 static inline uint16_t *vring_avail_event(const struct vring *vq)
 {
 	return (uint16_t *)(void *)&vq->used->ring[vq->num];
+}
+
+/* ------------------------------------------------ inflight tracking
+ *
+ * The region (inflight.h) must describe the queue correctly after a crash
+ * at ANY instruction, so every store to it (and the guest-visible stores
+ * that pair with them) happens in a fixed order, one 8-byte store at a
+ * time. A crash is a process death: the next worker reads the region only
+ * after the kernel reaped this one, so every store that was executed is
+ * seen, in program order; the compiler is the only thing that could
+ * reorder them, hence vring_if_order() between them.
+ *
+ * Crash points (what the region says afterwards, and why
+ * vring_recover_inflight is right), in the order of the code below:
+ *
+ *  pop    P0 before slot[h]      nothing recorded; the avail entry is
+ *                                still ahead of avail_seq: popped again.
+ *         P1 slot[h] = 1 + pos   slot position == avail_seq, i.e. not below
+ *                                it: recovery clears it (popped again).
+ *         P2 avail_seq = pos + 1 a normal in-flight head: completed.
+ *  unpop  U1 avail_seq -= n      slots of the given-back heads now name
+ *                                positions >= avail_seq: cleared by
+ *                                recovery, popped again.
+ *         U2 slots cleared       as U1 for the ones not yet cleared.
+ *  push   W1 used elem written   not visible (used->idx unchanged), head
+ *                                still in flight: completed with len 0;
+ *                                the element is overwritten.
+ *  flush  F1 used->idx           the guest sees the batch; used_seq lags:
+ *                                recovery reads the guest's used->idx once,
+ *                                bounds it, and clears the slots of the ids
+ *                                in used entries [used_seq, used->idx).
+ *         F2 slots cleared       as F1; slots already clear are accepted.
+ *         F3 used_seq committed  consistent.
+ *  The slots are cleared BEFORE used_seq is committed: after the commit,
+ *  nothing would tell recovery which heads the batch held (a design that
+ *  commits first must break the queue on a crash between the two).
+ *  Recovery itself uses the same order (clear, then commit), so a crash
+ *  during recovery is recovered the same way.
+ */
+struct vring_inflight_ent {
+	uint64_t pos;
+	uint16_t head;
+};
+
+/* Keeps the compiler from reordering region stores (see above). */
+#define vring_if_order() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+static inline uint64_t vring_if_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline void vring_if_store(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+	vring_if_order();
+}
+
+static inline void vring_if_step(struct vring *vq, enum vring_inflight_step step)
+{
+	if (__builtin_expect(vq->inflight_hook != NULL, 0))
+		vq->inflight_hook(vq, step);
 }
 
 void vring_layout(unsigned num, uint64_t base, struct vring_layout *l)
@@ -382,6 +445,12 @@ int vring_pop(struct vring *vq, struct vring_chain *c)
 
 	if (vq->broken)
 		return -EIO;
+	if (vq->inf && vq->inf->recover) {
+		/* A caller bug, not the guest's: a LIVE region must be
+		 * recovered first or heads would be completed twice. */
+		vring_mark_broken(vq, "inflight region not recovered before the first pop");
+		return -EIO;
+	}
 	avail_idx = vring_load16(&vq->avail->idx);
 	if (avail_idx == vq->last_avail_idx)
 		return 0;
@@ -416,6 +485,26 @@ int vring_pop(struct vring *vq, struct vring_chain *c)
 	r = vring_walk(vq, head, c);
 	if (r < 0)
 		return r;
+	if (vq->inf) {
+		struct vring_inflight *f = vq->inf;
+		uint64_t pos = f->avail_seq;
+
+		/* G5 with tracking: head h is in flight already, so the guest
+		 * offered it again before it was used (spec 2.7.13.2). One
+		 * slot per head cannot record it twice: BROKEN. */
+		if (vring_if_load(&f->q->slot[head])) {
+			vring_mark_broken(vq, "avail ring entry %u: head %u offered again while "
+					  "in flight", vq->last_avail_idx, head);
+			return -EIO;
+		}
+		/* P1, then P2: see the crash-point table. */
+		vring_if_store(&f->q->slot[head], pos + 1);
+		vring_if_step(vq, VRING_IF_POP_SLOT);
+		vring_if_store(&f->q->avail_seq, pos + 1);
+		vring_if_step(vq, VRING_IF_POP_AVAIL);
+		f->avail_seq = pos + 1;
+		f->popped[pos & (vq->num - 1)] = head;
+	}
 
 	vq->last_avail_idx++;
 	vq->inflight++;
@@ -432,6 +521,20 @@ void vring_unpop(struct vring *vq, uint16_t n)
 	 * caller bug, clamped so that the shadows stay consistent. */
 	if (n > vq->inflight)
 		n = vq->inflight;
+	if (vq->inf && n > 0) {
+		struct vring_inflight *f = vq->inf;
+		uint64_t from = f->avail_seq - n;
+
+		/* U1, then U2: see the crash-point table. The heads come from
+		 * our own record of the last n pops, not the avail ring. */
+		vring_if_store(&f->q->avail_seq, from);
+		vring_if_step(vq, VRING_IF_UNPOP_AVAIL);
+		for (uint64_t pos = f->avail_seq; pos-- > from;) {
+			vring_if_store(&f->q->slot[f->popped[pos & (vq->num - 1)]], 0);
+			vring_if_step(vq, VRING_IF_UNPOP_SLOT);
+		}
+		f->avail_seq = from;
+	}
 	vq->last_avail_idx = (uint16_t)(vq->last_avail_idx - n);
 	vq->inflight = (uint16_t)(vq->inflight - n);
 }
@@ -448,6 +551,13 @@ void vring_push(struct vring *vq, uint16_t head, uint32_t len)
 	vring_store32(&e->id, head);
 	vring_store32(&e->len, len);
 	vq->used_idx++;
+	if (vq->inf) {
+		/* W1: still in flight until flushed. At most num pushes
+		 * between flushes: each pushed head was popped (G5). */
+		if (vq->inf->npushed < vq->num)
+			vq->inf->pushed[vq->inf->npushed++] = head;
+		vring_if_step(vq, VRING_IF_PUSH_ELEM);
+	}
 }
 
 void vring_flush(struct vring *vq)
@@ -461,6 +571,22 @@ void vring_flush(struct vring *vq)
 	/* Written from the shadow; the guest's value is never read (G17). */
 	vring_store16(&vq->used->idx, vq->used_idx);
 	vq->published_idx = vq->used_idx;
+	if (vq->inf) {
+		struct vring_inflight *f = vq->inf;
+
+		/* F1 done; F2 (clear the batch's slots), then F3 (commit):
+		 * see the crash-point table. */
+		vring_if_order();
+		vring_if_step(vq, VRING_IF_FLUSH_IDX);
+		for (unsigned i = 0; i < f->npushed; i++) {
+			vring_if_store(&f->q->slot[f->pushed[i]], 0);
+			vring_if_step(vq, VRING_IF_FLUSH_SLOT);
+		}
+		vring_if_store(&f->q->used_seq, f->used_seq + f->npushed);
+		vring_if_step(vq, VRING_IF_FLUSH_COMMIT);
+		f->used_seq += f->npushed;
+		f->npushed = 0;
+	}
 }
 
 bool vring_should_notify(struct vring *vq)
@@ -520,4 +646,215 @@ bool vring_avail_pending(struct vring *vq)
 	if (vq->broken)
 		return false;
 	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
+}
+
+/* ------------------------------------------------ inflight: attach, recover */
+
+int vring_attach_inflight(struct vring *vq, struct inflight_queue *q)
+{
+	struct vring_inflight *f;
+
+	if (vq->inf || !q || q->num != vq->num)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->q = q;
+	f->popped = calloc(vq->num, sizeof(*f->popped));
+	f->pushed = calloc(vq->num, sizeof(*f->pushed));
+	f->sort = calloc(vq->num, sizeof(*f->sort));
+	if (!f->popped || !f->pushed || !f->sort) {
+		free(f->popped);
+		free(f->pushed);
+		free(f->sort);
+		free(f);
+		return -ENOMEM;
+	}
+	vq->inf = f;
+	if (__atomic_load_n(&q->state, __ATOMIC_RELAXED) == INFLIGHT_QUEUE_LIVE) {
+		f->recover = true;
+		return 1;
+	}
+	/* FRESH: the ring's index is the base. The indices first, then
+	 * LIVE: a crash in between leaves the queue FRESH, and the next
+	 * worker takes the same base from the same Config. */
+	vring_if_store(&q->avail_seq, vq->last_avail_idx);
+	vring_if_store(&q->used_seq, vq->used_idx);
+	__atomic_store_n(&q->state, INFLIGHT_QUEUE_LIVE, __ATOMIC_RELAXED);
+	vring_if_order();
+	f->avail_seq = vq->last_avail_idx;
+	f->used_seq = vq->used_idx;
+	return 0;
+}
+
+void vring_detach_inflight(struct vring *vq)
+{
+	struct vring_inflight *f = vq->inf;
+
+	if (!f)
+		return;
+	free(f->popped);
+	free(f->pushed);
+	free(f->sort);
+	free(f);
+	vq->inf = NULL;
+}
+
+/* Sort by position, in place: heapsort, no allocation and no library
+ * call (glibc's qsort may allocate and call sysconf, which the worker's
+ * seccomp filter does not allow). n <= VRING_MAX_SIZE. */
+static void vring_if_sift(struct vring_inflight_ent *a, unsigned root, unsigned n)
+{
+	for (;;) {
+		unsigned child = 2 * root + 1;
+		struct vring_inflight_ent t;
+
+		if (child >= n)
+			return;
+		if (child + 1 < n && a[child + 1].pos > a[child].pos)
+			child++;
+		if (a[root].pos >= a[child].pos)
+			return;
+		t = a[root];
+		a[root] = a[child];
+		a[child] = t;
+		root = child;
+	}
+}
+
+static void vring_if_sort(struct vring_inflight_ent *a, unsigned n)
+{
+	for (unsigned i = n / 2; i-- > 0;)
+		vring_if_sift(a, i, n);
+	for (unsigned end = n; end-- > 1;) {
+		struct vring_inflight_ent t = a[0];
+
+		a[0] = a[end];
+		a[end] = t;
+		vring_if_sift(a, 0, end);
+	}
+}
+
+int vring_recover_inflight(struct vring *vq, unsigned *ret_completed)
+{
+	struct vring_inflight *f = vq->inf;
+	struct inflight_queue *q;
+	uint64_t avail, used, inflight;
+	uint16_t guest_used, ahead, mask = (uint16_t)(vq->num - 1);
+	unsigned n = 0;
+
+	if (!f || !f->recover) {
+		if (ret_completed)
+			*ret_completed = 0;
+		return 0;
+	}
+	f->recover = false;
+	if (vq->broken)
+		return -EIO;
+	q = f->q;
+
+	/* The region is hostile (its last writer may have been a
+	 * compromised worker): each index read once, then bounded. */
+	avail = vring_if_load(&q->avail_seq);
+	used = vring_if_load(&q->used_seq);
+	if (used > avail || avail - used > vq->num) {
+		vring_mark_broken(vq, "inflight region: avail position %llu and used position "
+				  "%llu are not 0..%u apart", (unsigned long long)avail,
+				  (unsigned long long)used, vq->num);
+		return -EIO;
+	}
+	inflight = avail - used;
+
+	/* F1/F2 crash: the guest's used->idx may be ahead of the committed
+	 * index. The one read of a used-ring field the device ever makes
+	 * (an exception to G17): guest-writable, so read once and bounded
+	 * by what was in flight. */
+	guest_used = vring_load16(&vq->used->idx);
+	ahead = (uint16_t)(guest_used - (uint16_t)used);
+	if (ahead > inflight) {
+		vring_mark_broken(vq, "inflight recovery: guest used index %u is %u past the "
+				  "committed %u, more than the %llu in flight", guest_used, ahead,
+				  (uint16_t)used, (unsigned long long)inflight);
+		return -EIO;
+	}
+	if (ahead > 0) {
+		/* Used elements after used->idx (pairs with Barrier U of the
+		 * dead worker's flush). */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		for (uint16_t i = 0; i < ahead; i++) {
+			const struct vring_used_elem *e =
+				&vq->used->ring[(uint16_t)(used + i) & mask];
+			uint32_t id = le32toh(__atomic_load_n(&e->id, __ATOMIC_RELAXED));
+
+			if (id >= vq->num) {
+				vring_mark_broken(vq, "inflight recovery: published used entry %u "
+						  "names head %u, not below queue size %u",
+						  (uint16_t)(used + i), id, vq->num);
+				return -EIO;
+			}
+			/* Already clear: F2 got that far. A duplicate or a
+			 * forged id shows in the count check below. */
+			if (vring_if_load(&q->slot[id])) {
+				vring_if_store(&q->slot[id], 0);
+				vring_if_step(vq, VRING_IF_FIXUP_SLOT);
+			}
+		}
+		used += ahead;
+		inflight -= ahead;
+		vring_if_store(&q->used_seq, used);
+		vring_if_step(vq, VRING_IF_FIXUP_COMMIT);
+	}
+
+	/* Heads still in flight. A slot at or past avail_seq is a pop or
+	 * unpop cut short (P1, U1, U2): its avail entry is ahead of us and
+	 * is popped again, so the slot is cleared, not completed. */
+	for (unsigned h = 0; h < vq->num; h++) {
+		uint64_t v = vring_if_load(&q->slot[h]);
+
+		if (v == 0)
+			continue;
+		if (v - 1 >= avail) {
+			vring_if_store(&q->slot[h], 0);
+			vring_if_step(vq, VRING_IF_FIXUP_SLOT);
+			continue;
+		}
+		f->sort[n].pos = v - 1;
+		f->sort[n].head = (uint16_t)h;
+		n++;
+	}
+	if (n != inflight) {
+		vring_mark_broken(vq, "inflight region: %u heads in flight, its indices say %llu",
+				  n, (unsigned long long)inflight);
+		return -EIO;
+	}
+	vring_if_sort(f->sort, n);
+	for (unsigned i = 1; i < n; i++) {
+		if (f->sort[i].pos == f->sort[i - 1].pos) {
+			vring_mark_broken(vq, "inflight region: heads %u and %u both popped at "
+					  "avail position %llu", f->sort[i - 1].head,
+					  f->sort[i].head, (unsigned long long)f->sort[i].pos);
+			return -EIO;
+		}
+	}
+
+	/* Resume: the region's indices are the truth; the Config's base
+	 * (vring_set_base) was the previous launch's. */
+	vq->last_avail_idx = (uint16_t)avail;
+	vq->used_idx = (uint16_t)used;
+	vq->published_idx = (uint16_t)used;
+	vq->signalled_used_valid = false;
+	vq->inflight = (uint16_t)n;
+	f->avail_seq = avail;
+	f->used_seq = used;
+	f->npushed = 0;
+	/* Each leftover exactly once, in pop order, length 0; the normal
+	 * push/flush protocol makes this crash-safe too. */
+	for (unsigned i = 0; i < n; i++)
+		vring_push(vq, f->sort[i].head, 0);
+	vring_flush(vq);
+	if (vq->event_idx && vq->notify_enabled)
+		vring_store16(vring_avail_event(vq), vq->last_avail_idx);
+	if (ret_completed)
+		*ret_completed = n;
+	return 0;
 }

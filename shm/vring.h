@@ -6,7 +6,8 @@
  *  - every descriptor is copied once into a local (a snapshot) and only the
  *    snapshot is validated and used;
  *  - the device keeps shadow indices (last_avail_idx, used_idx) and never
- *    reads the used ring back as truth (TESTPLAN G17);
+ *    reads the used ring back as truth (TESTPLAN G17), except once in
+ *    vring_recover_inflight after a crash, bounded and checked;
  *  - every walk is bounded by the queue size (or indirect table size);
  *  - a rule broken by the guest marks the queue broken with a reason a
  *    person can read; a broken queue consumes nothing more. Never an
@@ -33,6 +34,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "inflight.h"
 #include "memtable.h"
 
 /* Spec 2.7: queue size is a power of 2, at most 32768. */
@@ -116,6 +118,37 @@ struct vring_chain {
 	struct iovec iov[VRING_CHAIN_MAX_IOV];
 };
 
+/* Test-only crash points of the inflight protocol: vring calls
+ * vq->inflight_hook (NULL in production) right after each of these stores,
+ * so a test can abandon the vring there as a crash would (check_inflight). */
+enum vring_inflight_step {
+	VRING_IF_POP_SLOT,      /* pop: slot[head] = 1 + position */
+	VRING_IF_POP_AVAIL,     /* pop: avail_seq advanced */
+	VRING_IF_UNPOP_AVAIL,   /* unpop: avail_seq rewound */
+	VRING_IF_UNPOP_SLOT,    /* unpop: one slot cleared */
+	VRING_IF_PUSH_ELEM,     /* push: used element written (guest memory) */
+	VRING_IF_FLUSH_IDX,     /* flush: used->idx published (guest memory) */
+	VRING_IF_FLUSH_SLOT,    /* flush: one published head's slot cleared */
+	VRING_IF_FLUSH_COMMIT,  /* flush: used_seq committed */
+	VRING_IF_FIXUP_SLOT,    /* recovery: one slot cleared */
+	VRING_IF_FIXUP_COMMIT,  /* recovery: used_seq committed */
+};
+
+struct vring;
+typedef void (*vring_inflight_hook_fn)(struct vring *vq, enum vring_inflight_step step);
+
+/* Inflight tracking state of one queue (vring_attach_inflight). */
+struct vring_inflight {
+	struct inflight_queue *q;  /* in the shared region */
+	uint64_t avail_seq;        /* 64-bit shadows of last_avail_idx ... */
+	uint64_t used_seq;         /* ... and of the committed used idx */
+	uint16_t *popped;          /* num: head popped at position p, at p % num */
+	uint16_t *pushed;          /* num: heads pushed since the last flush */
+	unsigned npushed;
+	struct vring_inflight_ent *sort; /* num: recovery scratch */
+	bool recover;              /* LIVE region: recover before the first pop */
+};
+
 struct vring {
 	/* Configuration, fixed by vring_init. */
 	uint16_t num;
@@ -137,6 +170,10 @@ struct vring {
 
 	bool broken;
 	char broken_reason[160];
+
+	/* Inflight tracking: NULL (no tracking) unless attached. */
+	struct vring_inflight *inf;
+	vring_inflight_hook_fn inflight_hook; /* tests only; NULL in production */
 };
 
 /*
@@ -202,6 +239,45 @@ bool vring_notify_enable(struct vring *vq);
 
 /* vring_avail_pending - is there at least one chain to pop? */
 bool vring_avail_pending(struct vring *vq);
+
+/*
+ * vring_attach_inflight - track this queue's in-flight heads in q, one
+ * queue of a checked region (inflight_region_check). Call after
+ * vring_init and vring_set_base, before the first pop.
+ * A FRESH q takes the ring's current index as its base and becomes LIVE.
+ * A LIVE q was used by an earlier worker: the ring's index is ignored and
+ * vring_recover_inflight() must run before the first pop (until then
+ * vring_pop marks the queue broken).
+ * Allocates about 20 bytes per ring entry of private state (call it
+ * before any sandbox).
+ * Returns: 1 when recovery is needed, 0 when not, -ENOMEM, or -EINVAL
+ * (q->num is not the ring's size, or already attached).
+ */
+int vring_attach_inflight(struct vring *vq, struct inflight_queue *q);
+
+/* vring_detach_inflight - free the private state (the region is left as
+ * it is: a later worker recovers from it). Accepts a vring never attached. */
+void vring_detach_inflight(struct vring *vq);
+
+/*
+ * vring_recover_inflight - resume a queue from a LIVE region left by a
+ * dead worker: reads the guest's used->idx once (bounded: it cannot be
+ * ahead of the committed index by more than what was in flight), finishes
+ * the interrupted flush if there was one, checks the region's invariant,
+ * then completes every head still in flight exactly once, in pop order,
+ * with used length 0, and flushes. Then the queue resumes at the region's
+ * avail index. The caller sends one interrupt whatever the result of
+ * vring_should_notify (the dead worker may have published without
+ * interrupting) and processes the ring without waiting for a kick.
+ *
+ * Used length 0 on TX: the frame may or may not have reached the backend
+ * (at most once). On RX: the buffer comes back empty; a Linux guest drops
+ * a used buffer shorter than its header and counts it in rx_length_errors.
+ *
+ * Returns: 0 (*ret_completed heads completed, may be NULL), or -EIO with
+ * the queue broken and a reason (inconsistent region or guest index).
+ */
+int vring_recover_inflight(struct vring *vq, unsigned *ret_completed);
 
 /* vring_mark_broken - mark the queue broken with a reason (printf format).
  * The first reason sticks. */

@@ -18,6 +18,12 @@ tests_check_vring_random_LDADD = libvnicshm.la $(TEST_LIBS)
 
 TESTS += tests/check_memtable tests/check_iov tests/check_vring tests/check_vring_random
 
+check_PROGRAMS += tests/check_inflight
+tests_check_inflight_SOURCES = tests/check_inflight.c tests/testutil.c tests/testutil.h
+tests_check_inflight_CFLAGS = $(TEST_CFLAGS)
+tests_check_inflight_LDADD = libvnicshm.la $(TEST_LIBS)
+TESTS += tests/check_inflight
+
 check_PROGRAMS += tests/check_wire tests/check_fdpass
 tests_check_wire_SOURCES = tests/check_wire.c
 tests_check_wire_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)

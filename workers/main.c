@@ -11,13 +11,16 @@
  *          the sandbox violation record (sandbox.h); 0-2 as the
  *          supervisor left them; no other fd is inherited.
  *   Everything else (guest memory memfds, kick/call eventfds, backend fd,
- *   stats page memfd) arrives in the Config message (worker.proto).
+ *   stats page memfd, optional inflight region memfd) arrives in the
+ *   Config message (worker.proto).
  *
  * Order, as the design asks (DESIGN "Supervisor <-> worker", STYLE 10):
  *   1. validate fd 3 is our control socket;
  *   2. receive Config and exactly its fds;
  *   3. map guest memory (memtable_map), then the stats page;
- *   4. set up every queue (vring_init on the mapped memory);
+ *   4. set up every queue (vring_init on the mapped memory), then map and
+ *      check the inflight region if there is one and attach each queue
+ *      (a bad region is an Error: exit 1, TESTPLAN C8);
  *   5. close every fd not needed from here on;
  *   6. sandbox, in the order sandbox.h gives: empty root and fresh
  *      mount/ipc/net namespaces, drop to the unprivileged user, rlimits,
@@ -42,6 +45,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inflight.h"
 #include "log.h"
 #include "privdrop.h"
 #include "sandbox.h"
@@ -136,6 +140,51 @@ static void close_all_but(int *keep, unsigned n)
 		lo = k + 1;
 	}
 	close_range_(lo, ~0u);
+}
+
+/* Step 4, last part: the inflight region (shm/inflight.h), created by the
+ * supervisor and kept across restarts. Checked as a whole here (C8); the
+ * in-flight records of a LIVE queue are checked by the recovery at Start,
+ * which reads guest memory and so runs inside the sandbox. */
+static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, int fd,
+			      char *err, size_t errlen)
+{
+	struct inflight_queue *iq[INFLIGHT_MAX_QUEUES];
+	unsigned qsize[INFLIGHT_MAX_QUEUES];
+	struct stat st;
+	void *p;
+	int r;
+
+	for (unsigned j = 0; j < w->nqueues; j++)
+		qsize[j] = c->queues[j]->size;
+	/* The memfd must hold what Config says, or mapping it could fault
+	 * (SIGBUS) on a page beyond its end. */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < c->inflight_size) {
+		snprintf(err, errlen, "inflight region: fd is not a file of %u bytes",
+			 c->inflight_size);
+		return -EINVAL;
+	}
+	p = mmap(NULL, c->inflight_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		snprintf(err, errlen, "inflight region: mmap: %s", strerror(errno));
+		return r;
+	}
+	w->inflight = p;
+	w->inflight_len = c->inflight_size;
+	r = inflight_region_check(p, c->inflight_size, w->nqueues, qsize, iq, err, errlen);
+	if (r < 0)
+		return r;
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		r = vring_attach_inflight(net_queue_vring(w->net, j), iq[j]);
+		if (r < 0) {
+			snprintf(err, errlen, "inflight region: queue %u: %s", j, strerror(-r));
+			return r;
+		}
+		if (r == 1)
+			w->recover = true;
+	}
+	return 0;
 }
 
 /* Steps 2-4: take the Config apart. On failure err says why. */
@@ -278,6 +327,9 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 			return r;
 		}
 	}
+	w->restarts = c->restarts;
+	if (lay.inflight >= 0)
+		return configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
 	return 0;
 }
 
@@ -514,6 +566,8 @@ int main(int argc, char **argv)
 	w->net = net_dev_free(w->net);
 	if (w->stats)
 		munmap(w->stats, w->stats_len);
+	if (w->inflight)
+		munmap(w->inflight, w->inflight_len);
 	w->mt = memtable_free(w->mt);
 	return code;
 

@@ -100,6 +100,7 @@ struct net_dev *net_dev_free(struct net_dev *d)
 	if (!d)
 		return NULL;
 	for (unsigned i = 0; i < 2 * d->npairs; i++) {
+		vring_detach_inflight(&d->q[i].vq);
 		free(d->q[i].hold);
 		free(d->q[i].done_head);
 		free(d->q[i].done_len);
@@ -150,6 +151,36 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 		vring_notify_disable(&q->vq);
 	q->configured = true;
 	return 0;
+}
+
+int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
+{
+	struct net_queue *q;
+	unsigned n = 0;
+
+	if (qidx >= 2 * d->npairs || !d->q[qidx].configured)
+		return 0;
+	q = &d->q[qidx];
+	if (!q->vq.inf || !q->vq.inf->recover)
+		return 0;
+	if (vring_recover_inflight(&q->vq, &n) < 0) {
+		net_report_broken(d, q);
+		return -EIO;
+	}
+	/* RX: the buffers come back with length 0; whatever frame the dead
+	 * worker had written into them is lost (a Linux guest drops such a
+	 * buffer and counts rx_length_errors). TX: the frames may or may
+	 * not have left: nothing to count. */
+	if (!q->tx)
+		stats_add(&q->st->drops, n);
+	/* One interrupt, unconditionally; it covers everything published
+	 * so far, so vring_should_notify counts from here. */
+	d->ops->notify(d->opaque, q->idx);
+	stats_add(&q->st->interrupts, 1);
+	q->vq.signalled_used = q->vq.published_idx;
+	q->vq.signalled_used_valid = true;
+	*ret_completed = n;
+	return 1;
 }
 
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx)

@@ -206,6 +206,20 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 		    uint64_t desc_gpa, uint64_t avail_gpa, uint64_t used_gpa, char *err,
 		    size_t errlen);
 
+/*
+ * net_queue_recover - after a worker restart on a LIVE inflight region
+ * (vring_attach_inflight returned 1): complete what the dead worker left
+ * in flight (vring_recover_inflight), then send the queue ONE interrupt
+ * whatever the guest's suppression state says (the dead worker may have
+ * published used entries without interrupting, TESTPLAN L6). RX buffers
+ * returned empty count as drops. The caller then serves the ring without
+ * waiting for a kick. A failed recovery breaks the queue (reported like
+ * any broken queue).
+ * Returns: 1 and *ret_completed, 0 when the queue had nothing to recover
+ * (no region, or a FRESH one), or -EIO (queue broken).
+ */
+int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed);
+
 /* net_queue_vring - the queue's ring (tests, final indices), or NULL. */
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx);
 

@@ -57,6 +57,10 @@ struct worker {
 	struct memtable *mt;
 	struct stats_page *stats;
 	size_t stats_len;
+	void *inflight;           /* the inflight region, NULL without one */
+	size_t inflight_len;
+	bool recover;             /* some queue must recover at Start */
+	unsigned restarts;        /* Config.restarts, for log lines */
 	struct net_dev *net;
 	unsigned nqueues;
 	unsigned npairs;

@@ -226,8 +226,31 @@ static void backend_wr_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ------------------------------------------------------- control */
 
+/* After a crash of the previous worker (LIVE inflight region): complete
+ * what it left in flight and interrupt each queue once, before the first
+ * pop (TESTPLAN L4, L6). A queue whose region is inconsistent breaks and
+ * is reported; the others go on. */
+static void worker_recover(struct worker *w)
+{
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		unsigned n = 0;
+		char name[16];
+		int r = net_queue_recover(w->net, j, &n);
+
+		net_queue_name(j, name, sizeof(name));
+		if (r == 1)
+			log_info("nic %s: %s: resumed after a worker restart (restarts %u): %u "
+				 "chain(s) left in flight completed with length 0", w->nic_id, name,
+				 w->restarts, n);
+		else if (r < 0)
+			w->q[j].broken = true;
+	}
+}
+
 static void worker_start(struct worker *w)
 {
+	if (w->recover)
+		worker_recover(w);
 	w->started = true;
 	for (unsigned j = 0; j < w->nqueues; j++)
 		event_add(w->q[j].kick_ev, NULL);
