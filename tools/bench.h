@@ -19,6 +19,14 @@ typedef void bench_usage_fn(FILE *f);
 
 bench_main_fn bench_ring_main;
 bench_usage_fn bench_ring_usage;
+bench_main_fn bench_traffic_main;
+bench_usage_fn bench_traffic_usage;
+bench_main_fn bench_hostile_main;
+bench_usage_fn bench_hostile_usage;
+
+/* vnicd's control socket from `vnic-bench --socket PATH SUBCOMMAND`, or
+ * NULL (subcommands then take their own --socket or libvnic's default). */
+extern const char *bench_socket_path;
 
 /* bench_now_ns - CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);

@@ -10,3 +10,10 @@ EXTRA_DIST += tools/demo.sh
 bin_PROGRAMS += tools/vnicctl
 tools_vnicctl_SOURCES = tools/vnicctl.c
 tools_vnicctl_LDADD = libvnic.la
+
+# vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
+tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
+	tools/frames.c tools/frames.h
+tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
+EXTRA_DIST += tools/README.md
+EXTRA_DIST += tools/bench_matrix.sh

@@ -2,6 +2,8 @@
  * vnic-bench: a simulated VMM and guest for measuring and demonstrating
  * vnicd's data path. One subcommand per workload:
  *   vnic-bench ring [options]   split ring between two processes
+ *   vnic-bench [--socket PATH] traffic [options]   frames through vnicd
+ *   vnic-bench [--socket PATH] hostile [options]   a looping guest vs vnicd
  * main dispatches on argv[1] through the table below; a new workload adds
  * a row and a bench_<name>.c file.
  */
@@ -23,13 +25,19 @@ static const struct bench_cmd {
 } bench_cmds[] = {
 	{ "ring", "split ring over shared memory, driver and device in two processes",
 	  bench_ring_main, bench_ring_usage },
+	{ "traffic", "simulated VMM + guests: checked UDP frames through vnicd workers",
+	  bench_traffic_main, bench_traffic_usage },
+	{ "hostile", "a guest posts a looping TX chain: needs-reset, other NICs unaffected",
+	  bench_hostile_main, bench_hostile_usage },
 };
+
+const char *bench_socket_path;
 
 #define BENCH_NCMDS (sizeof(bench_cmds) / sizeof(bench_cmds[0]))
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vnic-bench SUBCOMMAND [OPTIONS]\n"
+	fprintf(f, "usage: vnic-bench [--socket PATH] SUBCOMMAND [OPTIONS]\n"
 		   "       vnic-bench SUBCOMMAND --help\n\nsubcommands:\n");
 	for (size_t i = 0; i < BENCH_NCMDS; i++)
 		fprintf(f, "  %-10s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
@@ -115,6 +123,13 @@ int bench_parse_list(const char *s, unsigned long min, unsigned long max,
 
 int main(int argc, char **argv)
 {
+	/* Options before the subcommand: only --socket PATH (vnicd's). */
+	while (argc >= 3 && !strcmp(argv[1], "--socket")) {
+		bench_socket_path = argv[2];
+		argv[2] = argv[0];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
