@@ -567,6 +567,60 @@ START_TEST(killed_while_stopping_not_restarted)
 }
 END_TEST
 
+/* Wait (up to 5 s) until NIC id is RESTARTING between two workers. */
+static void wait_backoff(struct vnic_conn *watch, const char *id)
+{
+	struct vnic_nic_status n = { .state = VNIC_NIC_UNSPECIFIED };
+
+	for (int i = 0; i < 1000; i++) {
+		ck_assert(nic_status(watch, id, &n));
+		if (n.state == VNIC_NIC_RESTARTING && n.pid == 0)
+			return;
+		msleep(5);
+	}
+	ck_abort_msg("%s never RESTARTING without a worker (state %d)", id, n.state);
+}
+
+START_TEST(remove_and_disconnect_during_restart)
+{
+	struct vnic_conn *c, *watch;
+	struct vnic_remove_result rr;
+	struct st_guest g, g2;
+	uint64_t t0;
+
+	/* A crash loop: after the second death the NIC waits 100 ms with no
+	 * worker, after the third 200 ms. */
+	mk_tmpdir();
+	st_vnicd_start(&vd, write_script("w.sh", SH_READY "; sleep 0.05; exit 3"), NULL);
+	c = st_connect(&vd);
+	watch = st_connect(&vd);
+	st_guest_init(&g, "flaky");
+	st_guest_init(&g2, "flaky2");
+	add_ok(c, &g);
+	wait_backoff(watch, "flaky");
+	/* RemoveNic between two workers: nothing maps the memory, answered
+	 * at once, and no worker is started afterwards. */
+	t0 = now_us();
+	ck_assert_int_eq(vnic_remove_nic(c, "flaky", 1000, &rr), 0);
+	ck_assert_uint_lt(now_us() - t0, 50000u);
+	ck_assert_int_eq(st_nic_count(watch), 0);
+	msleep(400);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+	/* The owner disconnects during a restart: the NIC goes too. */
+	add_ok(c, &g2);
+	wait_backoff(watch, "flaky2");
+	vnic_close(c);
+	for (int i = 0; i < 200 && st_nic_count(watch); i++)
+		msleep(5);
+	ck_assert_int_eq(st_nic_count(watch), 0);
+	msleep(400);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+	st_guest_free(&g);
+	st_guest_free(&g2);
+	vnic_close(watch);
+}
+END_TEST
+
 /* vnicd with these arguments must refuse to start (exit 2). */
 static void bad_args(const char *a, const char *b)
 {
@@ -676,9 +730,9 @@ START_TEST(l3_sigkill_running_worker_restarted)
 {
 	struct evlog ev = { 0 };
 	struct vnic_conn *c;
-	struct vnic_nic_status n;
+	struct vnic_nic_status n, nb;
 	struct vnic_remove_result rr;
-	struct st_guest g;
+	struct st_guest g, gb;
 	struct vring_drv rx, tx;
 	unsigned back[32] = { 0 };
 	uint8_t *mem, frame[256];
@@ -697,6 +751,9 @@ START_TEST(l3_sigkill_running_worker_restarted)
 	ck_assert_int_eq(vring_drv_init(&tx, ST_QSIZE, DRV(g.q[1].desc_gpa), DRV(g.q[1].avail_gpa),
 					DRV(g.q[1].used_gpa), true), 0);
 	add_ok(c, &g);
+	st_guest_init(&gb, "bystander");
+	add_ok(c, &gb);
+	ck_assert(nic_status(c, "bystander", &nb));
 	ck_assert(nic_status(c, "phoenix", &n));
 	first = n.pid;
 	ck_assert(n.sandboxed);
@@ -726,7 +783,17 @@ START_TEST(l3_sigkill_running_worker_restarted)
 	ck_assert(!pid_alive(first));
 	ck_assert(n.sandboxed);
 	ck_assert_msg(strstr(n.last_error, "killed by signal 9"), "%s", n.last_error);
-	ck_assert_int_eq(st_child_count(lv.pid), 1);
+	ck_assert_int_eq(st_child_count(lv.pid), 2);
+	/* Isolation (guarantee 4): the other NIC's worker never noticed. */
+	{
+		struct vnic_nic_status b2;
+
+		ck_assert(nic_status(c, "bystander", &b2));
+		ck_assert_int_eq(b2.state, VNIC_NIC_RUNNING);
+		ck_assert_int_eq(b2.pid, nb.pid);
+		ck_assert_uint_eq(b2.restarts, 0);
+		ck_assert_int_eq(ev.failed, 1);
+	}
 
 	/* Traffic resumes on the same rings and backend: the next frames,
 	 * no repeats of the old ones, every chain back exactly once. */
@@ -770,7 +837,9 @@ START_TEST(l3_sigkill_running_worker_restarted)
 	ck_assert_uint_eq(rr.queues[1].avail_idx, 16);
 	ck_assert_uint_eq(rr.queues[1].used_idx, 16);
 	ck_assert_uint_eq(rr.queues[0].used_idx, 4);
+	ck_assert_int_eq(vnic_remove_nic(c, "bystander", 3000, &rr), 0);
 	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	st_guest_free(&gb);
 #undef DRV
 	vring_drv_fini(&rx);
 	vring_drv_fini(&tx);
@@ -962,6 +1031,7 @@ static Suite *lifecycle_suite(void)
 	tcase_add_test(ts, s1_violation_reported_and_restarted);
 	tcase_add_test(ts, remove_twice_and_add_while_stopping);
 	tcase_add_test(ts, killed_while_stopping_not_restarted);
+	tcase_add_test(ts, remove_and_disconnect_during_restart);
 	tcase_add_test(ts, bad_option_values_refused);
 	suite_add_tcase(s, ts);
 
