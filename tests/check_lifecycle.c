@@ -335,6 +335,7 @@ START_TEST(l3_crash_loop_fails_after_limit)
 	char cmd[512], ctl[256], out[4096];
 	FILE *f;
 	size_t len;
+	int fds0;
 
 	/* Every worker says Ready, runs 50 ms, exits 3: a crash loop. */
 	mk_tmpdir();
@@ -343,6 +344,7 @@ START_TEST(l3_crash_loop_fails_after_limit)
 	watch = st_connect(&vd);
 	vnic_set_event_cb(c, on_event, &ev);
 	st_guest_init(&g, "loop");
+	fds0 = st_fd_count(vd.pid);
 	add_ok(c, &g);
 	t0 = now_us();
 	/* Deaths 1..5 are restarted after 0, 100, 200, 400, 800 ms; the 6th
@@ -399,6 +401,8 @@ START_TEST(l3_crash_loop_fails_after_limit)
 	ck_assert_int_eq(vnic_remove_nic(c, "loop", 1000, &rr), 0);
 	ck_assert_uint_eq(rr.nqueues, 0);
 	ck_assert_int_eq(st_nic_count(c), 0);
+	/* Six workers' sockets, pipes and pidfds: none left behind. */
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, fds0), fds0);
 	st_guest_free(&g);
 	vnic_close(watch);
 	vnic_close(c);
