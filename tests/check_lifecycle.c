@@ -9,13 +9,14 @@
  *  - scripted workers (shell scripts that speak just enough of the worker
  *    protocol, TESTPLAN's fault-injection practice): a crash loop ends in
  *    FAILED after the restart limit with backoff between, status shows
- *    RESTARTING meanwhile; a sandbox violation (SIGSYS with a report) is
+ *    RESTARTING meanwhile and no fd is left behind; RemoveNic and
+ *    disconnect between two restarts; a sandbox violation (SIGSYS with a report) is
  *    named to the VMM and restarted; RemoveNic twice; AddNic with an id
  *    still stopping; a worker killed while STOPPING is not restarted and
  *    RemoveNic completes; bad option values;
  *  - the real worker (root: it sandboxes itself): SIGKILL while RUNNING ->
- *    restarted on the same rings, traffic resumes, every TX chain back
- *    exactly once; --sandbox=off shows sandboxed false in status and
+ *    restarted on the same rings and inflight region, traffic resumes, every
+ *    TX chain back exactly once, the other NIC's worker untouched; --sandbox=off shows sandboxed false in status and
  *    vnicctl;
  *  - measurements (printed on stderr, in the test log): worker start time
  *    and memory with and without the sandbox, restart time, idle unplug
