@@ -55,6 +55,9 @@ static const struct fault_point_def fault_points[] = {
 	  "reply); crash during Stop", 0 },
 	{ "sup.config.send", "vnicd nic.c: worker spawned, before Config is sent",
 	  "a worker waiting for Config while the VMM goes away; fail: Config send fails", 1 },
+	{ "sup.restart", "vnicd nic.c: a worker died, backoff over, before the replacement spawns",
+	  "L6: buffers posted while no worker runs are served after the restart; vnicd "
+	  "dying mid-restart leaves no worker", 0 },
 	{ "sup.remove.reply", "vnicd nic.c: worker reaped, before the RemoveNic reply",
 	  "the reply is late (race with disconnect); vnicd dying here leaves no worker", 0 },
 };

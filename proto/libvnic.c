@@ -216,6 +216,7 @@ static void evq_push(struct vnic_conn *c, const Vnic__Vmm__Event *e)
 		v->type = VNIC_EVENT_NIC_RESTARTED;
 		copy_str(v->id, sizeof(v->id), e->nic_restarted->id);
 		v->restarts = e->nic_restarted->restarts;
+		v->restart_us = e->nic_restarted->restart_us;
 		break;
 	default:
 		v->type = VNIC_EVENT_NIC_STATE_CHANGED;
@@ -623,6 +624,8 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 	d->restarts = s->restarts;
 	copy_str(d->last_error, sizeof(d->last_error), s->last_error);
 	d->sandboxed = s->sandboxed;
+	d->start_us = s->start_us;
+	d->restart_us = s->restart_us;
 	for (size_t i = 0; i < s->n_queues && i < VNIC_MAX_QUEUES; i++) {
 		const Vnic__Vmm__QueueStatus *q = s->queues[i];
 		struct vnic_queue_status *o = &d->queues[d->nqueues++];

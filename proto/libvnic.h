@@ -235,7 +235,9 @@ struct vnic_nic_status {
 	uint64_t uptime_s;
 	uint32_t restarts;
 	char last_error[256];
-	bool sandboxed;
+	bool sandboxed;      /* false: the worker runs without its sandbox (--sandbox=off) */
+	uint64_t start_us;   /* the worker's start, spawn -> READY */
+	uint64_t restart_us; /* the last restart, death noticed -> READY; 0 if none */
 	unsigned nqueues;
 	struct vnic_queue_status queues[VNIC_MAX_QUEUES];
 };
@@ -257,7 +259,9 @@ int vnic_status(struct vnic_conn *conn, struct vnic_status **ret);
 struct vnic_status *vnic_status_free(struct vnic_status *st);
 
 enum vnic_event_type {
-	VNIC_EVENT_NIC_FAILED = 1,        /* the worker died; the NIC is FAILED */
+	VNIC_EVENT_NIC_FAILED = 1,        /* the worker died; a NIC_STATE_CHANGED follows:
+	                                     RESTARTING (NIC_RESTARTED once the new
+	                                     worker runs) or FAILED (restart limit) */
 	VNIC_EVENT_QUEUE_NEEDS_RESET = 2, /* a queue broke on guest input: set
 	                                     DEVICE_NEEDS_RESET, config interrupt */
 	VNIC_EVENT_NIC_RESTARTED = 3,
@@ -272,7 +276,8 @@ struct vnic_event {
 	int32_t signal;         /* NIC_FAILED: terminating signal, 0 if it exited */
 	int32_t exit_status;    /* NIC_FAILED: exit status when it exited */
 	int32_t syscall;        /* NIC_FAILED with SIGSYS: syscall, -1 unknown */
-	uint32_t restarts;      /* NIC_RESTARTED */
+	uint32_t restarts;      /* NIC_RESTARTED: restarts so far, this one included */
+	uint64_t restart_us;    /* NIC_RESTARTED: death noticed -> new worker READY */
 	enum vnic_nic_state old_state, new_state; /* NIC_STATE_CHANGED */
 };
 

@@ -123,3 +123,15 @@ int inflight_region_check(void *p, size_t len, unsigned nqueues, const unsigned 
 	}
 	return 0;
 }
+
+void inflight_queue_reset(struct inflight_queue *q)
+{
+	/* The slots first, then the state: a supervisor killed halfway
+	 * leaves a LIVE queue whose recovery breaks it (count check), never
+	 * a FRESH one with heads in flight (inflight_region_check refuses). */
+	memset(q->slot, 0, 8u * (size_t)q->num);
+	q->avail_seq = 0;
+	q->used_seq = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	q->state = INFLIGHT_QUEUE_FRESH;
+}

@@ -106,4 +106,13 @@ int inflight_region_init(void *p, size_t len, unsigned nqueues, const unsigned *
 int inflight_region_check(void *p, size_t len, unsigned nqueues, const unsigned *qsize,
 			  struct inflight_queue **ret_q, char *err, size_t errlen);
 
+/*
+ * inflight_queue_reset - back to FRESH with nothing in flight, for the
+ * supervisor when the VMM resets or reconfigures a queue (or the whole
+ * device: then inflight_region_init) while no worker runs. Without it a
+ * new worker would complete the old ring's heads on the new ring
+ * (TESTPLAN L5). The size (num) is kept.
+ */
+void inflight_queue_reset(struct inflight_queue *q);
+
 #endif

@@ -6,7 +6,8 @@
  *  - every descriptor is copied once into a local (a snapshot) and only the
  *    snapshot is validated and used;
  *  - the device keeps shadow indices (last_avail_idx, used_idx) and never
- *    reads the used ring back as truth (TESTPLAN G17);
+ *    reads the used ring back as truth (TESTPLAN G17), except once in
+ *    vring_recover_inflight after a crash, bounded and checked;
  *  - every walk is bounded by the queue size (or indirect table size);
  *  - a rule broken by the guest marks the queue broken with a reason a
  *    person can read; a broken queue consumes nothing more. Never an

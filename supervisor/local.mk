@@ -4,6 +4,7 @@
 noinst_LTLIBRARIES += libvnicsup.la
 libvnicsup_la_SOURCES = \
 	supervisor/validate.c supervisor/validate.h \
+	supervisor/nic_state.c supervisor/nic_state.h \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h
 libvnicsup_la_LIBADD = libvnicshm.la
@@ -34,4 +35,3 @@ libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^v
 # Generated headers first under make -j (wire.h includes them).
 $(supervisor_vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 
-EXTRA_DIST += supervisor/README.md

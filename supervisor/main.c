@@ -3,6 +3,7 @@
  *
  *   vnicd [--socket PATH] [--foreground] [--group NAME]
  *         [--log-level error|warn|info|debug] [--worker PATH]
+ *         [--user USER] [--sandbox=on|off] [--restart-max N] [--inflight=on|off]
  *
  * Order at start: parse options -> bind the control socket (mode 0660,
  * group --group) -> daemonize unless --foreground (the parent exits once
@@ -19,6 +20,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +43,23 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
 		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
+		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
+		"             [--inflight=on|off]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
 		"  --log-level L     default info\n"
-		"  --worker PATH     vnicd-worker binary (default $VNICD_WORKER, else %s)\n",
-		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH);
+		"  --worker PATH     vnicd-worker binary (default $VNICD_WORKER, else %s)\n"
+		"  --user USER       workers run as USER (default: \"vnicd\" if it exists, else\n"
+		"                    \"nobody\")\n"
+		"  --sandbox=on|off  off: workers run WITHOUT seccomp, uid drop or empty root;\n"
+		"                    for debugging only (default on)\n"
+		"  --restart-max N   restarts of a crashed worker allowed within %d s, 0..%d;\n"
+		"                    one more death leaves the NIC FAILED (default %d)\n"
+		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
+		"                    or repeat chains in flight (for measuring its cost; default on)\n",
+		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, SUP_RESTART_WINDOW_MS / 1000,
+		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT);
 }
 
 /* Bind the listener. A socket file left by a dead vnicd is replaced; a
@@ -227,6 +240,10 @@ int main(int argc, char **argv)
 		{ "group", required_argument, NULL, 'g' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "worker", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "sandbox", required_argument, NULL, 'S' },
+		{ "restart-max", required_argument, NULL, 'R' },
+		{ "inflight", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -240,6 +257,7 @@ int main(int argc, char **argv)
 	memset(&s, 0, sizeof(s));
 	s.socket_path = VNICD_DEFAULT_SOCKET;
 	s.listen_fd = -1;
+	s.restart_max = SUP_RESTART_MAX_DEFAULT;
 	s.worker_path = getenv("VNICD_WORKER");
 	if (!s.worker_path || !s.worker_path[0])
 		s.worker_path = VNICD_WORKER_PATH;
@@ -271,6 +289,43 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'w': s.worker_path = optarg; break;
+		case 'u':
+			/* Checked here so a typo fails at start, not at AddNic. */
+			if (!optarg[0] || strlen(optarg) > 32 || !getpwnam(optarg)) {
+				fprintf(stderr, "vnicd: --user %s: no such user\n", optarg);
+				return 2;
+			}
+			s.worker_user = optarg;
+			break;
+		case 'S':
+			if (!strcmp(optarg, "on")) {
+				s.sandbox_off = false;
+			} else if (!strcmp(optarg, "off")) {
+				s.sandbox_off = true;
+			} else {
+				fprintf(stderr, "vnicd: --sandbox %s: use on or off\n", optarg);
+				return 2;
+			}
+			break;
+		case 'I':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "vnicd: --inflight %s: use on or off\n", optarg);
+				return 2;
+			}
+			s.inflight_off = !strcmp(optarg, "off");
+			break;
+		case 'R': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!optarg[0] || *end || v > SUP_RESTART_MAX_LIMIT) {
+				fprintf(stderr, "vnicd: --restart-max %s: use 0..%d\n", optarg,
+					SUP_RESTART_MAX_LIMIT);
+				return 2;
+			}
+			s.restart_max = (unsigned)v;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -285,6 +340,10 @@ int main(int argc, char **argv)
 	if (access(s.worker_path, X_OK) < 0)
 		log_warn("worker %s is not executable (%s): AddNic will fail", s.worker_path,
 			 strerror(errno));
+	if (s.sandbox_off)
+		log_warn("*** --sandbox=off: workers run WITHOUT their sandbox (no seccomp filter, "
+			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
+			 "process. For debugging only. ***");
 	signal(SIGPIPE, SIG_IGN);
 
 	if (listen_socket(&s) < 0)
@@ -309,7 +368,10 @@ int main(int argc, char **argv)
 	event_add(s.ev_listen, NULL);
 	event_add(s.ev_sigterm, NULL);
 	event_add(s.ev_sigint, NULL);
-	log_info("listening on %s (worker %s)", s.socket_path, s.worker_path);
+	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s, "
+		 "inflight %s)", s.socket_path, s.worker_path,
+		 s.worker_user ? s.worker_user : "(worker default)", s.sandbox_off ? "OFF" : "on",
+		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
 	event_base_dispatch(s.base);
 

@@ -20,6 +20,7 @@
 #define MON_STARTING (1u << NIC_STARTING)
 #define MON_RUNNING  (1u << NIC_RUNNING)
 #define MON_STOPPING (1u << NIC_STOPPING)
+#define MON_RESTARTING (1u << NIC_RESTARTING) /* a replacement worker before READY */
 #define MON_ONCE     (1u << 16) /* a second one is a violation */
 
 struct mon_row {
@@ -33,30 +34,10 @@ struct mon_row {
 
 static int mon_ready(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 {
-	Vnic__Worker__WorkerMessage start_m;
-	Vnic__Worker__Start start;
-	int rc;
-
 	if (n->ready_seen)
 		return -1;
 	n->ready_seen = true;
-	n->sandboxed = m->ready->sandboxed;
-	vnic__worker__worker_message__init(&start_m);
-	vnic__worker__start__init(&start);
-	start_m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_START;
-	start_m.start = &start;
-	rc = wire_worker_send(n->w.ctrl_fd, &start_m, NULL, 0);
-	if (rc) {
-		snprintf(n->last_error, sizeof(n->last_error), "cannot send Start: %s",
-			 strerror(-rc));
-		return -1;
-	}
-	event_del(n->ev_timer);
-	clock_gettime(CLOCK_MONOTONIC, &n->t_running);
-	nic_set_state(n, NIC_RUNNING, n->sandboxed ? "worker ready (sandboxed)"
-						   : "worker ready (NOT sandboxed)");
-	vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
-	return 0;
+	return nic_worker_ready(n, m->ready->sandboxed);
 }
 
 static int mon_stopped(struct nic *n, const Vnic__Worker__WorkerMessage *m)
@@ -149,17 +130,18 @@ static int mon_fault_hit(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 #endif
 
 static const struct mon_row mon_table[] = {
-	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_ONCE, 0, mon_ready },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_RESTARTING | MON_ONCE, 0,
+	  mon_ready },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED, "Stopped", MON_STOPPING | MON_ONCE, 0, mon_stopped },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN, "QueueBroken",
 	  MON_RUNNING | MON_STOPPING, 0, mon_queue_broken },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_LOG, "Log",
-	  MON_STARTING | MON_RUNNING | MON_STOPPING, 0, mon_log },
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING, 0, mon_log },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",
-	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_ONCE, 0, mon_error },
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_ONCE, 0, mon_error },
 #ifdef VNIC_FAULT_INJECTION
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT, "FaultHit",
-	  MON_STARTING | MON_RUNNING | MON_STOPPING, 0, mon_fault_hit },
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING, 0, mon_fault_hit },
 #endif
 };
 

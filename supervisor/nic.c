@@ -1,27 +1,42 @@
 /*
- * nic: one NIC's lifecycle in the supervisor.
+ * nic: one NIC's lifecycle in the supervisor. The states and the one
+ * table of allowed transitions are in nic_state.[ch]; this file makes the
+ * transitions happen:
  *
  *   AddNic (validated) -> STARTING: backend opened, stats page made, worker
  *       spawned, Config sent, READY deadline armed
  *   READY              -> RUNNING: Start sent, AddNic answered OK
  *   no READY in time, worker exit or Error before READY -> killed, reaped,
  *       AddNic answered with the reason, NIC freed (GONE)
- *   worker exit while RUNNING -> FAILED: NicFailed to the owner, the entry
- *       stays for status until RemoveNic or disconnect. (Restart with a
- *       backoff belongs here, in nic_worker_exited(), in a later issue.)
+ *   worker death while RUNNING (exit, signal, sandbox violation, kill,
+ *       noticed at once through its pidfd) -> NicFailed to the owner, then
+ *       the restart policy (supervisor.h SUP_RESTART_*):
+ *         within the limit -> RESTARTING: after the backoff a new worker is
+ *           spawned on the SAME fds (memory, eventfds, backend, stats page)
+ *           with Config.restarts > 0; its READY -> RUNNING + NicRestarted
+ *           (restart time: death noticed -> READY, logged and reported);
+ *           a new worker that dies before READY is one more death;
+ *         limit reached -> FAILED: no worker, last_error says why; the
+ *           entry stays for status until RemoveNic or disconnect.
  *   RemoveNic / disconnect / shutdown -> STOPPING: Stop sent, deadline
- *       armed; Stopped gives the final indices; the worker's exit (pidfd)
- *       is reaped and only then RemoveNic is answered and the NIC freed
- *       (GONE). A missed deadline: SIGKILL through the pidfd, reap, answer.
+ *       armed (a worker not yet READY is killed at once); Stopped gives the
+ *       final indices; the worker's exit (pidfd) is reaped and only then
+ *       RemoveNic is answered and the NIC freed (GONE). A missed deadline:
+ *       SIGKILL through the pidfd, reap, answer. A worker that dies while
+ *       STOPPING is never restarted: its reap completes the stop.
+ *       With no worker (FAILED, or RESTARTING during the backoff) the NIC
+ *       goes to GONE at once.
  *
  * Every fd a NIC holds is owned by exactly one field and closed in
- * nic_free().
+ * nic_free(); a restart reuses them all and creates none but the new
+ * worker's control socket, report pipe and pidfd.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +44,11 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "inflight.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
 #include "workers/stats.h"
-
-const char *nic_state_name(enum nic_state s)
-{
-	switch (s) {
-	case NIC_STARTING: return "STARTING";
-	case NIC_RUNNING: return "RUNNING";
-	case NIC_STOPPING: return "STOPPING";
-	case NIC_FAILED: return "FAILED";
-	case NIC_GONE: return "GONE";
-	}
-	return "?";
-}
 
 struct nic *nic_find(struct sup *s, const char *id)
 {
@@ -64,17 +68,26 @@ struct nic_queue *nic_vq(struct nic *n, uint32_t index)
 	return slot < 0 ? NULL : &n->q[slot];
 }
 
-void nic_set_state(struct nic *n, enum nic_state st, const char *why)
+int nic_set_state(struct nic *n, enum nic_state st, const char *why)
 {
 	enum nic_state old = n->state;
 
+	if (!nic_transition_allowed(old, st)) {
+		/* A bug in vnicd, not in a peer: say so loudly, keep the state. */
+		log_error("nic %s: BUG: transition %s -> %s is not in the state table: refused%s%s",
+			  n->id, nic_state_name(old), nic_state_name(st), why ? " (" : "",
+			  why ? why : "");
+		return -EINVAL;
+	}
 	log_info("nic %s: %s -> %s%s%s", n->id, nic_state_name(old), nic_state_name(st),
 		 why ? ": " : "", why ? why : "");
 	n->state = st;
-	/* The owner hears of every change after its AddNic was answered
-	 * (before that, the AddNic reply is the news). */
-	if (old != NIC_STARTING && !n->add_pending)
+	/* The owner hears of every change once AddNic was answered OK
+	 * (before that the AddNic reply is the news, and a NIC whose AddNic
+	 * failed never existed for the VMM). */
+	if (n->announced)
 		vmm_event_state_changed(n, old, st, why);
+	return 0;
 }
 
 static void close_fd(int *fd)
@@ -121,6 +134,7 @@ static struct nic *nic_free(struct nic *n)
 	if (n->stats)
 		munmap(n->stats, n->stats_len);
 	close_fd(&n->stats_fd);
+	close_fd(&n->inflight_fd);
 	free(n);
 	return NULL;
 }
@@ -191,6 +205,56 @@ out_close_fd:
 	return rc;
 }
 
+/* The inflight region: sized for the NIC's queues, initialised (every
+ * queue FRESH), sealed so that no worker can shrink it under another's
+ * mapping. The supervisor unmaps it at once: only workers use it. */
+static int inflight_create(struct nic *n, char *err, size_t errlen)
+{
+	unsigned qsize[NIC_NUM_QUEUES];
+	size_t len;
+	void *p;
+	int fd, rc;
+
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		qsize[i] = n->q[i].size;
+	len = inflight_region_size(NIC_NUM_QUEUES, qsize);
+	if (len == 0 || len > UINT32_MAX) {
+		snprintf(err, errlen, "inflight region: no valid size for these queues");
+		return -EINVAL;
+	}
+	fd = memfd_create("vnic-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "inflight region: memfd_create: %s", strerror(errno));
+		return rc;
+	}
+	if (ftruncate(fd, (off_t)len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "inflight region: size/seal: %s", strerror(errno));
+		goto out_close_fd;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		snprintf(err, errlen, "inflight region: mmap: %s", strerror(errno));
+		goto out_close_fd;
+	}
+	rc = inflight_region_init(p, len, NIC_NUM_QUEUES, qsize);
+	munmap(p, len);
+	if (rc) {
+		snprintf(err, errlen, "inflight region: init: %s", strerror(-rc));
+		goto out_close_fd;
+	}
+	n->inflight_fd = fd;
+	n->inflight_len = len;
+	return 0;
+
+out_close_fd:
+	close(fd);
+	return rc;
+}
+
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void nic_exit_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -202,7 +266,8 @@ static void arm_timer(struct nic *n, uint32_t ms)
 }
 
 /* Build and send the Config message with the NIC's fds in the order
- * worker.proto documents: regions, (kick, call) per queue, backend, stats. */
+ * worker.proto documents: regions, (kick, call) per queue, backend, stats,
+ * inflight region (when there is one). */
 static int nic_send_config(struct nic *n, char *err, size_t errlen)
 {
 	Vnic__Worker__WorkerMessage m;
@@ -216,7 +281,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 
 	regs = calloc(n->nregions, sizeof(*regs));
 	rp = calloc(n->nregions, sizeof(*rp));
-	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 2, sizeof(*fds));
+	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 3, sizeof(*fds));
 	if (!regs || !rp || !fds) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -246,6 +311,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	}
 	fds[nfds++] = n->backend_fd;
 	fds[nfds++] = n->stats_fd;
+	if (n->inflight_fd >= 0)
+		fds[nfds++] = n->inflight_fd;
 	pol.mode = (Vnic__Vmm__Mitigation)n->policy.mode;
 	pol.timer_us = n->policy.timer_us;
 	pol.poll_us = n->policy.poll_us;
@@ -266,7 +333,10 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	 * carries plain frames, as the worker implements it. */
 	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN;
 	cfg.stats_size = (uint32_t)n->stats_len;
-	cfg.restarts = n->restarts;
+	/* > 0 on every start after the first: the worker resumes on live
+	 * rings (and recovers what the inflight region says was in flight). */
+	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
+	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -301,7 +371,7 @@ static const char *nic_fault_spec(const struct nic *n)
 #ifdef VNIC_FAULT_INJECTION
 	const struct sup *s = n->sup;
 
-	if (s->fault_worker[0] && n->restarts == 0 && nic_fault_target(n))
+	if (s->fault_worker[0] && n->state == NIC_STARTING && nic_fault_target(n))
 		return s->fault_worker;
 #else
 	(void)n;
@@ -322,6 +392,88 @@ static void policy_resolve(struct nic_policy *p)
 		p->budget_bytes = 512 * 1024;
 }
 
+/* last_error, truncated to fit (a long reason loses its tail, never the
+ * start that says what happened). */
+static void nic_errorf(struct nic *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void nic_errorf(struct nic *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(n->last_error, sizeof(n->last_error), fmt, ap);
+	va_end(ap);
+}
+
+/* Microseconds from a to b. */
+static uint64_t us_between(const struct timespec *a, const struct timespec *b)
+{
+	int64_t us = (int64_t)(b->tv_sec - a->tv_sec) * 1000000 + (b->tv_nsec - a->tv_nsec) / 1000;
+
+	return us > 0 ? (uint64_t)us : 0;
+}
+
+/*
+ * nic_launch - spawn a worker for n (first start or restart: the same
+ * fds either way), watch its pidfd and control socket, send Config, arm
+ * the READY deadline.
+ * Returns: 0 when a worker process exists: whatever happens next, its
+ * READY (nic_worker_ready) or its reap (nic_exit_cb) continues the story;
+ * or a negative errno with n->last_error filled when there is no process.
+ */
+static int nic_launch(struct nic *n)
+{
+	struct sup *s = n->sup;
+	struct worker_opts o = { .user = s->worker_user, .sandbox_off = s->sandbox_off,
+				 .fault = nic_fault_spec(n) };
+	int rc;
+
+	n->ready_seen = n->stopped_seen = n->kill_sent = n->ctrl_closed = false;
+	n->sandboxed = false;
+	rc = worker_spawn(s->worker_path, n->id, &o, &n->w, n->last_error, sizeof(n->last_error));
+	if (rc)
+		return rc;
+	clock_gettime(CLOCK_MONOTONIC, &n->t_spawn);
+	n->ev_exit = event_new(s->base, n->w.pidfd, EV_READ, nic_exit_cb, n);
+	n->ev_ctrl = event_new(s->base, n->w.ctrl_fd, EV_READ | EV_PERSIST, monitor_ctrl_cb, n);
+	if (!n->ev_exit || !n->ev_ctrl) {
+		struct worker_exit ex;
+
+		snprintf(n->last_error, sizeof(n->last_error), "out of memory");
+		worker_kill(&n->w);
+		worker_reap(&n->w, true, &ex);
+		nic_worker_release(n);
+		return -ENOMEM;
+	}
+	event_add(n->ev_exit, NULL);
+	event_add(n->ev_ctrl, NULL);
+	log_info("nic %s: worker pid %d spawned%s", n->id, (int)n->w.pid,
+		 n->state == NIC_RESTARTING ? " (restart)" : "");
+	if (s->sandbox_off)
+		log_warn("nic %s: worker pid %d starts WITHOUT its sandbox (--sandbox=off): "
+			 "a guest that breaks it owns a root process", n->id, (int)n->w.pid);
+	rc = -NIC_FAULT_ERRNO(n, "sup.config.send");
+	if (rc)
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "sending Config to the worker: %s (fault injection)", strerror(-rc));
+	else
+		rc = nic_send_config(n, n->last_error, sizeof(n->last_error));
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* The worker is already gone or going: its exit, reaped by
+		 * the pidfd callback, is the reason reported; the READY
+		 * deadline covers one that closed fd 3 and lingers. (A restart
+		 * keeps the previous death as its last error.) */
+		if (n->state == NIC_STARTING)
+			n->last_error[0] = '\0';
+	} else if (rc) {
+		/* The exit callback reports it once the worker is reaped. */
+		n->kill_sent = true;
+		worker_kill(&n->w);
+	}
+	arm_timer(n, SUP_READY_TIMEOUT_MS);
+	return 0;
+}
+
 int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen)
@@ -339,6 +491,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	n->state = NIC_STARTING;
 	n->backend_fd = -1;
 	n->stats_fd = -1;
+	n->inflight_fd = -1;
 	n->w.ctrl_fd = -1;
 	n->w.pidfd = -1;
 	n->w.report_fd = -1;
@@ -365,6 +518,15 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	rc = stats_create(n, err, errlen);
 	if (rc)
 		goto out_free;
+	if (!s->inflight_off) {
+		/* Sizes only (no fds yet): validate_nic_spec guaranteed each
+		 * queue index once and in range. */
+		for (unsigned j = 0; j < spec->nqueues; j++)
+			nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
+		rc = inflight_create(n, err, errlen);
+		if (rc)
+			goto out_free;
+	}
 	if (spec->backend == NIC_BACKEND_TAP) {
 		rc = tap_open(spec->tap_name, spec->netns, spec->features, &n->backend_fd,
 			      n->ifname, err, errlen);
@@ -414,49 +576,10 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	/* From here on the NIC is in the table: a failure is answered with
 	 * an AddNic error reply (at once, or from the exit callback once the
 	 * worker is reaped) and nic_start itself returns 0. */
-	rc = worker_spawn_fault(s->worker_path, n->id, nic_fault_spec(n), &n->w, n->last_error,
-				sizeof(n->last_error));
-	if (rc)
+	if (nic_launch(n) < 0)
 		goto out_async;
-	n->ev_exit = event_new(s->base, n->w.pidfd, EV_READ, nic_exit_cb, n);
-	n->ev_ctrl = event_new(s->base, n->w.ctrl_fd, EV_READ | EV_PERSIST, monitor_ctrl_cb, n);
-	if (!n->ev_exit || !n->ev_ctrl) {
-		snprintf(n->last_error, sizeof(n->last_error), "out of memory");
-		goto out_kill;
-	}
-	event_add(n->ev_exit, NULL);
-	event_add(n->ev_ctrl, NULL);
-	log_info("nic %s: worker pid %d spawned", n->id, (int)n->w.pid);
-	rc = -NIC_FAULT_ERRNO(n, "sup.config.send");
-	if (rc)
-		snprintf(n->last_error, sizeof(n->last_error),
-			 "sending Config to the worker: %s (fault injection)", strerror(-rc));
-	else
-		rc = nic_send_config(n, n->last_error, sizeof(n->last_error));
-	if (rc == -EPIPE || rc == -ECONNRESET) {
-		/* The worker is already gone or going: its exit, reaped by
-		 * the pidfd callback, is the reason AddNic reports; the
-		 * READY deadline covers one that closed fd 3 and lingers. */
-		n->last_error[0] = '\0';
-		arm_timer(n, SUP_READY_TIMEOUT_MS);
-		return 0;
-	}
-	if (rc)
-		goto out_kill;
-	arm_timer(n, SUP_READY_TIMEOUT_MS);
 	return 0;
 
-out_kill:
-	/* The exit callback answers AddNic once the worker is reaped. */
-	n->kill_sent = true;
-	worker_kill(&n->w);
-	if (!n->ev_exit) {
-		struct worker_exit ex;
-
-		worker_reap(&n->w, true, &ex);
-		goto out_async;
-	}
-	return 0;
 out_async:
 	log_warn("nic %s: start failed: %s", n->id, n->last_error);
 	vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
@@ -473,16 +596,20 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	Vnic__Worker__Stop stop;
 	int rc;
 
-	if (n->state == NIC_FAILED || n->w.pid == 0) {
+	if (n->state == NIC_STOPPING)
+		return;
+	if (n->w.pid == 0) {
+		/* FAILED, or RESTARTING during the backoff: nothing to stop. */
 		nic_remove(n, why);
 		return;
 	}
-	if (n->state == NIC_STOPPING)
-		return;
-	if (n->state == NIC_STARTING) {
+	if (n->state == NIC_STARTING || n->state == NIC_RESTARTING) {
 		/* Not READY: nothing to finish; kill and let the exit callback
-		 * answer AddNic. */
-		snprintf(n->last_error, sizeof(n->last_error), "%s before the worker was ready", why);
+		 * answer (AddNic, or RemoveNic). A restart keeps the death it
+		 * was restarting from as its last error. */
+		if (n->state == NIC_STARTING)
+			snprintf(n->last_error, sizeof(n->last_error),
+				 "%s before the worker was ready", why);
 		nic_set_state(n, NIC_STOPPING, why);
 		n->kill_sent = true;
 		worker_kill(&n->w);
@@ -534,11 +661,150 @@ void nic_detach_conn(struct sup *s, struct vmm_conn *c)
 	}
 }
 
+/* ------------------------------------------------------- restart policy */
+
+/* Backoff before the start that follows the k-th death in the window
+ * (k >= 1): 0 for the first, then 100 ms doubling up to 5 s. */
+static uint32_t restart_backoff_ms(unsigned k)
+{
+	uint32_t ms = SUP_RESTART_BACKOFF_FIRST_MS;
+
+	if (k <= 1)
+		return 0;
+	for (unsigned i = 2; i < k && ms < SUP_RESTART_BACKOFF_MAX_MS; i++)
+		ms *= 2;
+	return ms < SUP_RESTART_BACKOFF_MAX_MS ? ms : SUP_RESTART_BACKOFF_MAX_MS;
+}
+
+/* Forget deaths older than the window. */
+static void deaths_expire(struct nic *n, const struct timespec *now)
+{
+	unsigned drop = 0;
+
+	while (drop < n->ndeaths &&
+	       us_between(&n->deaths[drop], now) >= (uint64_t)SUP_RESTART_WINDOW_MS * 1000)
+		drop++;
+	if (drop) {
+		memmove(n->deaths, n->deaths + drop, (n->ndeaths - drop) * sizeof(n->deaths[0]));
+		n->ndeaths -= drop;
+	}
+}
+
+static void nic_restart_now(struct nic *n);
+
+/*
+ * nic_worker_died - the worker of a RUNNING or RESTARTING NIC is gone
+ * (reaped, or never started: sig 0, exit_status -1). n->last_error says
+ * why. Tells the owner (NicFailed), then restarts within the limit or
+ * leaves the NIC FAILED.
+ */
+static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall_nr)
+{
+	unsigned limit = n->sup->restart_max;
+	struct timespec now;
+	uint32_t delay;
+	char why[sizeof(n->last_error) + 96];
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (n->state == NIC_RUNNING)
+		n->t_died = now; /* restart time counts from here */
+	deaths_expire(n, &now);
+	if (n->ndeaths >= limit) {
+		char prev[sizeof(n->last_error)];
+
+		snprintf(prev, sizeof(prev), "%s", n->last_error);
+		if (limit == 0)
+			nic_errorf(n, "%s; not restarted (--restart-max 0)", prev);
+		else
+			nic_errorf(n, "restart limit reached (%u restarts within %d s), not "
+				   "restarting; last: %s", limit, SUP_RESTART_WINDOW_MS / 1000, prev);
+		nic_set_state(n, NIC_FAILED, n->last_error);
+		vmm_event_nic_failed(n, sig, exit_status, syscall_nr);
+		return;
+	}
+	n->deaths[n->ndeaths++] = now;
+	delay = restart_backoff_ms(n->ndeaths);
+	snprintf(why, sizeof(why), "%s; restart %u of at most %u within %d s, in %u ms",
+		 n->last_error, n->ndeaths, limit, SUP_RESTART_WINDOW_MS / 1000, delay);
+	if (n->state == NIC_RUNNING)
+		nic_set_state(n, NIC_RESTARTING, why);
+	else
+		log_info("nic %s: still RESTARTING: %s", n->id, why);
+	/* The state change first, then the death's details (as for FAILED). */
+	vmm_event_nic_failed(n, sig, exit_status, syscall_nr);
+	if (delay == 0)
+		nic_restart_now(n);
+	else
+		arm_timer(n, delay);
+}
+
+/* The backoff is over (or was 0): start the next worker on the same fds. */
+static void nic_restart_now(struct nic *n)
+{
+	NIC_FAULT_POINT(n, "sup.restart");
+	if (nic_launch(n) == 0)
+		return;
+	log_warn("nic %s: restart failed: %s", n->id, n->last_error);
+	/* No process: a start that never happened counts as a death, so a
+	 * spawn that keeps failing ends in FAILED, with backoff between. */
+	nic_worker_died(n, 0, -1, -1);
+}
+
+int nic_worker_ready(struct nic *n, bool sandboxed)
+{
+	Vnic__Worker__WorkerMessage start_m;
+	Vnic__Worker__Start start;
+	struct timespec now;
+	char why[128];
+	int rc;
+
+	vnic__worker__worker_message__init(&start_m);
+	vnic__worker__start__init(&start);
+	start_m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_START;
+	start_m.start = &start;
+	rc = wire_worker_send(n->w.ctrl_fd, &start_m, NULL, 0);
+	if (rc) {
+		snprintf(n->last_error, sizeof(n->last_error), "cannot send Start: %s",
+			 strerror(-rc));
+		return -1;
+	}
+	event_del(n->ev_timer);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	n->t_running = now;
+	n->start_us = us_between(&n->t_spawn, &now);
+	n->sandboxed = sandboxed;
+	if (!sandboxed)
+		log_warn("nic %s: worker pid %d is NOT sandboxed (no seccomp filter, no uid drop)",
+			 n->id, (int)n->w.pid);
+	if (n->state == NIC_STARTING) {
+		snprintf(why, sizeof(why), "worker pid %d ready in %llu us%s", (int)n->w.pid,
+			 (unsigned long long)n->start_us, sandboxed ? "" : " (NOT sandboxed)");
+		/* The reply first: the VMM learns of the NIC, then of its
+		 * state changes. */
+		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+		n->announced = true;
+		nic_set_state(n, NIC_RUNNING, why);
+		return 0;
+	}
+	n->restarts++;
+	n->restart_us = us_between(&n->t_died, &now);
+	snprintf(why, sizeof(why), "restart %u: worker pid %d ready %llu us after the death%s",
+		 n->restarts, (int)n->w.pid, (unsigned long long)n->restart_us,
+		 sandboxed ? "" : " (NOT sandboxed)");
+	nic_set_state(n, NIC_RUNNING, why);
+	vmm_event_nic_restarted(n);
+	return 0;
+}
+
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct nic *n = arg;
 
-	if (n->state == NIC_STARTING) {
+	if (n->state == NIC_RESTARTING && n->w.pid == 0) {
+		nic_restart_now(n);
+		return;
+	}
+	if (n->state == NIC_STARTING || n->state == NIC_RESTARTING) {
 		snprintf(n->last_error, sizeof(n->last_error),
 			 "worker sent no READY within %d ms", SUP_READY_TIMEOUT_MS);
 		log_warn("nic %s: %s: killing pid %d", n->id, n->last_error, (int)n->w.pid);
@@ -579,6 +845,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker_exit ex;
 	struct sandbox_violation v;
 	char desc[sizeof(n->exit_desc)];
+	char prev[sizeof(n->last_error)];
 	int syscall_nr = -1;
 	int rc;
 
@@ -593,37 +860,38 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 		snprintf(ex.desc, sizeof(ex.desc), "could not be reaped: %s", strerror(-rc));
 	}
 	if (ex.sig == SIGSYS && read_violation(n, &v)) {
+		/* TESTPLAN S1: name the call the sandbox refused. */
 		syscall_nr = v.nr;
-		snprintf(desc, sizeof(desc), "%s, syscall %.32s", ex.desc, v.name);
+		snprintf(desc, sizeof(desc), "sandbox violation: syscall %.32s (%d); %s", v.name,
+			 v.nr, ex.desc);
 	} else {
 		snprintf(desc, sizeof(desc), "%s", ex.desc);
 	}
 	snprintf(n->exit_desc, sizeof(n->exit_desc), "%s", desc);
 	log_info("nic %s: worker pid %d %s", n->id, (int)n->w.pid, desc);
 	nic_worker_release(n);
+	/* How it ended, then why (ours or its own words). */
+	snprintf(prev, sizeof(prev), "%s", n->last_error);
 
 	switch (n->state) {
 	case NIC_STARTING:
-		{
-			char prev[sizeof(n->last_error)];
-
-			/* How it ended, then why (ours or its own words). */
-			snprintf(prev, sizeof(prev), "%s", n->last_error);
-			snprintf(n->last_error, sizeof(n->last_error),
-				 "worker %.90s before it was ready%s%.70s", desc,
-				 prev[0] ? ": " : "", prev);
-		}
+		nic_errorf(n, "%s%s before it was ready%s%s", syscall_nr >= 0 ? "" : "worker ", desc,
+			   prev[0] ? ": " : "", prev);
 		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 		nic_remove(n, n->last_error);
 		break;
 	case NIC_RUNNING:
-		snprintf(n->last_error, sizeof(n->last_error), "worker %s", desc);
-		nic_set_state(n, NIC_FAILED, n->last_error);
-		/* Restart policy (a later issue) goes here: re-spawn on the
-		 * same fds with n->restarts + 1, rate-limited. */
-		vmm_event_nic_failed(n, ex.sig, ex.status, syscall_nr);
+		nic_errorf(n, "%s%s", syscall_nr >= 0 ? "" : "worker ", desc);
+		nic_worker_died(n, ex.sig, ex.status, syscall_nr);
+		break;
+	case NIC_RESTARTING:
+		/* A replacement that did not reach READY: one more death.
+		 * (Its own Error text, if any, was logged by the monitor.) */
+		nic_errorf(n, "restarted worker %s before it was ready", desc);
+		nic_worker_died(n, ex.sig, ex.status, syscall_nr);
 		break;
 	case NIC_STOPPING:
+		/* Never restarted: its reap completes the stop. */
 		if (n->add_pending) {
 			vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 		} else if (n->remove_pending) {
@@ -641,6 +909,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case NIC_FAILED:
 	case NIC_GONE:
+	case NIC_NSTATES:
 		break;
 	}
 }

@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "nic_state.h"
 #include "validate.h"
 #include "wire.h"
 #include "worker_spawn.h"
@@ -53,17 +54,22 @@ struct stats_page;
 #define SUP_STATUS_PAGE 32          /* NICs per StatusReply (keeps replies < 64 KiB) */
 #define SUP_MTU_DEFAULT 1500
 
-/* NIC states (DESIGN "Lifecycle"). Every transition goes through
- * nic_set_state(), which logs it. */
-enum nic_state {
-	NIC_STARTING,  /* worker spawned, Config sent, waiting for READY */
-	NIC_RUNNING,   /* READY received, Start sent */
-	NIC_STOPPING,  /* Stop sent (RemoveNic, disconnect, shutdown) */
-	NIC_FAILED,    /* worker died or misbehaved; the entry stays for status */
-	NIC_GONE,      /* reaped and removed from the table; about to be freed */
-};
+/* Crash restart policy (issue 5, guarantee 3). A worker that dies while
+ * its NIC is RUNNING (or while its replacement starts) is restarted on
+ * the same fds. The k-th death within SUP_RESTART_WINDOW_MS waits
+ * 0 ms (k = 1), then SUP_RESTART_BACKOFF_FIRST_MS doubling per death up to
+ * SUP_RESTART_BACKOFF_MAX_MS before the next start; one more death than
+ * the limit (--restart-max, default SUP_RESTART_MAX_DEFAULT) within the
+ * window leaves the NIC FAILED, with no more restarts. A sandbox violation
+ * is a death like any other and counts. */
+#define SUP_RESTART_MAX_DEFAULT 5
+#define SUP_RESTART_MAX_LIMIT 64        /* largest --restart-max */
+#define SUP_RESTART_WINDOW_MS 60000
+#define SUP_RESTART_BACKOFF_FIRST_MS 100
+#define SUP_RESTART_BACKOFF_MAX_MS 5000
 
-const char *nic_state_name(enum nic_state s);
+/* NIC states and their one transition table: nic_state.h. Every
+ * transition goes through nic_set_state(), which checks and logs it. */
 
 struct sup;
 struct vmm_conn;
@@ -107,8 +113,18 @@ struct nic {
 	struct stats_page *stats;
 	size_t stats_len;
 
+	/* Inflight region (shm/inflight.h): a sealed memfd made and
+	 * initialised at AddNic, passed in every Config (first start and each
+	 * restart), so a restarted worker returns exactly once every chain
+	 * its predecessor popped. -1 with --inflight=off. vnicd never maps
+	 * it after the initialisation. */
+	int inflight_fd;
+	size_t inflight_len;
+
 	/* Worker. pid 0 when there is none. */
 	struct worker_proc w;
+	struct timespec t_spawn;    /* this worker's fork */
+	uint64_t start_us;          /* the last worker's spawn -> READY */
 	struct event *ev_ctrl;      /* worker control socket readable */
 	struct event *ev_exit;      /* pidfd readable: the worker exited */
 	struct event *ev_timer;     /* READY or Stop deadline */
@@ -121,13 +137,21 @@ struct nic {
 	/* Requests waiting for this NIC (request_id, or 0 for none). */
 	bool add_pending;
 	uint64_t add_req;
+	bool announced;             /* AddNic was answered OK: events flow */
 	bool remove_pending;
 	uint64_t remove_req;
 	struct timespec remove_t0;
 	bool deadline_missed;
 
 	struct timespec t_running;  /* for uptime */
-	uint32_t restarts;
+	uint32_t restarts;          /* completed restarts (status, NicRestarted) */
+	/* Restart policy state: when the recent deaths happened (a ring of
+	 * the last SUP_RESTART_MAX_LIMIT + 1), when the running worker's
+	 * death was noticed (restart time = that -> new READY). */
+	struct timespec deaths[SUP_RESTART_MAX_LIMIT + 1];
+	unsigned ndeaths;           /* entries used in deaths[] (oldest first) */
+	struct timespec t_died;
+	uint64_t restart_us;        /* the last restart's death -> READY */
 	char last_error[192];
 };
 
@@ -177,6 +201,12 @@ struct sup {
 	unsigned nconns;
 	unsigned next_conn_id;
 	bool shutting_down;
+	/* Worker options (issue 4): --user (NULL: the worker's default) and
+	 * --sandbox=off (debugging only, loud). */
+	const char *worker_user;
+	bool sandbox_off;
+	unsigned restart_max;         /* --restart-max; 0: never restart */
+	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 #ifdef VNIC_FAULT_INJECTION
 	/* VNIC_FAULT's worker entries, for the first launch of each worker
 	 * (of fault_nic only, when set); see proto/fault.h. */
@@ -205,6 +235,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
+void vmm_event_nic_restarted(struct nic *n);
 void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
 void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
 			     const char *why);
@@ -212,7 +243,15 @@ void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state s
 /* nic.c */
 struct nic *nic_find(struct sup *s, const char *id);
 struct nic_queue *nic_vq(struct nic *n, uint32_t index);
-void nic_set_state(struct nic *n, enum nic_state st, const char *why);
+/* nic_set_state - the one way to change state: checks the transition
+ * table (a refused one is logged at error level and returns -EINVAL, the
+ * state unchanged), logs "nic ID: OLD -> NEW: why", and tells the owner
+ * (NicStateChanged) once its AddNic was answered. */
+int nic_set_state(struct nic *n, enum nic_state st, const char *why);
+/* nic_worker_ready - READY from the current worker (monitor.c): Start it;
+ * STARTING answers AddNic, RESTARTING announces NicRestarted.
+ * Returns: 0, or -1 when the worker must be killed (reason in last_error). */
+int nic_worker_ready(struct nic *n, bool sandboxed);
 /* nic_start - adopt the validated spec's fds (set to -1 in the frame),
  * open the backend, spawn the worker, send Config; the AddNic reply
  * follows on READY or failure. Returns 0 or a negative errno with err

@@ -204,10 +204,25 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     "%s", err);
 		goto out;
 	}
-	if (nic_find(s, spec.id)) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
-				     "a NIC with id \"%s\" exists", spec.id);
-		goto out;
+	{
+		struct nic *old = nic_find(s, spec.id);
+
+		/* An id still stopping is taken until its RemoveNic (or
+		 * disconnect) completes: its worker may still map memory. */
+		if (old && old->state == NIC_STOPPING) {
+			vmm_conn_reply_error(c, r->request_id,
+					     VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+					     "a NIC with id \"%s\" exists and is still stopping; "
+					     "retry once it is gone", spec.id);
+			goto out;
+		}
+		if (old) {
+			vmm_conn_reply_error(c, r->request_id,
+					     VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+					     "a NIC with id \"%s\" exists (%s)", spec.id,
+					     nic_state_name(old->state));
+			goto out;
+		}
 	}
 	if (s->shutting_down) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
@@ -270,9 +285,20 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 				     "no NIC \"%.64s\" on this connection", rm->id);
 		return;
 	}
-	if (n->state == NIC_STARTING || n->state == NIC_STOPPING || n->remove_pending) {
+	/* A second RemoveNic while the first waits for the worker is refused
+	 * at once (it does not wait for the same completion): the first one's
+	 * reply is the one that says the memory is free. */
+	if (n->state == NIC_STOPPING || n->remove_pending) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
-				     "NIC %s is %s", n->id, nic_state_name(n->state));
+				     "NIC %s is already stopping: the earlier RemoveNic (or "
+				     "disconnect) is waiting for its worker", n->id);
+		return;
+	}
+	/* Only a client that does not wait for its AddNic reply can get
+	 * here; the AddNic reply comes first. */
+	if (n->state == NIC_STARTING) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "NIC %s is still starting: wait for the AddNic reply", n->id);
 		return;
 	}
 	if (ms > SUP_STOP_MAX_MS)
@@ -280,12 +306,15 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	n->remove_pending = true;
 	n->remove_req = r->request_id;
 	clock_gettime(CLOCK_MONOTONIC, &n->remove_t0);
-	if (n->state == NIC_FAILED) {
-		/* No worker left: nothing to wait for. */
+	if (n->w.pid == 0) {
+		/* FAILED, or RESTARTING between two workers: no process maps
+		 * the memory now, so the answer can come at once. */
 		vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
 		nic_stop(n, ms, "RemoveNic");
 		return;
 	}
+	/* RUNNING: Stop and a deadline; RESTARTING with a worker starting:
+	 * killed. The reply follows the reap (nic.c). */
 	nic_stop(n, ms, "RemoveNic");
 }
 
@@ -337,8 +366,10 @@ static Vnic__Vmm__NicState state_pb(enum nic_state s)
 	case NIC_STARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
 	case NIC_RUNNING: return VNIC__VMM__NIC_STATE__NIC_STATE_RUNNING;
 	case NIC_STOPPING: return VNIC__VMM__NIC_STATE__NIC_STATE_STOPPING;
+	case NIC_RESTARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_RESTARTING;
 	case NIC_FAILED: return VNIC__VMM__NIC_STATE__NIC_STATE_FAILED;
 	case NIC_GONE: return VNIC__VMM__NIC_STATE__NIC_STATE_GONE;
+	case NIC_NSTATES: break;
 	}
 	return VNIC__VMM__NIC_STATE__NIC_STATE_UNSPECIFIED;
 }
@@ -377,6 +408,8 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.restarts = n->restarts;
 	b->ns.last_error = n->last_error;
 	b->ns.sandboxed = n->sandboxed;
+	b->ns.start_us = n->start_us;
+	b->ns.restart_us = n->restart_us;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		Vnic__Vmm__QueueStatus *q = &b->qs[i];
 		struct stats_queue_snapshot *sn = &b->snap[i];
@@ -504,6 +537,23 @@ void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_n
 	f.exit_status = exit_status;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_FAILED;
 	e.nic_failed = &f;
+	send_event(n->conn, &e);
+}
+
+void vmm_event_nic_restarted(struct nic *n)
+{
+	Vnic__Vmm__Event e;
+	Vnic__Vmm__NicRestarted r;
+
+	if (!n->conn)
+		return;
+	vnic__vmm__event__init(&e);
+	vnic__vmm__nic_restarted__init(&r);
+	r.id = n->id;
+	r.restarts = n->restarts;
+	r.restart_us = n->restart_us;
+	e.body_case = VNIC__VMM__EVENT__BODY_NIC_RESTARTED;
+	e.nic_restarted = &r;
 	send_event(n->conn, &e);
 }
 

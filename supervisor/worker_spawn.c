@@ -31,28 +31,41 @@ static int pidfd_send_signal_(int pidfd, int sig)
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void child_exec(const char *path, const char *nic_id, const char *fault, int ctrl,
-		       int report)
+static void child_exec(const char *path, const char *nic_id, const struct worker_opts *o,
+		       int ctrl, int report)
 {
 	/* Writable copies: execve's prototype wants char *const[]. */
 	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-	char a3[] = "--fault";
-	char id[128], spec[WORKER_FAULT_SPEC_MAX + 1];
-	char *argv[] = { a0, a1, id, NULL, NULL, NULL };
+	char au[] = "--user", as[] = "--sandbox", off[] = "off", af[] = "--fault";
+	char id[128], user[64], spec[WORKER_FAULT_SPEC_MAX + 1];
+	char *argv[10] = { a0, a1, id, NULL };
 	char *envp[] = { e0, NULL };
 	size_t n = strnlen(nic_id, sizeof(id) - 1);
+	int argc = 3;
 	sigset_t none;
 
 	memcpy(id, nic_id, n);
 	id[n] = '\0';
-	if (fault && fault[0]) {
-		/* Fault-injection builds only (proto/fault.h). */
-		n = strnlen(fault, sizeof(spec) - 1);
-		memcpy(spec, fault, n);
-		spec[n] = '\0';
-		argv[3] = a3;
-		argv[4] = spec;
+	if (o && o->user) {
+		n = strnlen(o->user, sizeof(user) - 1);
+		memcpy(user, o->user, n);
+		user[n] = '\0';
+		argv[argc++] = au;
+		argv[argc++] = user;
 	}
+	if (o && o->sandbox_off) {
+		argv[argc++] = as;
+		argv[argc++] = off;
+	}
+	if (o && o->fault && o->fault[0]) {
+		/* Fault-injection builds of vnicd only (proto/fault.h). */
+		n = strnlen(o->fault, sizeof(spec) - 1);
+		memcpy(spec, o->fault, n);
+		spec[n] = '\0';
+		argv[argc++] = af;
+		argv[argc++] = spec;
+	}
+	argv[argc] = NULL;
 
 	/* Signals: default dispositions and an empty mask, whatever the
 	 * supervisor had (it ignores SIGPIPE; the worker decides its own). */
@@ -80,14 +93,8 @@ static void child_exec(const char *path, const char *nic_id, const char *fault, 
 	_exit(127);
 }
 
-int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
-		 char *err, size_t errlen)
-{
-	return worker_spawn_fault(path, nic_id, NULL, ret, err, errlen);
-}
-
-int worker_spawn_fault(const char *path, const char *nic_id, const char *fault_spec,
-		       struct worker_proc *ret, char *err, size_t errlen)
+int worker_spawn(const char *path, const char *nic_id, const struct worker_opts *opts,
+		 struct worker_proc *ret, char *err, size_t errlen)
 {
 	int sv[2], rp[2], pidfd, rc;
 	pid_t pid;
@@ -118,7 +125,7 @@ int worker_spawn_fault(const char *path, const char *nic_id, const char *fault_s
 	if (pid == 0) {
 		close(sv[0]);
 		close(rp[0]);
-		child_exec(path, nic_id, fault_spec, sv[1], rp[1]);
+		child_exec(path, nic_id, opts, sv[1], rp[1]);
 	}
 	close(sv[1]);
 	close(rp[1]);

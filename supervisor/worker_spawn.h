@@ -29,24 +29,27 @@ struct worker_proc {
 	int report_fd; /* read end of the report pipe, non-blocking */
 };
 
-/*
- * worker_spawn - fork and exec @path as `vnicd-worker --nic ID`.
- * Returns: 0 with *ret filled, or a negative errno with err filled and
- * nothing left (no child, no fd).
- */
-int worker_spawn(const char *path, const char *nic_id, struct worker_proc *ret,
-		 char *err, size_t errlen);
-
 /* Longest --fault spec passed on (FAULT_SPEC_MAX of proto/fault.h). */
 #define WORKER_FAULT_SPEC_MAX 1024
 
+/* What the worker is told on its command line (issue 4). */
+struct worker_opts {
+	const char *user; /* --user USER; NULL: the worker's default
+			     ("vnicd" when that user exists, else "nobody") */
+	bool sandbox_off; /* --sandbox off: debugging only */
+	const char *fault; /* --fault SPEC (proto/fault.h); NULL or "": none.
+			      Set only by a fault-injection build of vnicd */
+};
+
 /*
- * worker_spawn_fault - worker_spawn, plus `--fault SPEC` on the command
- * line when fault_spec is neither NULL nor empty (fault-injection builds
- * of vnicd only; a production worker rejects the option).
+ * worker_spawn - fork and exec @path as
+ * `vnicd-worker --nic ID [--user USER] [--sandbox off] [--fault SPEC]` (@opts may be
+ * NULL: neither option; the defaults, sandbox on, need no argument).
+ * Returns: 0 with *ret filled, or a negative errno with err filled and
+ * nothing left (no child, no fd).
  */
-int worker_spawn_fault(const char *path, const char *nic_id, const char *fault_spec,
-		       struct worker_proc *ret, char *err, size_t errlen);
+int worker_spawn(const char *path, const char *nic_id, const struct worker_opts *opts,
+		 struct worker_proc *ret, char *err, size_t errlen);
 
 /* worker_kill - SIGKILL through the pidfd (no pid reuse race). */
 int worker_kill(const struct worker_proc *w);

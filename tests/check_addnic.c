@@ -649,6 +649,13 @@ START_TEST(worker_crash_marks_failed)
 	struct vnic_nic_status n;
 	struct vnic_remove_result rr;
 
+	/* Restarts off (check_lifecycle covers them): a dead worker leaves
+	 * the NIC FAILED. */
+	vnic_close(lconn);
+	ck_assert_int_eq(st_vnicd_stop(&lv), 0);
+	st_vnicd_start(&lv, st_worker_path(), "--restart-max", "0", NULL);
+	lconn = st_connect(&lv);
+	lfds_idle = st_fd_count(lv.pid);
 	vnic_set_event_cb(lconn, on_event, &seen);
 	add_ok(lconn, &lg);
 	n = one_nic(lconn);

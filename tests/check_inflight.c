@@ -301,9 +301,9 @@ static void assert_recovered_batch(const struct vring *vq, unsigned n)
 static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned k,
 			  unsigned k2)
 {
-	struct vring *vq = calloc(1, sizeof(*vq));
-	struct vring *volatile vq2 = calloc(1, sizeof(*vq2));
-	struct vring *volatile vq3 = calloc(1, sizeof(*vq3));
+	static struct vring devs[3]; /* the dead worker, the new one, a third */
+	struct vring *vq = &devs[0];
+	struct vring *volatile vq2 = &devs[1];
 	struct dev_state ds = { .nhand = 0 };
 	unsigned calls, n = 0;
 	volatile bool crashed = false;
@@ -322,9 +322,6 @@ static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned 
 		/* k beyond this scenario's crash points: nothing to test. */
 		vring_detach_inflight(vq);
 		teardown_all();
-		free(vq);
-		free(vq2);
-		free(vq3);
 		return calls;
 	}
 	/* The dead worker's private state is gone; only its memory leak is
@@ -345,8 +342,7 @@ static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned 
 			crash_at = 0;
 		} else {
 			vring_detach_inflight(vq2);
-			vq2 = vq3;
-			vq3 = NULL;
+			vq2 = &devs[2];
 			ck_assert_int_eq(new_device(vq2, 0), 1);
 			crash_at = 0;
 			ck_assert_msg(vring_recover_inflight(vq2, &n) == 0, "recovery after a crash "
@@ -361,9 +357,6 @@ static unsigned run_crash(unsigned num, uint64_t seed, unsigned steps, unsigned 
 	drain_and_continue(vq2);
 	vring_detach_inflight(vq2);
 	teardown_all();
-	free(vq);
-	free(vq2);
-	free(vq3);
 	return calls;
 }
 
@@ -538,6 +531,38 @@ START_TEST(l6_fresh_base_and_posted_meanwhile)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(vq.last_avail_idx, 301);
 	ck_assert(vring_avail_pending(&vq)); /* 3 to pop without any kick */
+	drain_and_continue(&vq);
+	vring_detach_inflight(&vq);
+	teardown_all();
+}
+END_TEST
+
+/* L5: after a queue reset the supervisor resets the region's queue; the
+ * next worker starts FRESH at its Config base and completes nothing of
+ * the old ring. */
+START_TEST(l5_queue_reset_no_stale_resubmission)
+{
+	struct vring vq;
+
+	setup_all(8, 0);
+	ck_assert_int_eq(new_device(&vq, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(guest_add());
+		ck_assert_int_eq(vring_pop(&vq, &ch), 1);
+	}
+	vring_detach_inflight(&vq); /* crash with 3 in flight */
+	ck_assert_uint_eq(iq->avail_seq - iq->used_seq, 3);
+	/* The guest resets the queue: a new, empty ring. */
+	vring_drv_fini(&drv);
+	ck_assert_int_eq(vring_drv_init(&drv, qnum, tu_drv_ptr(&g, lay.desc),
+					tu_drv_ptr(&g, lay.avail), tu_drv_ptr(&g, lay.used), false), 0);
+	memset(returned, 0, sizeof(returned));
+	ncookies = 0;
+	inflight_queue_reset(iq);
+	ck_assert_int_eq(inflight_region_check(region, region_len, 1, &qnum, &iq, err,
+					       sizeof(err)), 0);
+	ck_assert_int_eq(new_device(&vq, 0), 0); /* FRESH: nothing to recover */
+	ck_assert_uint_eq(le16toh(drv.used->idx), 0);
 	drain_and_continue(&vq);
 	vring_detach_inflight(&vq);
 	teardown_all();
@@ -876,6 +901,7 @@ static Suite *inflight_suite(void)
 	tcase_add_test(tl, l4_second_batch_published);
 	tcase_add_test(tl, l6_fresh_base_and_posted_meanwhile);
 	tcase_add_test(tl, l4_pop_before_recovery_breaks);
+	tcase_add_test(tl, l5_queue_reset_no_stale_resubmission);
 	tcase_add_test(tl, g5_head_offered_twice_in_flight);
 	suite_add_tcase(s, tl);
 

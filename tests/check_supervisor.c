@@ -154,7 +154,7 @@ START_TEST(worker_spawn_passes_only_fd3)
 	ck_assert_int_ge(leak, 0);
 	ck_assert_int_lt(leak, 10);
 	setenv("VNIC_SECRET", "x", 1);
-	ck_assert_int_eq(worker_spawn(script, "nicA", &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_spawn(script, "nicA", NULL, &w, err, sizeof(err)), 0);
 	ck_assert_int_eq(worker_reap(&w, true, &ex), 1);
 	ck_assert(!ex.failed);
 	fd = open(out, O_RDONLY);
@@ -185,7 +185,7 @@ START_TEST(worker_reap_reports_signal)
 	mk_tmpdir();
 	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
 	write_script(script, "exec sleep 30");
-	ck_assert_int_eq(worker_spawn(script, "n", &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(worker_spawn(script, "n", NULL, &w, err, sizeof(err)), 0);
 	ck_assert_int_eq(worker_reap(&w, false, &ex), 0);
 	ck_assert_int_eq(worker_kill(&w), 0);
 	ck_assert_int_eq(worker_reap(&w, true, &ex), 1);
@@ -563,13 +563,14 @@ START_TEST(worker_closing_its_channel_is_killed)
 	int rc, state = 0;
 
 	/* Ready, then fd 3 closed while the process lingers: RUNNING with
-	 * no way to stop it cleanly. vnicd kills it after a grace second. */
+	 * no way to stop it cleanly. vnicd kills it after a grace second
+	 * (restarts off here: this test is about the kill). */
 	mk_tmpdir();
 	snprintf(script, sizeof(script), "%s/w.sh", tmpdir);
 	write_script(script, "printf '\\000\\000\\000\\002\\122\\000' >&3; sleep 0.2; exec 3>&-; "
 		     "exec sleep 60");
 	ck_assert_int_eq(st_vnicd_stop(&vd), 0);
-	st_vnicd_start(&vd, script, NULL);
+	st_vnicd_start(&vd, script, "--restart-max", "0", NULL);
 	c = st_connect(&vd);
 	st_guest_init(&g, "mute");
 	rc = vnic_add_nic(c, &g.cfg, e, sizeof(e));
@@ -599,7 +600,7 @@ START_TEST(s1_sigsys_report_names_syscall)
 	addnic_with_worker("printf 'VSBX\\076\\000\\000\\300\\051\\000\\000\\000"
 			   "\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' >&4;"
 			   " kill -SYS $$",
-			   VNIC_STATUS_UNAVAILABLE, "seccomp violation), syscall socket");
+			   VNIC_STATUS_UNAVAILABLE, "sandbox violation: syscall socket (41)");
 }
 END_TEST
 

@@ -1000,6 +1000,11 @@ static struct inflight_queue *k_txq(void)
 	return (struct inflight_queue *)(void *)((uint8_t *)k_region + 64 + inflight_queue_size(QSIZE));
 }
 
+static struct inflight_queue *k_rxq(void)
+{
+	return (struct inflight_queue *)(void *)((uint8_t *)k_region + 64);
+}
+
 static size_t k_len(unsigned seq)
 {
 	return 60 + (seq * 613u) % 1400;
@@ -1072,6 +1077,87 @@ static void k_backend(void)
 	}
 }
 
+/* RX side: 64 buffers of 2 KiB (no MRG_RXBUF: one frame per buffer). */
+#define KRX_SLOTS 64u
+#define KRX_BASE (BUF_BASE + 0x200000ull)
+
+static uint8_t krx_returned[KILL_MAX_SEQ], krx_arrived[KILL_MAX_SEQ];
+static uint16_t krx_slot_of[KILL_MAX_SEQ];
+static uint16_t krx_free[KRX_SLOTS];
+static unsigned krx_nfree, krx_posted, krx_sent, krx_delivered, krx_empty;
+
+static void krx_setup(void)
+{
+	krx_nfree = 0;
+	for (unsigned i = 0; i < KRX_SLOTS; i++)
+		krx_free[krx_nfree++] = (uint16_t)i;
+	krx_posted = krx_sent = krx_delivered = krx_empty = 0;
+	memset(krx_returned, 0, sizeof(krx_returned));
+	memset(krx_arrived, 0, sizeof(krx_arrived));
+}
+
+/* Post every free RX buffer; kick only when a worker may want it. */
+static void krx_post(bool may_kick)
+{
+	while (krx_nfree > 0 && krx_posted < KILL_MAX_SEQ - 1) {
+		unsigned seq = krx_posted++;
+		struct vring_drv_buf b;
+
+		krx_slot_of[seq] = krx_free[--krx_nfree];
+		b = (struct vring_drv_buf){ KRX_BASE + krx_slot_of[seq] * 2048ull, 2048, true };
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, (void *)(uintptr_t)(seq + 1)), 0);
+	}
+	vring_drv_publish(&S.drv[0]);
+	if (may_kick && vring_drv_kick_needed(&S.drv[0]))
+		kick(0);
+}
+
+/* Backend peer -> worker: up to n frames (fewer when the socket is full). */
+static void krx_send(unsigned n)
+{
+	for (; n > 0 && krx_sent < KILL_MAX_SEQ - 1; n--) {
+		k_frame(frame, krx_sent);
+		if (send(S.be[1], frame, k_len(krx_sent), MSG_DONTWAIT) < 0)
+			return;
+		krx_sent++;
+	}
+}
+
+/* Guest: each RX buffer back once; a filled one holds one frame, intact,
+ * delivered at most once; an empty one (length 0) is a restart's. */
+static void krx_reclaim(void)
+{
+	void *c;
+	uint32_t l;
+	int r;
+
+	while ((r = vring_drv_get_used(&S.drv[0], &c, &l)) == 1) {
+		unsigned seq = (unsigned)((uintptr_t)c - 1), fseq;
+		const uint8_t *p;
+
+		ck_assert_uint_lt(seq, krx_posted);
+		ck_assert_msg(!krx_returned[seq], "RX buffer %u completed twice", seq);
+		krx_returned[seq] = 1;
+		krx_free[krx_nfree++] = krx_slot_of[seq];
+		if (l == 0) {
+			krx_empty++;
+			continue;
+		}
+		ck_assert_uint_gt(l, NET_HDR_LEN + 4);
+		p = (const uint8_t *)tu_drv_ptr(&S.g, KRX_BASE + krx_slot_of[seq] * 2048ull) +
+		    NET_HDR_LEN;
+		memcpy(&fseq, p, sizeof(fseq));
+		ck_assert_uint_lt(fseq, krx_sent);
+		ck_assert_msg(!krx_arrived[fseq], "RX frame %u delivered twice", fseq);
+		ck_assert_uint_eq(l - NET_HDR_LEN, k_len(fseq));
+		k_frame(frame, fseq);
+		ck_assert_msg(memcmp(p, frame, l - NET_HDR_LEN) == 0, "RX frame %u corrupted", fseq);
+		krx_arrived[fseq] = 1;
+		krx_delivered++;
+	}
+	ck_assert_msg(r == 0, "the guest saw an RX used id that is not in flight");
+}
+
 static uint64_t k_calls(unsigned q)
 {
 	uint64_t n = 0;
@@ -1102,7 +1188,7 @@ static void k_start(void)
  */
 START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 {
-	unsigned with_inflight = 0, mid_flush = 0, lost;
+	unsigned with_inflight = 0, rx_inflight = 0, mid_flush = 0, lost;
 	Vnic__Worker__WorkerMessage *m;
 	struct timespec t0;
 	int status;
@@ -1118,8 +1204,10 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 			(void)setsockopt(S.be[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	}
 	k_inflight_setup();
+	krx_setup();
 	vring_drv_cb_disable(&S.drv[0]);
 	vring_drv_cb_disable(&S.drv[1]);
+	krx_post(false);
 	k_start();
 
 	for (unsigned round = 0; round < KILL_ROUNDS; round++) {
@@ -1138,13 +1226,24 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 			if (k_rand(4))
 				k_backend(); /* else: the peer lags, TX blocks */
 			k_reclaim();
+			krx_send(k_rand(16));
+			krx_reclaim();
+			krx_post(true);
 		}
 		/* A last burst, then the kill a few microseconds in. On even
 		 * rounds the worker is frozen (SIGSTOP) at random moments until
-		 * the region shows chains in flight (at most 200 tries), so
-		 * that the recovery path is surely exercised; odd rounds kill
-		 * at the first random moment, whatever it holds. */
+		 * the region shows chains in flight (at most 200 tries) on TX,
+		 * or on RX every fourth round, so that the recovery path is
+		 * surely exercised; odd rounds kill at the first random moment,
+		 * whatever it holds. */
 		for (unsigned attempt = 0;; attempt++) {
+			struct inflight_queue *target = round % 4 == 2 ? k_rxq() : q;
+
+			if (round % 4 == 2) {
+				krx_reclaim();
+				krx_post(true);
+				krx_send(64);
+			}
 			k_backend();
 			while (k_post())
 				;
@@ -1165,7 +1264,7 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 			ck_assert_int_eq(kill(S.pid, SIGSTOP), 0);
 			ck_assert_int_eq(waitpid(S.pid, &status, WUNTRACED), S.pid);
 			ck_assert(WIFSTOPPED(status));
-			if (q->avail_seq != q->used_seq)
+			if (target->avail_seq != target->used_seq)
 				break;
 			ck_assert_int_eq(kill(S.pid, SIGCONT), 0);
 			spin = k_rand(300);
@@ -1177,6 +1276,8 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 		/* What the kill interrupted (for the summary line). */
 		if (q->avail_seq != q->used_seq)
 			with_inflight++;
+		if (k_rxq()->avail_seq != k_rxq()->used_seq)
+			rx_inflight++;
 		if ((uint16_t)q->used_seq != le16toh(S.drv[1].used->idx))
 			mid_flush++;
 
@@ -1187,6 +1288,9 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 		for (unsigned i = 1 + k_rand(8); i > 0 && k_post(); i--)
 			;
 		vring_drv_publish(&S.drv[1]);
+		krx_reclaim();
+		krx_post(false);
+		krx_send(4);
 		(void)k_calls(0);
 		(void)k_calls(1);
 
@@ -1216,6 +1320,8 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 			}
 			k_backend();
 			k_reclaim();
+			krx_reclaim();
+			krx_post(true);
 			usleep(200);
 		}
 		usleep(2000);
@@ -1239,6 +1345,16 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 		}
 	}
 	k_backend();
+	/* RX settles: every frame sent is delivered, or its buffer came back
+	 * empty from a recovery (nothing vanishes silently). */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (krx_delivered + krx_empty < krx_sent) {
+		ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX: %u frames sent, %u delivered, %u "
+			      "buffers empty", krx_sent, krx_delivered, krx_empty);
+		krx_reclaim();
+		krx_post(true);
+		usleep(200);
+	}
 	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
 	m = recv_msg();
 	ck_assert_ptr_nonnull(m);
@@ -1255,9 +1371,13 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 	/* The frozen rounds make this all but certain; without it the test
 	 * would not have exercised recovery at all. */
 	ck_assert_uint_ge(with_inflight, 1);
-	fprintf(stderr, "l4 worker: %u crashes, %u with chains in flight, %u mid-flush; %u "
-		"chains, all back exactly once; %u frames lost to restarts, none doubled\n",
-		KILL_ROUNDS, with_inflight, mid_flush, k_posted, lost);
+	fprintf(stderr, "l4 worker: %u crashes, %u with TX and %u with RX chains in flight, "
+		"%u TX mid-flush; "
+		"TX: %u chains, all back exactly once, %u frames lost to restarts, none "
+		"doubled; RX: %u frames sent, %u delivered once, %u buffers back empty\n",
+		KILL_ROUNDS, with_inflight, rx_inflight, mid_flush, k_posted, lost, krx_sent,
+		krx_delivered,
+		krx_empty);
 	munmap(k_region, S.inflight_size);
 	sim_free();
 }

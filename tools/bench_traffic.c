@@ -88,6 +88,15 @@
 
 enum tr_backend { TR_SOCKET, TR_TAP };
 
+/* What the hostile guest posts on its tx0 (TESTPLAN ids). */
+enum tr_kind {
+	TR_KIND_LOOP,     /* G1: two descriptors pointing at each other */
+	TR_KIND_SELFLOOP, /* G1: one zero-length descriptor pointing at itself */
+	TR_KIND_BADHEAD,  /* G3: an avail entry >= queue size */
+	TR_KIND_OOB,      /* G7: a descriptor past the end of guest memory */
+};
+static const char *const tr_kind_names[] = { "loop", "selfloop", "badhead", "oob" };
+
 struct tr_flow {
 	bool on;
 	uint64_t limit;             /* frames to send, UINT64_MAX: until time */
@@ -156,7 +165,8 @@ struct tr_run {
 	/* hostile: the victim gets its looping chain at inject_at, half-way
 	 * through, so the other NIC's rate before and after can be compared. */
 	struct tr_nic *victim;
-	bool victim_self, injected;
+	enum tr_kind victim_kind;
+	bool injected;
 	uint64_t inject_at;
 	uint64_t recv_at_inject;    /* the other NIC's frames, both directions */
 	double victim_cpu_at_inject;
@@ -197,7 +207,7 @@ static void tr_fail(struct tr_run *r, const char *fmt, ...)
 /* ---- helpers: commands, namespaces, /proc ---- */
 
 /* tr_cmd - run argv (NULL-terminated) and wait; output goes to ours.
- * Returns: 0 when it exited 0, -1 otherwise (reason printed). */
+ * Returns: 0 when it exited 0, -EIO otherwise (reason printed). */
 static int tr_cmd(const char *const *argv)
 {
 	pid_t pid = fork();
@@ -205,7 +215,7 @@ static int tr_cmd(const char *const *argv)
 
 	if (pid < 0) {
 		fprintf(stderr, "vnic-bench: fork: %s\n", strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	if (pid == 0) {
 		char *v[16];
@@ -221,18 +231,19 @@ static int tr_cmd(const char *const *argv)
 	}
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
-			return -1;
+			return -EIO;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	fprintf(stderr, "vnic-bench: command failed:");
 	for (unsigned i = 0; argv[i]; i++)
 		fprintf(stderr, " %s", argv[i]);
 	fputc('\n', stderr);
-	return -1;
+	return -EIO;
 }
 
 /* tr_ns_enter - switch this (single-threaded) process into netns name.
- * Returns: an fd of the namespace we left (give it to tr_ns_leave), or -1. */
+ * Returns: an fd of the namespace we left (give it to tr_ns_leave), or
+ * -EIO (reason printed). */
 static int tr_ns_enter(const char *name)
 {
 	char path[128];
@@ -247,7 +258,7 @@ static int tr_ns_enter(const char *name)
 			close(self);
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return -EIO;
 	}
 	close(fd);
 	return self;
@@ -607,7 +618,7 @@ static int tr_socket_pair(struct tr_run *r, struct tr_nic *n, int *ret_vmm_end)
 	(void)r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		fprintf(stderr, "vnic-bench: socketpair: %s\n", strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	for (unsigned i = 0; i < 2; i++) {
 		/* Room for several 64 KiB frames each way; FORCE needs root,
@@ -644,7 +655,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 
 	self = tr_ns_enter(r->netns);
 	if (self < 0)
-		return -1;
+		return -EIO;
 	/* Inside the netns, /proc/sys/net is the netns's own. */
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", n->tap);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -657,7 +668,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 	if (fd < 0) {
 		fprintf(stderr, "vnic-bench: socket in netns: %s\n", strerror(errno));
 		tr_ns_leave(self);
-		return -1;
+		return -EIO;
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->tap);
@@ -665,7 +676,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 		fprintf(stderr, "vnic-bench: %s: SIOCGIFHWADDR: %s\n", n->tap, strerror(errno));
 		close(fd);
 		tr_ns_leave(self);
-		return -1;
+		return -EIO;
 	}
 	memcpy(n->host_mac, ifr.ifr_hwaddr.sa_data, 6);
 	tr_ns_leave(self);
@@ -680,7 +691,7 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 
 		if (tr_cmd(a1) < 0 || tr_cmd(a2) < 0 || tr_cmd(a3) < 0) {
 			close(fd);
-			return -1;
+			return -EIO;
 		}
 	}
 
@@ -695,13 +706,13 @@ static int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 		fprintf(stderr, "vnic-bench: bind %s:%u: %s\n", addr, FRAMES_UDP_PORT + n->idx,
 			strerror(errno));
 		close(fd);
-		return -1;
+		return -EIO;
 	}
 	sa.sin_addr.s_addr = htonl(frames_guest_ip(n->idx));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "vnic-bench: connect %s: %s\n", gip, strerror(errno));
 		close(fd);
-		return -1;
+		return -EIO;
 	}
 	n->host_fd = fd;
 	return 0;
@@ -718,7 +729,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	rc = guest_new(n->idx, &n->g, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "vnic-bench: nic %u: %s\n", n->idx, err);
-		return -1;
+		return -EIO;
 	}
 	if (r->id_prefix)
 		snprintf(n->id, sizeof(n->id), "%s%u", r->id_prefix, n->idx);
@@ -726,7 +737,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 		snprintf(n->id, sizeof(n->id), "bench%d-%u", (int)getpid(), n->idx);
 	snprintf(n->tap, sizeof(n->tap), "vnicb%u", n->idx);
 	if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &vmm_end) < 0)
-		return -1;
+		return -EIO;
 
 	reg = (struct vnic_region){ .gpa = GUEST_GPA_BASE, .size = n->g->memsize, .offset = 0,
 				    .fd = n->g->memfd };
@@ -763,11 +774,11 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: AddNic %s: %s\n", n->id,
 			err[0] ? err : vnic_last_error(n->conn));
-		return -1;
+		return -EIO;
 	}
 	n->added = true;
 	if (r->backend == TR_TAP && tr_tap_setup(r, n) < 0)
-		return -1;
+		return -EIO;
 	guest_rx_fill(n->g);
 	return 0;
 }
@@ -780,7 +791,7 @@ static int tr_read_pids(struct tr_run *r)
 
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: status: %s\n", vnic_last_error(r->conn));
-		return -1;
+		return -EIO;
 	}
 	for (unsigned i = 0; i < st->nnics; i++) {
 		struct tr_nic *n = tr_find(r, st->nics[i].id);
@@ -869,7 +880,7 @@ static int tr_write_expect(struct tr_run *r)
 
 	if (!f) {
 		fprintf(stderr, "vnic-bench: %s: %s\n", r->expect_json, strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	fprintf(f, "{\"nics\": [");
 	for (unsigned i = 0, first = 1; i < r->nnics; i++) {
@@ -1152,7 +1163,7 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 	return t;
 }
 
-static void tr_inject_loop(struct tr_nic *n, bool self);
+static void tr_inject(struct tr_nic *n, enum tr_kind kind);
 
 /* A lifecycle step still to come or to finish (the run waits for it). */
 static bool tr_lifecycle_pending(const struct tr_run *r)
@@ -1194,7 +1205,7 @@ static void tr_loop(struct tr_run *r)
 			r->recv_at_inject = tr_total_recv(r);
 			r->victim_cpu_at_inject = tr_cpu_seconds(r->victim->pid);
 			r->inject_ns = now;
-			tr_inject_loop(r->victim, r->victim_self);
+			tr_inject(r->victim, r->victim_kind);
 			r->injected = true;
 		}
 		for (unsigned i = 0; i < r->nnics; i++) {
@@ -1378,7 +1389,7 @@ static int tr_setup(struct tr_run *r)
 	r->buf = malloc(FRAMES_MAX + 64);
 	r->nics = calloc(r->nnics, sizeof(*r->nics));
 	if (!r->buf || !r->nics)
-		return -1;
+		return -EIO;
 	for (unsigned i = 0; i < r->nnics; i++) {
 		r->nics[i].idx = i;
 		r->nics[i].host_fd = -1;
@@ -1391,20 +1402,20 @@ static int tr_setup(struct tr_run *r)
 			const char *a[] = { "ip", "netns", "add", r->netns, NULL };
 
 			if (tr_cmd(a) < 0)
-				return -1;
+				return -EIO;
 			r->netns_created = true;
 		}
 	}
 	rc = vnic_connect(r->socket_path, &r->conn);
 	if (rc < 0) {
 		fprintf(stderr, "vnic-bench: connect %s: %s\n", r->socket_path, strerror(-rc));
-		return -1;
+		return -EIO;
 	}
 	vnic_set_event_cb(r->conn, tr_on_event, r);
 	rc = vnic_hello(r->conn, "vnic-bench", &hi);
 	if (rc != 0) {
 		fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(r->conn));
-		return -1;
+		return -EIO;
 	}
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
@@ -1419,19 +1430,19 @@ static int tr_setup(struct tr_run *r)
 			if (rc < 0) {
 				fprintf(stderr, "vnic-bench: connect: %s\n", strerror(-rc));
 				n->conn = NULL;
-				return -1;
+				return -EIO;
 			}
 			vnic_set_event_cb(n->conn, tr_on_event, r);
 			if (vnic_hello(n->conn, "vnic-bench-nic0", &hi) != 0) {
 				fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(n->conn));
-				return -1;
+				return -EIO;
 			}
 		}
 		if (tr_nic_add(r, n) < 0)
-			return -1;
+			return -EIO;
 	}
 	if (tr_read_pids(r) < 0)
-		return -1;
+		return -EIO;
 	for (unsigned i = 0; i < r->nnics; i++)
 		r->nics[i].cpu0 = tr_cpu_seconds(r->nics[i].pid);
 	return 0;
@@ -1660,19 +1671,21 @@ static int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 		return bench_parse_double(arg, 0.1, 3600, &r->seconds);
 	case 'n':
 		if (bench_parse_ulong(arg, 1, TR_MAX_NICS, &v) < 0)
-			return -1;
+			return -EIO;
 		r->nnics = (unsigned)v;
 		return 0;
 	case 'w':
 		if (bench_parse_ulong(arg, 1, GUEST_QUEUE_SIZE * 4, &v) < 0)
-			return -1;
+			return -EIO;
 		r->window = (unsigned)v;
 		return 0;
 	}
-	return -1;
+	return -EIO;
 }
 
-static int tr_main(struct tr_run *r, const char *mode)
+/* tr_init_common - signals (SIGINT/SIGTERM end the run cleanly: sending
+ * stops, NICs are removed, the netns we made is deleted) and the socket. */
+static void tr_init_common(struct tr_run *r)
 {
 	struct sigaction sa = { .sa_handler = tr_on_signal };
 
@@ -1681,8 +1694,6 @@ static int tr_main(struct tr_run *r, const char *mode)
 	signal(SIGPIPE, SIG_IGN);
 	if (!r->socket_path)
 		r->socket_path = bench_socket_path ? bench_socket_path : VNIC_DEFAULT_SOCKET;
-	(void)mode;
-	return 0;
 }
 
 int bench_traffic_main(int argc, char **argv)
@@ -1818,7 +1829,7 @@ int bench_traffic_main(int argc, char **argv)
 		fprintf(stderr, "vnic-bench: --fault-nic %d: only %u NICs\n", r.fault_nic, r.nnics);
 		return 2;
 	}
-	tr_main(&r, "traffic");
+	tr_init_common(&r);
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
 	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX : FRAMES_MAX;
@@ -1872,37 +1883,49 @@ usage:
 void bench_hostile_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vnic-bench [--socket PATH] hostile [--kind loop|selfloop] [--victim 0|1]\n"
-		"           [--seconds S]\n"
-		"  Two NICs on the socket backend. The victim's guest posts a TX chain\n"
-		"  that loops (loop: two descriptors pointing at each other; selfloop:\n"
-		"  one zero-length descriptor pointing at itself) and kicks. Passes when\n"
-		"  vnicd reports QUEUE_NEEDS_RESET for the victim within %.0f s, the\n"
+		"usage: vnic-bench [--socket PATH] hostile [--kind loop|selfloop|badhead|oob]\n"
+		"           [--victim 0|1] [--seconds S]\n"
+		"  Two NICs on the socket backend. The victim's guest posts a bad TX\n"
+		"  chain and kicks: loop (G1, default): two descriptors pointing at each\n"
+		"  other; selfloop (G1): one zero-length descriptor pointing at itself;\n"
+		"  badhead (G3): an avail entry beyond the queue; oob (G7): a buffer\n"
+		"  running past the end of guest memory. Passes when vnicd reports\n"
+		"  QUEUE_NEEDS_RESET for the victim within %.0f s, the\n"
 		"  victim's tx0 shows broken with a reason, its worker does not spin,\n"
 		"  and the other NIC's frames keep flowing (at least a quarter of the\n"
-		"  rate before the break), all checked (TESTPLAN G1, L10, L11). The\n"
+		"  rate before the break), all checked (TESTPLAN L10, L11). The\n"
 		"  chain is posted half-way through --seconds (default 3).\n",
 		TR_RESET_BOUND_NS / TR_NS);
 }
 
-/* Write a looping chain straight into the victim's TX ring, as a hostile
+/* Write a bad chain straight into the victim's TX ring, as a hostile
  * guest would, publish it and kick. */
-static void tr_inject_loop(struct tr_nic *n, bool self)
+static void tr_inject(struct tr_nic *n, enum tr_kind kind)
 {
 	struct vring_drv *d = &n->g->q[GUEST_TX];
 	uint64_t gpa = n->g->txslot_gpa, one = 1;
-	uint16_t head = d->avail_idx; /* nothing was sent on this queue */
+	uint16_t head = d->avail_idx, entry = 0; /* nothing was sent on this queue */
 
-	if (self) {
-		d->desc[0] = (struct vring_desc){ .addr = gpa, .len = 0,
-						  .flags = VRING_DESC_F_NEXT, .next = 0 };
-	} else {
+	switch (kind) {
+	case TR_KIND_LOOP:
 		d->desc[0] = (struct vring_desc){ .addr = gpa, .len = 64,
 						  .flags = VRING_DESC_F_NEXT, .next = 1 };
 		d->desc[1] = (struct vring_desc){ .addr = gpa + 64, .len = 64,
 						  .flags = VRING_DESC_F_NEXT, .next = 0 };
+		break;
+	case TR_KIND_SELFLOOP:
+		d->desc[0] = (struct vring_desc){ .addr = gpa, .len = 0,
+						  .flags = VRING_DESC_F_NEXT, .next = 0 };
+		break;
+	case TR_KIND_BADHEAD:
+		entry = (uint16_t)(d->num + 7);
+		break;
+	case TR_KIND_OOB:
+		d->desc[0] = (struct vring_desc){ .addr = GUEST_GPA_BASE + n->g->memsize - 32,
+						  .len = 100, .flags = 0, .next = 0 };
+		break;
 	}
-	d->avail->ring[head % d->num] = 0;
+	d->avail->ring[head % d->num] = entry;
 	/* Entries before the index (pairs with the device's read barrier). */
 	__atomic_store_n(&d->avail->idx, (uint16_t)(head + 1), __ATOMIC_RELEASE);
 	d->avail_idx = (uint16_t)(head + 1);
@@ -1928,21 +1951,23 @@ int bench_hostile_main(int argc, char **argv)
 	struct vnic_status *st = NULL;
 	unsigned long v;
 	unsigned victim = 0;
-	bool self = false;
+	enum tr_kind kind = TR_KIND_LOOP;
 	struct tr_nic *vn, *on;
 	int opt, rc;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'k':
-			if (!strcmp(optarg, "loop"))
-				self = false;
-			else if (!strcmp(optarg, "selfloop"))
-				self = true;
-			else
+		case 'k': {
+			unsigned i;
+
+			for (i = 0; i < 4 && strcmp(optarg, tr_kind_names[i]); i++)
+				;
+			if (i == 4)
 				goto usage;
+			kind = (enum tr_kind)i;
 			break;
+		}
 		case 'v':
 			if (bench_parse_ulong(optarg, 0, 1, &v) < 0)
 				goto usage;
@@ -1958,9 +1983,9 @@ int bench_hostile_main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto usage;
-	tr_main(&r, "hostile");
-	printf("vnic-bench hostile: %s chain on nic %u's tx0, nic %u carries traffic for %.1f s\n",
-	       self ? "self-looping" : "looping", victim, 1 - victim, r.seconds);
+	tr_init_common(&r);
+	printf("vnic-bench hostile: a '%s' chain on nic %u's tx0, nic %u carries traffic for %.1f s\n",
+	       tr_kind_names[kind], victim, 1 - victim, r.seconds);
 	if (tr_setup(&r) < 0) {
 		tr_fail(&r, "setup failed");
 		goto out;
@@ -1974,11 +1999,11 @@ int bench_hostile_main(int argc, char **argv)
 	}
 	r.t0 = bench_now_ns();
 	r.victim = vn;
-	r.victim_self = self;
+	r.victim_kind = kind;
 	r.inject_at = r.t0 + (uint64_t)(r.seconds * TR_NS / 2);
 	tr_loop(&r);
 	if (!r.injected)
-		tr_fail(&r, "the run ended before the looping chain was posted");
+		tr_fail(&r, "the run ended before the bad chain was posted");
 	if (!vn->needs_reset) {
 		/* Give a late event its last chance (bounded) before failing. */
 		uint64_t end = r.inject_ns + TR_RESET_BOUND_NS;
@@ -2030,7 +2055,7 @@ int bench_hostile_main(int argc, char **argv)
 		/* G1: no CPU spin. The broken queue consumes nothing more. */
 		cpu = tr_cpu_seconds(vn->pid);
 		if (cpu >= 0 && r.victim_cpu_at_inject >= 0) {
-			printf("  victim worker CPU since the loop was posted: %.2f s\n",
+			printf("  victim worker CPU since the chain was posted: %.2f s\n",
 			       cpu - r.victim_cpu_at_inject);
 			if (cpu - r.victim_cpu_at_inject > 0.3)
 				tr_fail(&r, "victim worker used %.2f s of CPU after its queue broke",
