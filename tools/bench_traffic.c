@@ -139,7 +139,8 @@ struct tr_nic {
 	uint64_t canary_ns;
 	uint64_t resume_ns;         /* last restart: per-flow stall clock restarts */
 	uint64_t tx_used_ns;        /* last time TX descriptors came back */
-	unsigned restarts;
+	uint64_t g2h_at_restart;    /* g2h frames received before the last restart */
+	unsigned restarts, deaths;
 	bool reread_pid;
 };
 
@@ -585,21 +586,28 @@ static void tr_on_event(struct vnic_conn *conn, const struct vnic_event *ev, voi
 	case VNIC_EVENT_NIC_FAILED:
 		fprintf(stderr, "vnic-bench: event: nic %s failed: %s (signal %d, exit %d)\n",
 			ev->id, ev->reason, ev->signal, ev->exit_status);
+		n->deaths++;
+		if (n->faulty)
+			break; /* a restart may follow: NIC_STATE_CHANGED says */
 		n->failed = true;
-		if (n->faulty) {
-			/* Its flows end here; what was in flight is lost to the
-			 * fault (printed apart), the rest of the run goes on. */
-			for (unsigned d = 0; d < 2; d++)
-				n->f[d].on = false;
-			break;
-		}
 		r->nic_errors++;
+		break;
+	case VNIC_EVENT_NIC_STATE_CHANGED:
+		if (ev->new_state != VNIC_NIC_FAILED || !n->faulty)
+			break; /* a bystander's FAILED came with its NIC_FAILED */
+		/* Failed for good (no restart, or the limit): its flows end
+		 * here; what was in flight is lost to the fault (printed
+		 * apart), the rest of the run goes on. */
+		n->failed = true;
+		for (unsigned d = 0; d < 2; d++)
+			n->f[d].on = false;
 		break;
 	case VNIC_EVENT_NIC_RESTARTED:
 		fprintf(stderr, "vnic-bench: event: nic %s restarted (%u restarts): %s\n", ev->id,
 			ev->restarts, ev->reason);
 		n->restarts++;
 		n->reread_pid = true;
+		n->g2h_at_restart = n->f[FRAMES_G2H].recv;
 		n->resume_ns = bench_now_ns();
 		if (!n->faulty)
 			r->nic_errors++;
@@ -1538,11 +1546,12 @@ static void tr_report(struct tr_run *r, const char *mode)
 			continue;
 		/* At most once across unplug, crash and restart: frames in
 		 * flight then may be lost, never doubled (checked per frame). */
-		printf("LOST-TO-FAULTS nic=%s g2h=%llu h2g=%llu restarts=%u failed=%s gone=%s "
-		       "rx_empty_buffers=%llu\n", n->id,
+		printf("LOST-TO-FAULTS nic=%s g2h=%llu h2g=%llu deaths=%u restarts=%u failed=%s "
+		       "gone=%s g2h_after_restart=%llu rx_empty_buffers=%llu\n", n->id,
 		       (unsigned long long)(n->f[FRAMES_G2H].sent - n->f[FRAMES_G2H].recv),
 		       (unsigned long long)(n->f[FRAMES_H2G].sent - n->f[FRAMES_H2G].recv),
-		       n->restarts, n->failed ? "yes" : "no", n->gone ? "yes" : "no",
+		       n->deaths, n->restarts, n->failed ? "yes" : "no", n->gone ? "yes" : "no",
+		       (unsigned long long)(n->f[FRAMES_G2H].recv - n->g2h_at_restart),
 		       (unsigned long long)n->g->rx_empty);
 	}
 	for (unsigned i = 0; i < r->nnics; i++) {
