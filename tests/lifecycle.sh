@@ -271,13 +271,13 @@ WPOINTS=(worker.tx.after_pop worker.tx.send worker.flush.before_idx worker.stop
 
 # One random round of the whole matrix (soak).
 random_round() {
-	local p=${WPOINTS[RANDOM % ${#WPOINTS[@]}]} a op nth=$((1 + RANDOM % 3000))
+	local p=${WPOINTS[RANDOM % ${#WPOINTS[@]}]} a op nth=$((1 + RANDOM % 3000)) cnt=
 	local acts=(delay crash sigkill)
 	[ "$p" = worker.tx.send ] && acts+=(fail)
 	a=${acts[RANDOM % ${#acts[@]}]}
 	case $a in
 	delay) a="delay:$((50 + RANDOM % 400))" ;;
-	fail) a="fail*$((1 + RANDOM % 50))" ;;
+	fail) cnt="*$((1 + RANDOM % 50))" ;;
 	esac
 	[ "$p" = worker.stop ] && nth=1
 	local ops=(unplug disconnect run)
@@ -287,7 +287,7 @@ random_round() {
 	case $p in worker.inflight.*) OPTIONAL=yes ;; *) OPTIONAL= ;; esac
 	# A crash before an unplug or disconnect: the NIC restarts first, then
 	# goes; the same checks hold.
-	OPTIONAL=$OPTIONAL round "$p=$a@$nth" "$op"
+	OPTIONAL=$OPTIONAL round "$p=$a@$nth$cnt" "$op"
 }
 
 T0=$(date +%s)
