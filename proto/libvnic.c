@@ -607,6 +607,39 @@ out:
 	return rc;
 }
 
+int vnic_set_policy(struct vnic_conn *c, const char *id, const struct vnic_policy *p)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__SetPolicy sp;
+	Vnic__Vmm__Policy pol;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char idbuf[128];
+	int rc;
+
+	if (!id || !p)
+		return set_err(c, -EINVAL, "vnic_set_policy: no id or policy");
+	vnic__vmm__request__init(&req);
+	vnic__vmm__set_policy__init(&sp);
+	vnic__vmm__policy__init(&pol);
+	snprintf(idbuf, sizeof(idbuf), "%s", id);
+	pol.mode = (Vnic__Vmm__Mitigation)p->mode;
+	pol.timer_us = p->timer_us;
+	pol.poll_us = p->poll_us;
+	pol.budget_packets = p->budget_packets;
+	pol.budget_bytes = p->budget_bytes;
+	sp.id = idbuf;
+	sp.policy = &pol;
+	req.body_case = VNIC__VMM__REQUEST__BODY_SET_POLICY;
+	req.set_policy = &sp;
+	rc = call(c, &req, NULL, 0, c->timeout_ms, &m);
+	if (rc == 0) {
+		rc = reply_code(c, m->reply, "SetPolicy");
+		wire_vmm_free(m);
+	}
+	evq_deliver(c);
+	return rc;
+}
+
 static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 {
 	memset(d, 0, sizeof(*d));

@@ -191,6 +191,18 @@ struct vnic_remove_result {
 };
 
 /*
+ * vnic_set_policy - change a running NIC's TX mitigation policy.
+ * Answered once the worker applied it (its budgets take effect from its
+ * next wake-up); a worker restarted later starts with it too.
+ * Returns: 0, a negative errno, or VNIC_STATUS_NOT_FOUND (no such NIC on
+ * this connection), VNIC_STATUS_INVALID_ARGUMENT (out of range),
+ * VNIC_STATUS_UNIMPLEMENTED (a mode other than bh: not implemented yet),
+ * VNIC_STATUS_FAILED_PRECONDITION (not running, or a SetPolicy in
+ * progress), VNIC_STATUS_UNAVAILABLE (the worker died before applying it).
+ */
+int vnic_set_policy(struct vnic_conn *conn, const char *id, const struct vnic_policy *policy);
+
+/*
  * vnic_remove_nic - hot-unplug a NIC this connection added.
  * The reply comes only after the worker process is gone (reaped): once
  * this returns 0, no process maps the NIC's guest memory or holds its

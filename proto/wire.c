@@ -429,6 +429,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_START:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
 		*ret = WIRE_PEER_SUPERVISOR;
 		return 0;
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_READY:
@@ -437,6 +438,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_LOG:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET:
 		*ret = WIRE_PEER_WORKER;
 		return 0;
 	default:

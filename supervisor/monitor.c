@@ -128,6 +128,23 @@ static int mon_fault_hit(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	return 0;
 }
 #endif
+/* PolicySet: only as the answer to our SetPolicy, and saying what we asked
+ * (a worker that applies something else is not doing what it is told). */
+static int mon_policy_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	const Vnic__Vmm__Policy *p = m->policy_set->policy;
+
+	if (!n->policy_pending || !p || p->budget_packets != n->policy_new.budget_packets ||
+	    p->budget_bytes != n->policy_new.budget_bytes) {
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "worker sent PolicySet that does not answer our SetPolicy");
+		return -1;
+	}
+	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", n->id,
+		 nic_policy_name(n->policy.mode), p->budget_packets, p->budget_bytes);
+	vmm_reply_set_policy(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+	return 0;
+}
 
 static const struct mon_row mon_table[] = {
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_RESTARTING | MON_ONCE, 0,
@@ -135,6 +152,8 @@ static const struct mon_row mon_table[] = {
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED, "Stopped", MON_STOPPING | MON_ONCE, 0, mon_stopped },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN, "QueueBroken",
 	  MON_RUNNING | MON_STOPPING, 0, mon_queue_broken },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET, "PolicySet", MON_RUNNING, 0,
+	  mon_policy_set },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_LOG, "Log",
 	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING, 0, mon_log },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",

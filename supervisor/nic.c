@@ -380,7 +380,7 @@ static const char *nic_fault_spec(const struct nic *n)
 }
 
 /* Policy defaults resolved here, so the worker gets concrete values. */
-static void policy_resolve(struct nic_policy *p)
+void nic_policy_resolve(struct nic_policy *p)
 {
 	if (p->mode == NIC_POLICY_DEFAULT)
 		p->mode = NIC_POLICY_BH;
@@ -502,7 +502,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	n->mtu = spec->mtu;
 	n->features = spec->features;
 	n->policy = spec->policy;
-	policy_resolve(&n->policy);
+	nic_policy_resolve(&n->policy);
 	n->backend = spec->backend;
 	snprintf(n->netns, sizeof(n->netns), "%s", spec->netns);
 	n->regions = calloc(spec->nregions, sizeof(*n->regions));
@@ -657,6 +657,7 @@ void nic_detach_conn(struct sup *s, struct vmm_conn *c)
 		n->conn = NULL;
 		n->add_pending = false;
 		n->remove_pending = false;
+		n->policy_pending = false;
 		nic_stop(n, SUP_STOP_DEFAULT_MS, "owner disconnected");
 	}
 }
@@ -870,6 +871,11 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	snprintf(n->exit_desc, sizeof(n->exit_desc), "%s", desc);
 	log_info("nic %s: worker pid %d %s", n->id, (int)n->w.pid, desc);
 	nic_worker_release(n);
+	/* A SetPolicy the dead worker never confirmed: n->policy already
+	 * holds it, so a replacement starts with it; say exactly that. */
+	vmm_reply_set_policy(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+			     "the worker exited before it confirmed the policy; a restarted "
+			     "worker starts with the new policy");
 	/* How it ended, then why (ours or its own words). */
 	snprintf(prev, sizeof(prev), "%s", n->last_error);
 

@@ -140,6 +140,9 @@ struct nic {
 	bool announced;             /* AddNic was answered OK: events flow */
 	bool remove_pending;
 	uint64_t remove_req;
+	bool policy_pending;        /* SetPolicy sent to the worker, PolicySet awaited */
+	uint64_t policy_req;
+	struct nic_policy policy_new;
 	struct timespec remove_t0;
 	bool deadline_missed;
 
@@ -234,6 +237,8 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 /* Replies for NIC operations that complete later (nic.c calls these). */
 void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
+/* vmm_reply_set_policy - answer the pending SetPolicy (no-op without one). */
+void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
 void vmm_event_nic_restarted(struct nic *n);
 void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
@@ -252,6 +257,8 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why);
  * STARTING answers AddNic, RESTARTING announces NicRestarted.
  * Returns: 0, or -1 when the worker must be killed (reason in last_error). */
 int nic_worker_ready(struct nic *n, bool sandboxed);
+/* nic_policy_resolve - fill in defaults so a worker gets concrete values. */
+void nic_policy_resolve(struct nic_policy *p);
 /* nic_start - adopt the validated spec's fds (set to -1 in the frame),
  * open the backend, spawn the worker, send Config; the AddNic reply
  * follows on READY or failure. Returns 0 or a negative errno with err

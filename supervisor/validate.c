@@ -187,6 +187,17 @@ int validate_policy(const struct nic_policy *p, char *err, size_t errlen)
 	if (p->timer_us > NIC_POLICY_MAX_US || p->poll_us > NIC_POLICY_MAX_US)
 		return fail(err, errlen, -EINVAL, "policy timer_us/poll_us above %u",
 			    NIC_POLICY_MAX_US);
+	if (p->budget_packets > NIC_POLICY_MAX_BUDGET_PKTS ||
+	    p->budget_bytes > NIC_POLICY_MAX_BUDGET_BYTES)
+		return fail(err, errlen, -EINVAL,
+			    "policy budget above %u packets or %u bytes per wake-up",
+			    NIC_POLICY_MAX_BUDGET_PKTS, NIC_POLICY_MAX_BUDGET_BYTES);
+	/* Only the bottom half is implemented: say so rather than run
+	 * something else under the requested name. */
+	if (p->mode != NIC_POLICY_DEFAULT && p->mode != NIC_POLICY_BH)
+		return fail(err, errlen, -ENOSYS,
+			    "mitigation policy \"%s\" is not implemented yet (bh is)",
+			    nic_policy_name(p->mode));
 	return 0;
 }
 

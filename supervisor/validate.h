@@ -65,6 +65,10 @@ enum nic_policy_mode {
 	NIC_POLICY_POLL = 4,
 };
 #define NIC_POLICY_MAX_US 1000000u /* timer/poll parameters: at most 1 s */
+/* Work per wake-up a policy may ask for: a whole queue, 64 MiB. More would
+ * let one queue starve the others and the control channel (G21). */
+#define NIC_POLICY_MAX_BUDGET_PKTS 32768u
+#define NIC_POLICY_MAX_BUDGET_BYTES (64u * 1024u * 1024u)
 
 struct nic_policy {
 	uint32_t mode;  /* enum nic_policy_mode, as sent */
@@ -129,6 +133,8 @@ int validate_features(uint64_t features, enum nic_backend_type backend,
 int validate_ifname(const char *name, char *err, size_t errlen);
 /* Network namespace name as `ip netns` makes them: one path component. */
 int validate_netns_name(const char *name, char *err, size_t errlen);
+/* A policy for AddNic or SetPolicy: -EINVAL out of range, -ENOSYS for a
+ * mode not implemented (only bh is), with err filled. */
 int validate_policy(const struct nic_policy *p, char *err, size_t errlen);
 
 /*

@@ -200,7 +200,8 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 		log_info("conn %u: AddNic \"%.64s\" rejected: %s", c->id, a->id, err);
 		vmm_conn_reply_error(c, r->request_id,
 				     rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
-						   : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+				     : rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
+							 : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
 		goto out;
 	}
@@ -496,8 +497,12 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 {
 	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
 	struct nic *n = nic_find(c->sup, sp->id);
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__SetPolicy wsp;
+	Vnic__Vmm__Policy pol;
 	struct nic_policy p = { 0 };
 	char err[128];
+	int rc;
 
 	if (!n || n->conn != c) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
@@ -508,17 +513,67 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		p.mode = (uint32_t)sp->policy->mode;
 		p.timer_us = sp->policy->timer_us;
 		p.poll_us = sp->policy->poll_us;
+		p.budget_packets = sp->policy->budget_packets;
+		p.budget_bytes = sp->policy->budget_bytes;
 	}
-	if (validate_policy(&p, err, sizeof(err))) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+	rc = validate_policy(&p, err, sizeof(err));
+	if (rc) {
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
+						       : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
 		return;
 	}
-	/* worker.proto has no message to change a running worker's policy
-	 * yet: say so rather than pretend. The policy is chosen at AddNic. */
-	vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED,
-			     "changing the policy of a running NIC is not supported yet; "
-			     "choose it in AddNic");
+	nic_policy_resolve(&p);
+	if (n->policy_pending) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "nic %s: a SetPolicy is already in progress", n->id);
+		return;
+	}
+	if (n->state == NIC_RESTARTING && n->w.pid == 0) {
+		/* Between two workers: the next one starts with it. */
+		n->policy = p;
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_OK, "%s", "");
+		return;
+	}
+	if (n->state != NIC_RUNNING) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "nic %s is %s: a policy can change while it runs", n->id,
+				     nic_state_name(n->state));
+		return;
+	}
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__set_policy__init(&wsp);
+	vnic__vmm__policy__init(&pol);
+	pol.mode = (Vnic__Vmm__Mitigation)p.mode;
+	pol.timer_us = p.timer_us;
+	pol.poll_us = p.poll_us;
+	pol.budget_packets = p.budget_packets;
+	pol.budget_bytes = p.budget_bytes;
+	wsp.policy = &pol;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
+	m.set_policy = &wsp;
+	rc = wire_worker_send(n->w.ctrl_fd, &m, NULL, 0);
+	if (rc) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "nic %s: cannot reach the worker: %s", n->id, strerror(-rc));
+		return;
+	}
+	/* Answered when the worker confirms (monitor.c, PolicySet). A worker
+	 * restarted from here on starts with the new policy. */
+	n->policy = p;
+	n->policy_new = p;
+	n->policy_pending = true;
+	n->policy_req = r->request_id;
+}
+
+void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error)
+{
+	if (!n->policy_pending)
+		return;
+	n->policy_pending = false;
+	if (n->conn)
+		vmm_conn_reply_error(n->conn, n->policy_req, code, "%s", error ? error : "");
 }
 
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)

@@ -763,6 +763,36 @@ START_TEST(g21_tx_budget)
 }
 END_TEST
 
+/* SetPolicy's budgets take effect at the next run, bounded. */
+START_TEST(set_budget_applies_and_bounds)
+{
+	struct vring_used *used;
+	unsigned pkts, bytes;
+
+	h_setup(F_V1, 64, NET_BACKEND_SOCKET, SOCK_DGRAM);
+	used = H.drv[TXQ].used;
+	net_set_budget(H.d, 3, 0, &pkts, &bytes);
+	ck_assert_uint_eq(pkts, 3);
+	ck_assert_uint_eq(bytes, NET_BUDGET_BYTES);
+	fill_frame(frame, 60, 0);
+	for (unsigned i = 0; i < 10; i++)
+		tx_add(&hdr0, frame, 60, NULL, 0);
+	ck_assert_int_eq(net_tx_run(H.d, TXQ), NET_MORE);
+	ck_assert_uint_eq(le16toh(used->idx), 3);
+	net_set_budget(H.d, 0, 0, &pkts, &bytes); /* defaults */
+	ck_assert_uint_eq(pkts, NET_BUDGET_PKTS);
+	ck_assert_int_eq(net_tx_run(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(le16toh(used->idx), 10);
+	net_set_budget(H.d, 1u << 30, 1u << 31, &pkts, &bytes);
+	ck_assert_uint_eq(pkts, VRING_MAX_SIZE);
+	ck_assert_uint_eq(bytes, NET_BUDGET_BYTES_MAX);
+	ck_assert_uint_eq(tx_reclaim(), 10);
+	while (be_recv(got, sizeof(got)) >= 0)
+		;
+	h_teardown();
+}
+END_TEST
+
 /* G22: kicks with nothing queued, and on queues that are not TX or not
  * configured: nothing consumed, no interrupt. */
 START_TEST(g22_spurious_kicks)
@@ -1433,6 +1463,7 @@ static Suite *net_suite(void)
 	tcase_add_test(tx, net_dev_new_rejects);
 	tcase_add_test(tx, g16_tx_header_race);
 	tcase_add_test(tx, g21_tx_budget);
+	tcase_add_test(tx, set_budget_applies_and_bounds);
 	tcase_add_test(tx, g22_spurious_kicks);
 	tcase_add_test(tx, tx_backend_full_keeps_chain);
 	tcase_add_test(tx, tx_broken_reported);

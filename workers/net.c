@@ -85,8 +85,7 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 	d->stats = p->stats;
 	d->ops = p->ops;
 	d->opaque = p->opaque;
-	d->budget_pkts = p->budget_pkts ? p->budget_pkts : NET_BUDGET_PKTS;
-	d->budget_bytes = p->budget_bytes ? p->budget_bytes : NET_BUDGET_BYTES;
+	net_set_budget(d, p->budget_pkts, p->budget_bytes, NULL, NULL);
 	for (unsigned i = 0; i < 2 * p->npairs; i++) {
 		d->q[i].idx = i;
 		d->q[i].tx = (i & 1u) != 0;
@@ -94,6 +93,21 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 	}
 	*ret_dev = d;
 	return 0;
+}
+
+void net_set_budget(struct net_dev *d, unsigned pkts, unsigned bytes, unsigned *ret_pkts,
+		    unsigned *ret_bytes)
+{
+	if (pkts == 0)
+		pkts = NET_BUDGET_PKTS;
+	if (bytes == 0)
+		bytes = NET_BUDGET_BYTES;
+	d->budget_pkts = pkts < VRING_MAX_SIZE ? pkts : VRING_MAX_SIZE;
+	d->budget_bytes = bytes < NET_BUDGET_BYTES_MAX ? bytes : NET_BUDGET_BYTES_MAX;
+	if (ret_pkts)
+		*ret_pkts = d->budget_pkts;
+	if (ret_bytes)
+		*ret_bytes = d->budget_bytes;
 }
 
 struct net_dev *net_dev_free(struct net_dev *d)

@@ -112,6 +112,8 @@ _Static_assert(sizeof(struct virtio_net_hdr_v1) == NET_HDR_LEN, "virtio_net_hdr_
  * after this much the queue yields (TESTPLAN G21). */
 #define NET_BUDGET_PKTS  256u
 #define NET_BUDGET_BYTES (512u * 1024u)
+/* The most a policy may set: a wake-up moving more would starve the rest. */
+#define NET_BUDGET_BYTES_MAX (64u * 1024u * 1024u)
 
 /* Queue pairs a NIC may have (stats page: 2 queues per pair). */
 #define NET_MAX_PAIRS (STATS_MAX_QUEUES / 2)
@@ -191,6 +193,14 @@ struct net_dev;
  * Returns: 0 and *ret_dev (free with net_dev_free), or a negative errno.
  */
 int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err, size_t errlen);
+
+/*
+ * net_set_budget - work per queue per wake-up from now on (0: the
+ * default). Bounded to 1..VRING_MAX_SIZE packets and 1..NET_BUDGET_BYTES_MAX
+ * bytes. *ret_pkts and *ret_bytes get the values in effect.
+ */
+void net_set_budget(struct net_dev *d, unsigned pkts, unsigned bytes, unsigned *ret_pkts,
+		    unsigned *ret_bytes);
 
 /* net_dev_free - accepts NULL; does not close the backend fds. Returns NULL. */
 struct net_dev *net_dev_free(struct net_dev *d);

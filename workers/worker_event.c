@@ -266,6 +266,37 @@ static void worker_start(struct worker *w)
 
 /* Stop: we run between packets, so "the packet in hand" is done; publish
  * used entries, report the final indices, leave the loop. */
+/* SetPolicy: the supervisor validated it; apply what this worker runs
+ * (bh with the given budgets) and answer with what is now in effect. */
+static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__PolicySet ps;
+	Vnic__Vmm__Policy now;
+	unsigned pkts, bytes;
+
+	if (!p || (p->mode != VNIC__VMM__MITIGATION__MITIGATION_DEFAULT &&
+		   p->mode != VNIC__VMM__MITIGATION__MITIGATION_BH)) {
+		worker_send_error(w, EOPNOTSUPP, "SetPolicy: only the bh mitigation is implemented");
+		w->exit_code = 1;
+		event_base_loopbreak(w->base);
+		return;
+	}
+	net_set_budget(w->net, p->budget_packets, p->budget_bytes, &pkts, &bytes);
+	log_info("nic %s: policy bh, budget %u packets / %u bytes per wake-up", w->nic_id, pkts,
+		 bytes);
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__policy_set__init(&ps);
+	vnic__vmm__policy__init(&now);
+	now.mode = VNIC__VMM__MITIGATION__MITIGATION_BH;
+	now.budget_packets = pkts;
+	now.budget_bytes = bytes;
+	ps.policy = &now;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET;
+	m.policy_set = &ps;
+	(void)worker_send(w, &m);
+}
+
 static void worker_stop(struct worker *w)
 {
 	Vnic__Worker__WorkerMessage m;
@@ -346,6 +377,9 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 			break;
 		case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
 			worker_stop(w);
+			break;
+		case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
+			worker_set_policy(w, m->set_policy->policy);
 			break;
 		default:
 			/* Config again, or anything else: unexpected now. */
