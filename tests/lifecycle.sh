@@ -65,6 +65,17 @@ map_count() { wc -l <"/proc/$VNICD_PID/maps" 2>/dev/null || echo 0; }
 named_map_count() { awk 'NF >= 6' "/proc/$VNICD_PID/maps" 2>/dev/null | wc -l; }
 rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$VNICD_PID/status" 2>/dev/null; }
 
+# steady: wait (at most 3 s) until vnicd's fd count is the same three
+# times 100 ms apart.
+steady() {
+	local a b c
+	for _ in $(seq 30); do
+		a=$(fd_count); sleep 0.1; b=$(fd_count); sleep 0.1; c=$(fd_count)
+		[ "$a" = "$b" ] && [ "$b" = "$c" ] && return 0
+	done
+	return 0
+}
+
 no_nics() {
 	"$VNICCTL" --socket "$E2E_SOCK" status --json 2>/dev/null | grep -q '"nics":\[\]'
 }
@@ -96,6 +107,10 @@ round() {
 	VNIC_FAULT=$spec VNIC_FAULT_NIC=lc0 e2e_start_vnicd
 	timeout -k 3 30 "$VNIC_BENCH" --socket "$E2E_SOCK" traffic --nics 2 --seconds 0.3 \
 		--id-prefix warm >"$out" 2>&1 || { cat "$out" >&2; inv warmup 1 "warm-up run failed"; }
+	# The baseline once the warm-up is over in vnicd too: no NIC left and
+	# the fd count steady (its connection closes asynchronously).
+	e2e_wait_for 10 "the warm-up NICs to go" no_nics
+	steady
 	fd0=$(fd_count) map0=$(map_count) nmap0=$(named_map_count) rss0=$(rss_kb)
 
 	half=$(awk -v s="$SECONDS_PER_ROUND" 'BEGIN { printf "%.2f", s / 2 }')
