@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,6 +85,7 @@ const char *fault_action_name(enum fault_action a)
 	switch (a) {
 	case FAULT_DELAY: return "delay";
 	case FAULT_CRASH: return "crash";
+	case FAULT_VIOLATE: return "violate";
 	case FAULT_SIGKILL: return "sigkill";
 	case FAULT_FAIL: return "fail";
 	case FAULT_NONE: break;
@@ -184,6 +187,8 @@ static int fault_parse_entry(const char *p, const char *end, struct fault_entry 
 					 (size_t)(end - p), ": delay:MS (0..600000)");
 	} else if (alen == 5 && !strncmp(act, "crash", 5) && !colon) {
 		e->action = FAULT_CRASH;
+	} else if (alen == 7 && !strncmp(act, "violate", 7) && !colon) {
+		e->action = FAULT_VIOLATE;
 	} else if (alen == 7 && !strncmp(act, "sigkill", 7) && !colon) {
 		e->action = FAULT_SIGKILL;
 	} else if (alen == 4 && !strncmp(act, "fail", 4)) {
@@ -197,7 +202,7 @@ static int fault_parse_entry(const char *p, const char *end, struct fault_entry 
 					 " wraps no system call: fail does not apply");
 	} else {
 		return fault_err(err, errlen, "fault entry", p, (size_t)(end - p),
-				 ": action is delay:MS, crash, sigkill or fail[:ERRNO]");
+				 ": action is delay:MS, crash, sigkill, violate or fail[:ERRNO]");
 	}
 	e->nth = 1;
 	e->count = 1;
@@ -369,6 +374,11 @@ int fault_hit(const char *name)
 			break;
 		case FAULT_FAIL:
 			return (int)e->arg;
+		case FAULT_VIOLATE:
+			/* Under the sandbox this never returns (SIGSYS). */
+			(void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+			fault_crash(); /* not sandboxed: still end here */
+			break;
 		case FAULT_NONE:
 			break;
 		}

@@ -23,6 +23,10 @@
  *           fail[:ERRNO]  the system call at that point fails with ERRNO
  *                      (default EIO) without being made; only points that
  *                      wrap a system call accept it
+ *           violate    a call the worker's sandbox forbids (socket(2)),
+ *                      as code a guest had taken over would make: the
+ *                      sandbox must kill the worker and vnicd report the
+ *                      syscall (issue 4). Unsandboxed it crashes instead.
  *   @NTH    fire from the NTH hit on (default 1)
  *   *COUNT  fire COUNT times (default 1; 0 = every hit from NTH on)
  * Unknown points, actions the point does not support and malformed entries
@@ -46,6 +50,7 @@ enum fault_action {
 	FAULT_CRASH,
 	FAULT_SIGKILL,
 	FAULT_FAIL,
+	FAULT_VIOLATE,
 };
 
 /* Most entries one spec may hold. */

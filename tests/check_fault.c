@@ -22,6 +22,8 @@ START_TEST(fault_parse_valid)
 	ck_assert_int_eq(fault_arm("worker.tx.send=fail:28@3*2,worker.stop=delay:10,"
 				   "sup.remove.reply=crash@5,worker.tx.after_pop=sigkill*0",
 				   NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(fault_arm("worker.tx.after_pop=violate@100",
+				   NULL, err, sizeof(err)), 0);
 	ck_assert_int_eq(fault_arm("", NULL, err, sizeof(err)), 0);
 }
 END_TEST
@@ -35,6 +37,7 @@ START_TEST(fault_parse_rejects)
 		"worker.stop=delay:x",
 		"worker.stop=delay:700000",
 		"worker.stop=crash:3",
+		"worker.stop=violate:1",
 		"worker.stop=explode",
 		"worker.stop=crash@0",
 		"worker.stop=crash*2@3",

@@ -197,6 +197,15 @@ round() {
 		grep -q '^CANARY nic=lc0' "$out"
 		inv canary $? "no intact canary over lc0's memory"
 		;;
+	violation)
+		# Issue 4, a worker under attack: the forbidden call killed it
+		# (SIGSYS), vnicd named the syscall, restarted it, and the other
+		# NIC's traffic (checked by vnic-bench) never stopped.
+		grep -q 'sandbox violation: syscall socket (41)' "$E2E_TMP/vnicd.log"
+		inv op $? "vnicd did not report the sandbox violation with its syscall"
+		grep -qE '^LOST-TO-FAULTS nic=lc0 .*deaths=[1-9].* restarts=[1-9].* failed=no .*g2h_after_restart=[1-9]' "$out"
+		inv op $? "lc0 did not die, restart and carry frames again: $(grep '^LOST-TO-FAULTS' "$out")"
+		;;
 	crash)
 		# L3/L4/L6: the worker died, was restarted on the same rings,
 		# and the guest kept transmitting through the new one.
@@ -259,6 +268,9 @@ fixed_rounds() {
 	round "worker.stop=crash" unplug
 	# L3: the worker dies mid-TX; the bystander never notices (L11).
 	round "worker.tx.after_pop=crash@2000" crash
+	# Issue 4 / S1 end to end: the sandbox kills a worker that makes a
+	# forbidden call mid-traffic (needs root: the sandbox does).
+	[ "$(id -u)" = 0 ] && round "worker.tx.after_pop=violate@2000" violation
 	round "worker.tx.send=sigkill@2000" crash
 	round "worker.flush.before_idx=sigkill@300" crash
 	# fail: the frame is dropped, its descriptor still comes back.
@@ -319,10 +331,10 @@ fi
 # Summary: points x actions, rounds tried (failed).
 {
 	echo "lifecycle suite: $ROUNDS rounds in $(($(date +%s) - T0)) s, $ROUND_FAILS failed, $SKIPPED skipped (point not reached)"
-	printf '  %-28s %10s %10s %10s %10s %10s\n' point delay crash sigkill fail none
+	printf '  %-28s %10s %10s %10s %10s %10s %10s\n' point delay crash sigkill fail violate none
 	for p in $(printf '%s\n' "${!TRIED[@]}" | cut -d'|' -f1 | sort -u); do
 		printf '  %-28s' "$p"
-		for a in delay crash sigkill fail none; do
+		for a in delay crash sigkill fail violate none; do
 			t=${TRIED[$p|$a]:-0} f=${FAILED[$p|$a]:-0}
 			if [ "$t" != 0 ]; then printf ' %10s' "$t($f)"
 			elif [ -n "${SKIPS[$p|$a]:-}" ]; then printf ' %10s' n/r
