@@ -9,7 +9,6 @@
 #include "config.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -21,26 +20,8 @@
 #include <unistd.h>
 
 #include "fdpass.h"
+#include "testutil.h"
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static void seqpair(int sv[2])
-{
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
-				    0, sv), 0);
-}
 
 static int mkmemfd(void)
 {
@@ -80,7 +61,7 @@ START_TEST(c2_fdpass_roundtrip)
 	size_t len = 0;
 	unsigned n = 0;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 3);
 	ck_assert_int_eq(fdpass_send(sv[0], "hello", 5, sent, 3), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS,
@@ -106,7 +87,7 @@ START_TEST(c2_fdpass_no_fds)
 	size_t len = 0;
 	unsigned n = 99;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	ck_assert_int_eq(fdpass_send(sv[0], "x", 1, NULL, 0), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, 0, &len, &n), 0);
 	ck_assert_uint_eq(len, 1);
@@ -127,7 +108,7 @@ START_TEST(c2_fdpass_scm_max_fd)
 	sent = calloc(FDPASS_MAX_FDS + 1, sizeof(int));
 	got = calloc(FDPASS_MAX_FDS, sizeof(int));
 	ck_assert(sent && got);
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, FDPASS_MAX_FDS + 1);
 	ck_assert_int_eq(fdpass_send(sv[0], "m", 1, sent, FDPASS_MAX_FDS), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS,
@@ -156,19 +137,19 @@ START_TEST(c2_fdpass_ctrunc)
 	unsigned n = 0;
 	int before;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 8);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(fdpass_send(sv[0], "a", 1, sent, 8), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, 4, &len, &n), -ENOBUFS);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 
 	ck_assert_int_eq(fdpass_send(sv[0], "b", 1, sent, 4), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, 4, &len, &n), 0);
 	ck_assert_uint_eq(n, 4);
 	ck_assert_int_eq(buf[0], 'b');
 	fdpass_close_all(got, n);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(sent, 8);
 }
 END_TEST
@@ -182,12 +163,12 @@ START_TEST(c2_fdpass_ctrunc_zero)
 	unsigned n = 0;
 	int before;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 1);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(fdpass_send(sv[0], "a", 1, sent, 1), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, 0, &len, &n), -ENOBUFS);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(sent, 1);
 }
 END_TEST
@@ -202,12 +183,12 @@ START_TEST(c2_fdpass_count_above_max)
 	unsigned n = 0;
 	int before;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 4);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(fdpass_send(sv[0], "a", 1, sent, 4), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, 3, &len, &n), -ENOBUFS);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(sent, 4);
 }
 END_TEST
@@ -222,13 +203,13 @@ START_TEST(c2_fdpass_msg_trunc)
 	int before;
 
 	memset(big, 'z', sizeof(big));
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 2);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(fdpass_send(sv[0], big, sizeof(big), sent, 2), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS,
 				     &len, &n), -EMSGSIZE);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	ck_assert_uint_eq(len, 0); /* out-params untouched */
 	ck_assert_uint_eq(n, 0);
 	fdpass_close_all(sent, 2);
@@ -245,14 +226,14 @@ START_TEST(c2_fdpass_foreign_cmsg)
 	unsigned n = 0;
 	int before;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
 	mkmemfds(sent, 2);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(fdpass_send(sv[0], "c", 1, sent, 2), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS,
 				     &len, &n), -EBADMSG);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(sent, 2);
 }
 END_TEST
@@ -273,7 +254,7 @@ START_TEST(c2_fdpass_two_rights_cmsgs)
 	size_t len = 0;
 	unsigned n = 0;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 3);
 	memset(&cb, 0, sizeof(cb));
 	c = CMSG_FIRSTHDR(&mh);
@@ -309,13 +290,13 @@ START_TEST(c2_fdpass_eof_and_empty)
 	unsigned n = 0;
 	int before;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(sent, 1);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(fdpass_send(sv[0], "", 0, sent, 1), 0);
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS,
 				     &len, &n), -EPIPE);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 
 	ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS,
 				     &len, &n), -EAGAIN);
@@ -332,7 +313,7 @@ START_TEST(c2_fdpass_bad_args)
 {
 	int sv[2], bad[2] = { 0, -1 };
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	ck_assert_int_eq(fdpass_send(sv[0], "x", 1, bad, 2), -EBADF);
 	ck_assert_int_eq(fdpass_send(-1, "x", 1, NULL, 0), -EBADF);
 	close(sv[0]);

@@ -12,7 +12,6 @@
 #include "config.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -24,29 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
 #include "wire.h"
 
 /* ------------------------------------------------------------ helpers */
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static void seqpair(int sv[2])
-{
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
-				    0, sv), 0);
-}
 
 static void closepair(int sv[2])
 {
@@ -662,9 +643,9 @@ START_TEST(c1_roundtrip_vmm)
 
 	vmm_case(&s, _i, &from, &nfds);
 	ck_assert_int_eq(wire_vmm_expected_fds(&s.env), (int)nfds);
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, nfds);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(wire_vmm_send(sv[0], &s.env, fds, nfds), 0);
 	ck_assert_msg(wire_vmm_recv(sv[1], from, &m, &got, &err) == 0, "case %d: %s",
 		      _i, err.msg);
@@ -675,9 +656,9 @@ START_TEST(c1_roundtrip_vmm)
 		ck_assert(same_file(got.fd[i], fds[i]));
 		ck_assert(is_cloexec(got.fd[i]));
 	}
-	ck_assert_int_eq(count_fds(), before + (int)nfds);
+	ck_assert_int_eq(tu_fd_count(), before + (int)nfds);
 	wire_fds_close(&got);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	m = wire_vmm_free(m);
 	ck_assert_ptr_null(m);
 	fdpass_close_all(fds, nfds);
@@ -697,7 +678,7 @@ START_TEST(c1_roundtrip_add_nic_fields)
 	const Vnic__Vmm__AddNic *a;
 
 	vmm_add_nic(&s, 77, 3, 2, VNIC__VMM__BACKEND__KIND_SOCKET);
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 8);
 	ck_assert_int_eq(wire_vmm_send(sv[0], &s.env, fds, 8), 0);
 	ck_assert_msg(wire_vmm_recv(sv[1], WIRE_PEER_VMM, &m, &got, &err) == 0, "%s", err.msg);
@@ -750,7 +731,7 @@ START_TEST(c1_roundtrip_worker)
 
 	worker_case(&s, _i, &from, &nfds);
 	ck_assert_int_eq(wire_worker_expected_fds(&s.env), (int)nfds);
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, nfds);
 	ck_assert_int_eq(wire_worker_send(sv[0], &s.env, fds, nfds), 0);
 	ck_assert_msg(wire_worker_recv(sv[1], from, &m, &got, &err) == 0, "case %d: %s",
@@ -803,14 +784,14 @@ START_TEST(c1_oversized_prefix)
 	struct wire_err err;
 	uint8_t payload[16] = { 0 };
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 2);
-	before = count_fds();
+	before = tu_fd_count();
 	for (unsigned i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		send_raw(sv[0], prefixes[i], payload, sizeof(payload), fds, 2);
 		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EMSGSIZE, "above the channel maximum",
 				      &err);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	fdpass_close_all(fds, 2);
 	closepair(sv);
@@ -827,14 +808,14 @@ START_TEST(c1_prefix_mismatch)
 
 	vmm_hello(&s, 1);
 	len = pack(&s.env.base, &p);
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 1);
-	before = count_fds();
+	before = tu_fd_count();
 	send_raw(sv[0], (uint32_t)len - 1, p, len, fds, 1); /* prefix short */
 	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "payload bytes", &err);
 	send_raw(sv[0], (uint32_t)len + 1, p, len, fds, 1); /* prefix long */
 	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "payload bytes", &err);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	send_raw(sv[0], (uint32_t)len, p, len, NULL, 0); /* and right */
 	{
 		Vnic__Vmm__VmmMessage *m;
@@ -856,13 +837,13 @@ START_TEST(c1_truncated_frame)
 	int sv[2], fds[1], before;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 1);
-	before = count_fds();
+	before = tu_fd_count();
 	for (size_t n = 1; n < WIRE_HDR_LEN; n++) {
 		ck_assert_int_eq(fdpass_send(sv[0], bytes, n, fds, 1), 0);
 		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "shorter than", &err);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	fdpass_close_all(fds, 1);
 	closepair(sv);
@@ -884,16 +865,16 @@ START_TEST(c1_garbage_protobuf)
 	int sv[2], fds[2], before;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 2);
-	before = count_fds();
+	before = tu_fd_count();
 	for (unsigned i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
 		send_raw(sv[0], (uint32_t)g[i].n, g[i].p, g[i].n, fds, 2);
 		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "not a valid", &err);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 		send_raw(sv[0], (uint32_t)g[i].n, g[i].p, g[i].n, fds, 2);
 		expect_worker_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, "not a valid", &err);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	fdpass_close_all(fds, 2);
 	closepair(sv);
@@ -913,9 +894,9 @@ START_TEST(c1_garbage_fuzz)
 	vmm_add_nic(&s, 1, 4, 4, VNIC__VMM__BACKEND__KIND_TAP);
 	vlen = pack(&s.env.base, &valid);
 	ck_assert_uint_le(vlen, sizeof(buf));
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 1);
-	before = count_fds();
+	before = tu_fd_count();
 	for (int it = 0; it < 4000; it++) {
 		size_t n;
 		Vnic__Vmm__VmmMessage *m = NULL;
@@ -945,7 +926,7 @@ START_TEST(c1_garbage_fuzz)
 			ck_assert_msg(r == -EBADMSG || r == -EPROTO || r == -EMSGSIZE,
 				      "iteration %d: %d %s", it, r, err.msg);
 		}
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	/* Some random frames do unpack (e.g. a Request with an unknown
 	 * body); none of them may carry an fd count other than theirs. */
@@ -965,9 +946,9 @@ START_TEST(c1_empty_envelope)
 	struct wire_frame f;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 1);
-	before = count_fds();
+	before = tu_fd_count();
 
 	send_raw(sv[0], 0, NULL, 0, fds, 1);
 	ck_assert_int_eq(wire_recv_frame(sv[1], WIRE_VMM_MSG_MAX, WIRE_MAX_FDS, &f, &err), 0);
@@ -981,7 +962,7 @@ START_TEST(c1_empty_envelope)
 		ck_assert_uint_eq(f.fds.n, 0); /* closed by the failed unpack */
 	}
 	wire_frame_release(&f);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 
 	send_raw(sv[0], 0, NULL, 0, fds, 1);
 	expect_worker_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, "no known message", &err);
@@ -989,7 +970,7 @@ START_TEST(c1_empty_envelope)
 	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EBADMSG, "no known message", &err);
 	send_raw(sv[0], sizeof(unknown_arm), unknown_arm, sizeof(unknown_arm), NULL, 0);
 	expect_worker_reject_why(sv[1], WIRE_PEER_WORKER, -EBADMSG, "no known message", &err);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(fds, 1);
 	closepair(sv);
 }
@@ -1007,9 +988,9 @@ START_TEST(c1_unknown_request_body)
 	struct wire_fds got;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 1);
-	before = count_fds();
+	before = tu_fd_count();
 	send_raw(sv[0], sizeof(msg), msg, sizeof(msg), NULL, 0);
 	ck_assert_msg(wire_vmm_recv(sv[1], WIRE_PEER_VMM, &m, &got, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(m->msg_case, VNIC__VMM__VMM_MESSAGE__MSG_REQUEST);
@@ -1022,7 +1003,7 @@ START_TEST(c1_unknown_request_body)
 	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EPROTO, &err);
 	ck_assert(err.has_request_id);
 	ck_assert_uint_eq(err.request_id, 42);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(fds, 1);
 	closepair(sv);
 }
@@ -1038,9 +1019,9 @@ START_TEST(c1_wrong_direction)
 	int sv[2], fds[16], before;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 16);
-	before = count_fds();
+	before = tu_fd_count();
 
 	vmm_case(&s, 2, &from, &nfds); /* an AddNic with 7 fds, "from" the supervisor */
 	send_packed(sv[0], &s.env.base, fds, nfds);
@@ -1062,7 +1043,7 @@ START_TEST(c1_wrong_direction)
 	send_packed(sv[0], &w.env.base, NULL, 0);
 	expect_worker_reject_why(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, "ready from the supervisor",
 				 &err);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(fds, 16);
 	closepair(sv);
 }
@@ -1098,7 +1079,7 @@ START_TEST(c1_huge_repeated_size_cap)
 	int sv[2], fds[2], before, big = 16 << 20;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	/* Room to send it at all: SO_SNDBUFFORCE as root, else the sysctl max. */
 	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0) {
 		ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)), 0);
@@ -1112,11 +1093,11 @@ START_TEST(c1_huge_repeated_size_cap)
 	ck_assert_int_eq(wire_vmm_send(sv[0], &s.env, NULL, 0), -E2BIG);
 
 	mkmemfds(fds, 2);
-	before = count_fds();
+	before = tu_fd_count();
 	send_packed(sv[0], &s.env.base, fds, 2);
 	expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EMSGSIZE, "frame above the channel maximum",
 			      &err);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	free(s.add.regions);
 	free(arr);
 	fdpass_close_all(fds, 2);
@@ -1134,7 +1115,7 @@ START_TEST(c1_huge_repeated_alloc_cap)
 	int sv[2], fds[2], before, big = 4 << 20;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
 		ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)), 0);
 	vmm_add_nic(&s, 6, 0, 0, VNIC__VMM__BACKEND__KIND_TAP);
@@ -1142,11 +1123,11 @@ START_TEST(c1_huge_repeated_alloc_cap)
 	s.add.n_regions = n;
 	ck_assert_uint_le(protobuf_c_message_get_packed_size(&s.env.base), WIRE_VMM_MSG_MAX);
 	mkmemfds(fds, 2);
-	before = count_fds();
+	before = tu_fd_count();
 	send_packed(sv[0], &s.env.base, fds, 2);
 	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EMSGSIZE, &err);
 	ck_assert_msg(strstr(err.msg, "unpack") != NULL, "%s", err.msg);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	free(s.add.regions);
 	free(arr);
 	fdpass_close_all(fds, 2);
@@ -1164,9 +1145,9 @@ START_TEST(c2_add_nic_fd_count)
 	struct wire_err err;
 
 	vmm_add_nic(&s, 31, 2, 2, VNIC__VMM__BACKEND__KIND_SOCKET); /* wants 7 */
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 9);
-	before = count_fds();
+	before = tu_fd_count();
 	ck_assert_int_eq(wire_vmm_send(sv[0], &s.env, fds, 8), -EINVAL); /* sender checks too */
 	ck_assert_int_eq(wire_vmm_send(sv[0], &s.env, fds, 6), -EINVAL);
 	{
@@ -1182,7 +1163,7 @@ START_TEST(c2_add_nic_fd_count)
 		expect_vmm_reject_why(sv[1], WIRE_PEER_VMM, -EPROTO, "needs 7 fds", &err);
 		ck_assert(err.has_request_id);
 		ck_assert_uint_eq(err.request_id, 31);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	fdpass_close_all(fds, 9);
 	closepair(sv);
@@ -1199,22 +1180,22 @@ START_TEST(c2_fds_on_fdless)
 	int sv[2], fds[3], before;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 3);
-	before = count_fds();
+	before = tu_fd_count();
 	for (int i = 0; i < VMM_CASES; i++) {
 		vmm_case(&s, i, &from, &nfds);
 		if (nfds || from != WIRE_PEER_VMM)
 			continue;
 		send_packed(sv[0], &s.env.base, fds, 1 + (unsigned)i % 3);
 		expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EPROTO, &err);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	for (int i = 2; i <= 3; i++) { /* Start, Stop to the worker */
 		worker_case(&w, i, &from, &nfds);
 		send_packed(sv[0], &w.env.base, fds, 2);
 		expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
-		ck_assert_int_eq(count_fds(), before);
+		ck_assert_int_eq(tu_fd_count(), before);
 	}
 	fdpass_close_all(fds, 3);
 	closepair(sv);
@@ -1229,9 +1210,9 @@ START_TEST(c2_config_fd_count)
 	struct wire_err err;
 
 	worker_config(&w, 2, 2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP); /* wants 8 */
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 10);
-	before = count_fds();
+	before = tu_fd_count();
 	send_packed(sv[0], &w.env.base, fds, 7);
 	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
 	send_packed(sv[0], &w.env.base, fds, 9);
@@ -1259,7 +1240,7 @@ START_TEST(c2_config_fd_count)
 		wire_fds_close(&got);
 		wire_worker_free(m);
 	}
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(fds, 10);
 	closepair(sv);
 }
@@ -1278,13 +1259,13 @@ START_TEST(c2_add_nic_beyond_scm_max)
 	s.add.regions = huge_regions(WIRE_MAX_FDS + 1, false, &arr);
 	s.add.n_regions = WIRE_MAX_FDS + 1;
 	ck_assert_int_eq(wire_vmm_expected_fds(&s.env), -E2BIG);
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 4);
-	before = count_fds();
+	before = tu_fd_count();
 	send_packed(sv[0], &s.env.base, fds, 4);
 	expect_vmm_reject(sv[1], WIRE_PEER_VMM, -EPROTO, &err);
 	ck_assert(err.has_request_id);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	free(s.add.regions);
 	free(arr);
 	fdpass_close_all(fds, 4);
@@ -1303,17 +1284,17 @@ START_TEST(c2_ctrunc)
 	struct wire_frame f;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 8);
-	before = count_fds();
+	before = tu_fd_count();
 	worker_case(&w, 4, &from, &nfds); /* Ready */
 	send_packed(sv[0], &w.env.base, fds, 3);
 	expect_worker_reject(sv[1], WIRE_PEER_WORKER, -ENOBUFS, &err);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 
 	send_raw(sv[0], 0, NULL, 0, fds, 8);
 	ck_assert_int_eq(wire_recv_frame(sv[1], WIRE_VMM_MSG_MAX, 4, &f, &err), -ENOBUFS);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(fds, 8);
 	closepair(sv);
 }
@@ -1328,7 +1309,7 @@ START_TEST(c1_frame_at_and_above_max)
 	struct wire_err err;
 
 	ck_assert_ptr_nonnull(payload);
-	seqpair(sv);
+	tu_seqpair(sv);
 	send_raw(sv[0], 1024, payload, 1024, NULL, 0);
 	ck_assert_int_eq(wire_recv_frame(sv[1], 1024, 0, &f, &err), 0);
 	ck_assert_uint_eq(f.len, 1024);
@@ -1351,7 +1332,7 @@ START_TEST(c1_eagain_and_eof)
 	struct wire_err err;
 	struct vmm_store s;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	ck_assert_int_eq(wire_vmm_recv(sv[1], WIRE_PEER_VMM, &m, &got, &err), -EAGAIN);
 	close(sv[0]);
 	ck_assert_int_eq(wire_vmm_recv(sv[1], WIRE_PEER_VMM, &m, &got, &err), -EPIPE);
@@ -1373,7 +1354,7 @@ START_TEST(c1_send_eagain)
 	struct wire_fds got;
 	struct wire_err err;
 
-	seqpair(sv);
+	tu_seqpair(sv);
 	vmm_hello(&s, 1);
 	while ((r = wire_vmm_send(sv[0], &s.env, NULL, 0)) == 0 && n < 1000000)
 		n++;
@@ -1409,9 +1390,9 @@ START_TEST(c2_soak_10k_bad_frames)
 	l_hello = pack(&hello.env.base, &p_hello);
 	l_ready = pack(&ready.env.base, &p_ready);
 	memset(garbage, 0xff, sizeof(garbage));
-	seqpair(sv);
+	tu_seqpair(sv);
 	mkmemfds(fds, 8);
-	before = count_fds();
+	before = tu_fd_count();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int it = 0; it < 10000; it++) {
 		unsigned n = 1 + (unsigned)it % 8;
@@ -1457,7 +1438,7 @@ START_TEST(c2_soak_10k_bad_frames)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(tu_fd_count(), before);
 	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 50);
 	free(p_add);
 	free(p_hello);

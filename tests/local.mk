@@ -25,12 +25,12 @@ tests_check_inflight_LDADD = libvnicshm.la $(TEST_LIBS)
 TESTS += tests/check_inflight
 
 check_PROGRAMS += tests/check_wire tests/check_fdpass
-tests_check_wire_SOURCES = tests/check_wire.c
+tests_check_wire_SOURCES = tests/check_wire.c tests/testutil.c tests/testutil.h
 tests_check_wire_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_check_wire_LDADD = libvnicproto.la $(TEST_LIBS)
-tests_check_fdpass_SOURCES = tests/check_fdpass.c
+tests_check_wire_LDADD = libvnicproto.la libvnicshm.la $(TEST_LIBS)
+tests_check_fdpass_SOURCES = tests/check_fdpass.c tests/testutil.c tests/testutil.h
 tests_check_fdpass_CFLAGS = $(TEST_CFLAGS)
-tests_check_fdpass_LDADD = libvnicproto.la $(TEST_LIBS)
+tests_check_fdpass_LDADD = libvnicproto.la libvnicshm.la $(TEST_LIBS)
 $(tests_check_wire_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_wire tests/check_fdpass
 

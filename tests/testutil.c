@@ -1,11 +1,13 @@
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -82,6 +84,27 @@ void *tu_drv_ptr(const struct tu_guest *g, uint64_t gpa)
 	if (gpa < g->gpa_base || gpa - g->gpa_base >= g->size)
 		return NULL;
 	return g->drv + (gpa - g->gpa_base);
+}
+
+int tu_fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		tu_die("opendir /proc/self/fd");
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* not the directory stream's own fd */
+}
+
+void tu_seqpair(int sv[2])
+{
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+		tu_die("socketpair");
 }
 
 unsigned long tu_seed(const char *test_name, unsigned long fixed_default)

@@ -42,6 +42,14 @@ void tu_guest_free(struct tu_guest *g);
 /* tu_drv_ptr - the driver's pointer for a guest physical address. */
 void *tu_drv_ptr(const struct tu_guest *g, uint64_t gpa);
 
+/* tu_fd_count - how many fds this process has open (/proc/self/fd), for
+ * leak checks. Aborts if /proc cannot be read. */
+int tu_fd_count(void);
+
+/* tu_seqpair - a non-blocking, close-on-exec AF_UNIX SOCK_SEQPACKET pair
+ * (the transport of both control channels). Aborts on failure. */
+void tu_seqpair(int sv[2]);
+
 /* tu_seed - the random seed for this run: $VNIC_SEED if set, else a fixed
  * default; printed to stderr so a failure can be replayed. */
 unsigned long tu_seed(const char *test_name, unsigned long fixed_default);
