@@ -501,14 +501,6 @@ static void lteardown(void)
 		ck_assert_int_eq(st_vnicd_stop(&lv), 0);
 }
 
-static void add_ok(struct vnic_conn *c, struct st_guest *gg)
-{
-	char err[512] = "";
-	int rc = vnic_add_nic(c, &gg->cfg, err, sizeof(err));
-
-	ck_assert_msg(rc == 0, "AddNic: %d %s", rc, err);
-}
-
 /* The one NIC's status (asserts there is exactly one). */
 static struct vnic_nic_status one_nic(struct vnic_conn *c)
 {
@@ -522,14 +514,6 @@ static struct vnic_nic_status one_nic(struct vnic_conn *c)
 	return n;
 }
 
-static bool pid_alive(pid_t pid)
-{
-	char p[64];
-
-	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
-	return access(p, F_OK) == 0;
-}
-
 START_TEST(happy_path_add_status_remove)
 {
 	struct vnic_nic_status n;
@@ -538,12 +522,12 @@ START_TEST(happy_path_add_status_remove)
 	char err[512] = "";
 	int fds_running;
 
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	n = one_nic(lconn);
 	ck_assert_str_eq(n.id, "nic0");
 	ck_assert_int_eq(n.state, VNIC_NIC_RUNNING);
 	ck_assert_int_gt(n.pid, 0);
-	ck_assert(pid_alive(n.pid));
+	ck_assert(st_pid_alive(n.pid));
 	ck_assert_str_eq(vnic_mitigation_name(n.policy.mode), "bh");
 	ck_assert_uint_eq(n.nqueues, 2);
 	ck_assert_str_eq(n.queues[0].name, "rx0");
@@ -566,7 +550,7 @@ START_TEST(happy_path_add_status_remove)
 
 	/* RemoveNic answers only once the worker is reaped. */
 	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 3000, &rr), 0);
-	ck_assert_msg(!pid_alive(n.pid), "worker %d still exists after RemoveNic", n.pid);
+	ck_assert_msg(!st_pid_alive(n.pid), "worker %d still exists after RemoveNic", n.pid);
 	ck_assert_uint_eq(rr.nqueues, 2);
 	ck_assert_uint_eq(rr.queues[0].index, 0);
 	ck_assert_uint_eq(rr.queues[1].index, 1);
@@ -584,15 +568,15 @@ START_TEST(l7_disconnect_tears_down)
 	pid_t wpid;
 	struct vnic_conn *c2;
 
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	wpid = one_nic(lconn).pid;
 	vnic_close(lconn);
 	lconn = NULL;
 	c2 = st_connect(&lv);
-	for (int i = 0; i < 500 && (st_nic_count(c2) || pid_alive(wpid)); i++)
+	for (int i = 0; i < 500 && (st_nic_count(c2) || st_pid_alive(wpid)); i++)
 		usleep(10000);
 	ck_assert_int_eq(st_nic_count(c2), 0);
-	ck_assert(!pid_alive(wpid));
+	ck_assert(!st_pid_alive(wpid));
 	lconn = c2;
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
 }
@@ -603,10 +587,10 @@ START_TEST(sigterm_reaps_workers)
 	pid_t wpid;
 	struct stat st;
 
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	wpid = one_nic(lconn).pid;
 	ck_assert_int_eq(st_vnicd_stop(&lv), 0);
-	ck_assert(!pid_alive(wpid));
+	ck_assert(!st_pid_alive(wpid));
 	ck_assert_int_eq(stat(lv.sock, &st), -1);
 }
 END_TEST
@@ -657,7 +641,7 @@ START_TEST(worker_crash_marks_failed)
 	lconn = st_connect(&lv);
 	lfds_idle = st_fd_count(lv.pid);
 	vnic_set_event_cb(lconn, on_event, &seen);
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	n = one_nic(lconn);
 	ck_assert_int_eq(kill(n.pid, SIGKILL), 0);
 	wait_event(&seen, &seen.failed);
@@ -685,7 +669,7 @@ START_TEST(l10_broken_queue_reaches_vmm)
 	uint16_t *avail;
 
 	vnic_set_event_cb(lconn, on_event, &seen);
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	/* G1 through a real worker: tx0's descriptor 0 chains to itself. */
 	mem = mmap(NULL, ST_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, lg.memfd, 0);
 	ck_assert_ptr_ne(mem, MAP_FAILED);
@@ -709,20 +693,6 @@ START_TEST(l10_broken_queue_reaches_vmm)
 }
 END_TEST
 
-/* Run a shell command, capture its stdout; returns its exit status. */
-static int run_capture(const char *cmd, char *out, size_t outlen)
-{
-	FILE *f = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	ck_assert_ptr_nonnull(f);
-	n = fread(out, 1, outlen - 1, f);
-	out[n] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(vnicctl_status_json_and_table)
 {
 	char cmd[1024], out[8192], ctl[512], want[128];
@@ -731,12 +701,12 @@ START_TEST(vnicctl_status_json_and_table)
 	/* Quotes and backslashes are printable: the id is valid, and the
 	 * JSON must escape it. */
 	snprintf(lg.id, sizeof(lg.id), "q\"u\\o");
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	n = one_nic(lconn);
 	st_build_path("tools/vnicctl", ctl, sizeof(ctl));
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --json", ctl, lv.sock);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(!strncmp(out, "{\"nics\":[{\"id\":\"q\\\"u\\\\o\",\"state\":\"RUNNING\"", 40),
 		      "%s", out);
 	snprintf(want, sizeof(want), "\"pid\":%d,", (int)n.pid);
@@ -752,21 +722,21 @@ START_TEST(vnicctl_status_json_and_table)
 			 "%s --socket %s status --json | /usr/bin/python3 -c 'import json,sys; "
 			 "d=json.load(sys.stdin); sys.exit(0 if d[\"nics\"][0][\"id\"]==\"q\\\"u\\\\o\" "
 			 "and len(d[\"nics\"][0][\"queues\"])==2 else 1)'", ctl, lv.sock);
-		ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+		ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	}
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status", ctl, lv.sock);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "RUNNING") && strstr(out, "q\"u\\o") && strstr(out, "tx0"),
 		      "%s", out);
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --watch --interval 0.2 --count 2",
 		 ctl, lv.sock);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "PKT/S"), "second print shows rates: %s", out);
 
 	/* No socket: one line on stderr, exit 1. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s/none status 2>&1", ctl, lv.dir);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 1);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 1);
 	ck_assert_msg(strstr(out, "cannot connect") && strchr(out, '\n') == out + strlen(out) - 1,
 		      "%s", out);
 }
@@ -787,7 +757,7 @@ static bool tap_env(char *ns, size_t len)
 	}
 	snprintf(ns, len, "vnictest%d", (int)getpid());
 	snprintf(cmd, sizeof(cmd), "ip netns add %s 2>&1", ns);
-	ck_assert_msg(run_capture(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(st_run_capture(cmd, out, sizeof(out)) == 0, "%s", out);
 	snprintf(tap_ns, sizeof(tap_ns), "%s", ns);
 	return true;
 }
@@ -806,17 +776,17 @@ START_TEST(tap_backend_in_netns)
 				   VNIC_F_GUEST_TSO4;
 	lg.cfg.features_acked |= VNIC_F_CSUM | VNIC_F_GUEST_CSUM | VNIC_F_HOST_TSO4 |
 				 VNIC_F_GUEST_TSO4;
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	ck_assert_int_eq(one_nic(lconn).state, VNIC_NIC_RUNNING);
 	/* The tap is in the namespace, up; not in ours. */
 	snprintf(cmd, sizeof(cmd), "ip -n %s -o link show vnt0 2>&1", ns);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "UP"), "%s", out);
-	ck_assert_int_ne(run_capture("ip -o link show vnt0 2>&1", out, sizeof(out)), 0);
+	ck_assert_int_ne(st_run_capture("ip -o link show vnt0 2>&1", out, sizeof(out)), 0);
 	/* Gone with the NIC: nothing holds it once the worker is reaped. */
 	ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
 	snprintf(cmd, sizeof(cmd), "ip -n %s -o link show vnt0 2>&1", ns);
-	ck_assert_int_ne(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_ne(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
 }
 END_TEST
@@ -865,7 +835,7 @@ START_TEST(tap_fd_backend)
 	/* The right kind runs. */
 	vnet = open_tap_in(ns, "vnv0", IFF_TAP | IFF_NO_PI | IFF_VNET_HDR);
 	lg.cfg.backend_fd = vnet;
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	ck_assert_int_eq(one_nic(lconn).state, VNIC_NIC_RUNNING);
 	ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
@@ -928,7 +898,7 @@ START_TEST(traffic_counters_match)
 					DRV(lg.q[0].used_gpa), true), 0);
 	ck_assert_int_eq(vring_drv_init(&tx, ST_QSIZE, DRV(lg.q[1].desc_gpa), DRV(lg.q[1].avail_gpa),
 					DRV(lg.q[1].used_gpa), true), 0);
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 
 	/* Guest -> host: a header and a patterned frame per chain. */
 	for (uintptr_t i = 0; i < TR_FRAMES; i++) {
@@ -1060,7 +1030,7 @@ START_TEST(c3_add_remove_soak)
 	for (int i = 0; i < 100; i++) {
 		if (i == 10)
 			rss0 = rss_kib(lv.pid);
-		add_ok(lconn, &lg);
+		st_add_ok(lconn, &lg);
 		ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
 		ck_assert_uint_eq(rr.nqueues, 2);
 	}
@@ -1125,8 +1095,8 @@ START_TEST(f3_worker_holds_only_its_own_fds)
 	pid_t pa = 0, pb = 0;
 
 	st_guest_init(&gb, "nicB");
-	add_ok(lconn, &lg);
-	add_ok(lconn, &gb);
+	st_add_ok(lconn, &lg);
+	st_add_ok(lconn, &gb);
 	ck_assert_int_eq(vnic_status(lconn, &st), 0);
 	ck_assert_uint_eq(st->nnics, 2);
 	for (unsigned i = 0; i < 2; i++) {
@@ -1185,7 +1155,7 @@ START_TEST(set_policy_running_nic)
 	struct vnic_conn *other;
 	pid_t pid;
 
-	add_ok(lconn, &lg);
+	st_add_ok(lconn, &lg);
 	n = one_nic(lconn);
 	pid = n.pid;
 	ck_assert_uint_eq(n.policy.budget_packets, 256);

@@ -93,14 +93,6 @@ static const char *write_script(const char *name, const char *body)
 #define SH_REPORT_SOCKET "printf 'VSBX\\076\\000\\000\\300\\051\\000\\000\\000" \
 	"\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' >&4"
 
-static bool pid_alive(pid_t pid)
-{
-	char p[64];
-
-	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
-	return pid > 0 && access(p, F_OK) == 0;
-}
-
 /* Status of NIC id over c; false when it is not there. */
 static bool nic_status(struct vnic_conn *c, const char *id, struct vnic_nic_status *ret)
 {
@@ -316,14 +308,6 @@ static void sd_teardown(void)
 	tmpdir[0] = '\0';
 }
 
-static void add_ok(struct vnic_conn *c, struct st_guest *g)
-{
-	char err[512] = "";
-	int rc = vnic_add_nic(c, &g->cfg, err, sizeof(err));
-
-	ck_assert_msg(rc == 0, "AddNic: %d %s", rc, err);
-}
-
 START_TEST(l3_crash_loop_fails_after_limit)
 {
 	struct evlog ev = { 0 };
@@ -346,7 +330,7 @@ START_TEST(l3_crash_loop_fails_after_limit)
 	vnic_set_event_cb(c, on_event, &ev);
 	st_guest_init(&g, "loop");
 	fds0 = st_fd_count(vd.pid);
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	t0 = now_us();
 	/* Deaths 1..5 are restarted after 0, 100, 200, 400, 800 ms; the 6th
 	 * (the limit is 5 within 60 s) leaves the NIC FAILED. Status, read
@@ -432,7 +416,7 @@ START_TEST(s1_violation_reported_and_restarted)
 	c = st_connect(&vd);
 	vnic_set_event_cb(c, on_event, &ev);
 	st_guest_init(&g, "victim");
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	ck_assert(nic_status(c, "victim", &n));
 	first = n.pid;
 	pump(c, &ev.restarted, 1, 5000);
@@ -449,7 +433,7 @@ START_TEST(s1_violation_reported_and_restarted)
 	ck_assert_uint_eq(n.restarts, 1);
 	ck_assert_int_gt(n.pid, 0);
 	ck_assert_int_ne(n.pid, first);
-	ck_assert(!pid_alive(first));
+	ck_assert(!st_pid_alive(first));
 	ck_assert_msg(strstr(n.last_error, "sandbox violation: syscall socket (41)"), "%s",
 		      n.last_error);
 	/* This worker ignores Stop: the deadline kill ends it. */
@@ -478,7 +462,7 @@ START_TEST(remove_twice_and_add_while_stopping)
 	other = st_connect(&vd);
 	st_guest_init(&g, "slow");
 	st_guest_init(&g2, "slow");
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	t0 = now_us();
 	raw_remove(c, 1001, "slow", 1500);
 	raw_remove(c, 1002, "slow", 1500);
@@ -505,7 +489,7 @@ START_TEST(remove_twice_and_add_while_stopping)
 	wire_vmm_free(m);
 	ck_assert_int_eq(st_child_count(vd.pid), 0);
 	/* Gone: the id is free again, for anyone. */
-	add_ok(other, &g2);
+	st_add_ok(other, &g2);
 	ck_assert_int_eq(vnic_remove_nic(other, "slow", 100, &rr), VNIC_STATUS_DEADLINE_EXCEEDED);
 	st_guest_free(&g);
 	st_guest_free(&g2);
@@ -529,7 +513,7 @@ START_TEST(killed_while_stopping_not_restarted)
 	c = st_connect(&vd);
 	other = st_connect(&vd);
 	st_guest_init(&g, "doomed");
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	ck_assert(nic_status(other, "doomed", &n));
 	wpid = n.pid;
 	t0 = now_us();
@@ -547,7 +531,7 @@ START_TEST(killed_while_stopping_not_restarted)
 	ck_assert_uint_eq(m->reply->remove_nic->n_queues, 0); /* no Stopped: indices unknown */
 	ck_assert_uint_lt(now_us() - t0, 3000000u);
 	wire_vmm_free(m);
-	ck_assert(!pid_alive(wpid));
+	ck_assert(!st_pid_alive(wpid));
 	msleep(200);
 	ck_assert_int_eq(st_nic_count(other), 0);
 	ck_assert_int_eq(st_child_count(vd.pid), 0);
@@ -603,7 +587,7 @@ START_TEST(remove_and_disconnect_during_restart)
 	watch = st_connect(&vd);
 	st_guest_init(&g, "flaky");
 	st_guest_init(&g2, "flaky2");
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	wait_backoff(watch, "flaky");
 	/* RemoveNic between two workers: nothing maps the memory, answered
 	 * at once, and no worker is started afterwards. */
@@ -614,7 +598,7 @@ START_TEST(remove_and_disconnect_during_restart)
 	msleep(400);
 	ck_assert_int_eq(st_child_count(vd.pid), 0);
 	/* The owner disconnects during a restart: the NIC goes too. */
-	add_ok(c, &g2);
+	st_add_ok(c, &g2);
 	wait_backoff(watch, "flaky2");
 	vnic_close(c);
 	for (int i = 0; i < 200 && st_nic_count(watch); i++)
@@ -757,9 +741,9 @@ START_TEST(l3_sigkill_running_worker_restarted)
 					DRV(g.q[0].used_gpa), true), 0);
 	ck_assert_int_eq(vring_drv_init(&tx, ST_QSIZE, DRV(g.q[1].desc_gpa), DRV(g.q[1].avail_gpa),
 					DRV(g.q[1].used_gpa), true), 0);
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	st_guest_init(&gb, "bystander");
-	add_ok(c, &gb);
+	st_add_ok(c, &gb);
 	ck_assert(nic_status(c, "bystander", &nb));
 	ck_assert(nic_status(c, "phoenix", &n));
 	first = n.pid;
@@ -787,7 +771,7 @@ START_TEST(l3_sigkill_running_worker_restarted)
 	ck_assert_uint_eq(n.restart_us, ev.last_restarted.restart_us);
 	ck_assert_int_gt(n.pid, 0);
 	ck_assert_int_ne(n.pid, first);
-	ck_assert(!pid_alive(first));
+	ck_assert(!st_pid_alive(first));
 	ck_assert(n.sandboxed);
 	ck_assert_msg(strstr(n.last_error, "killed by signal 9"), "%s", n.last_error);
 	ck_assert_int_eq(st_child_count(lv.pid), 2);
@@ -856,19 +840,6 @@ START_TEST(l3_sigkill_running_worker_restarted)
 }
 END_TEST
 
-static int run_capture(const char *cmd, char *out, size_t outlen)
-{
-	FILE *f = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	ck_assert_ptr_nonnull(f);
-	n = fread(out, 1, outlen - 1, f);
-	out[n] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(s_sandbox_off_visible)
 {
 	struct vnic_conn *c;
@@ -880,20 +851,20 @@ START_TEST(s_sandbox_off_visible)
 	st_vnicd_start(&lv, st_worker_path(), "--sandbox=off", NULL);
 	c = st_connect(&lv);
 	st_guest_init(&g, "naked");
-	add_ok(c, &g);
+	st_add_ok(c, &g);
 	ck_assert(nic_status(c, "naked", &n));
 	ck_assert_int_eq(n.state, VNIC_NIC_RUNNING);
 	ck_assert(!n.sandboxed);
 	st_build_path("tools/vnicctl", ctl, sizeof(ctl));
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --json", ctl, lv.sock);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "\"sandboxed\":false"), "%s", out);
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status", ctl, lv.sock);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "SANDBOX") && strstr(out, "NO(OFF)"), "%s", out);
 	/* And the log says it loudly, at start and for the NIC. */
 	snprintf(cmd, sizeof(cmd), "grep -c 'WITHOUT' %s", lv.log);
-	ck_assert_int_eq(run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_int_ge(atoi(out), 2);
 	ck_assert_int_eq(vnic_remove_nic(c, "naked", 3000, &rr), 0);
 	st_guest_free(&g);
@@ -948,7 +919,7 @@ static void measure_starts(const char *label, const char *sandbox_arg)
 		struct mem_kib m;
 		uint64_t t0 = now_us();
 
-		add_ok(c, &g);
+		st_add_ok(c, &g);
 		addnic[i] = now_us() - t0;
 		ck_assert(nic_status(c, "meas", &n));
 		ck_assert_int_eq(n.sandboxed, sandbox_arg == NULL);
@@ -994,7 +965,7 @@ START_TEST(measure_restart_and_unplug)
 		struct vnic_nic_status n;
 		struct vnic_remove_result rr;
 
-		add_ok(c, &g);
+		st_add_ok(c, &g);
 		ck_assert(nic_status(c, "meas", &n));
 		ck_assert_int_eq(kill(n.pid, SIGKILL), 0);
 		pump(c, &ev.restarted, (int)i + 1, 5000);
@@ -1004,7 +975,7 @@ START_TEST(measure_restart_and_unplug)
 	for (unsigned i = 0; i < MEAS_N; i++) {
 		struct vnic_remove_result rr;
 
-		add_ok(c, &g);
+		st_add_ok(c, &g);
 		ck_assert_int_eq(vnic_remove_nic(c, "meas", 3000, &rr), 0);
 		unplug[i] = rr.unplug_latency_us;
 	}

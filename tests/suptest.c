@@ -282,3 +282,32 @@ int st_nic_count(struct vnic_conn *c)
 	vnic_status_free(st);
 	return n;
 }
+
+void st_add_ok(struct vnic_conn *c, struct st_guest *g)
+{
+	char err[512] = "";
+	int rc = vnic_add_nic(c, &g->cfg, err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "AddNic: %d %s", rc, err);
+}
+
+bool st_pid_alive(pid_t pid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
+	return pid > 0 && access(p, F_OK) == 0;
+}
+
+int st_run_capture(const char *cmd, char *out, size_t outlen)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n;
+	int st;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

@@ -68,6 +68,16 @@ struct st_guest {
 void st_guest_init(struct st_guest *g, const char *id);
 void st_guest_free(struct st_guest *g);
 
+/* AddNic of g->cfg over c; fails the test with the reason otherwise. */
+void st_add_ok(struct vnic_conn *c, struct st_guest *g);
+
+/* Does process pid exist (/proc/pid)? */
+bool st_pid_alive(pid_t pid);
+
+/* Run a shell command, capture at most outlen-1 bytes of its stdout
+ * (NUL-terminated). Returns its exit status, or -1 if it did not exit. */
+int st_run_capture(const char *cmd, char *out, size_t outlen);
+
 /* Number of NICs the supervisor reports (over a fresh status call). */
 int st_nic_count(struct vnic_conn *c);
 
