@@ -116,3 +116,20 @@ dist_check_SCRIPTS += tests/lifecycle.sh
 if FAULT_INJECTION
 TESTS += tests/lifecycle.sh
 endif
+
+# Real clients (issue 8): a Linux guest under QEMU/TCG (tests/guest/:
+# image builder, python3 harness) and DPDK testpmd.  Slow on 2 cores, so
+# they run in the production tree only (not fault, not sanitize); each
+# skips (77) without root, QEMU, a kernel image, busybox-static, iperf3 or
+# DPDK.
+EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/init \
+	tests/guest/vmlib.py
+dist_check_SCRIPTS += tests/qemu_tap.py
+if !SANITIZERS
+if !FAULT_INJECTION
+TESTS += tests/qemu_tap.py
+endif
+endif
+clean-local: clean-guest-image
+clean-guest-image:
+	rm -rf tests/guest-image
