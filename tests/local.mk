@@ -123,11 +123,11 @@ endif
 # skips (77) without root, QEMU, a kernel image, busybox-static, iperf3 or
 # DPDK.
 EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/init \
-	tests/guest/vmlib.py
-dist_check_SCRIPTS += tests/qemu_tap.py
+	tests/guest/vmlib.py tests/guest/backends.py tests/guest/vhost_cases.py
+dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py
 if !SANITIZERS
 if !FAULT_INJECTION
-TESTS += tests/qemu_tap.py
+TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py
 endif
 endif
 clean-local: clean-guest-image

@@ -469,22 +469,82 @@ class Guest:
         return self.run("ping -c %d -W 5 %s" % (count, addr), timeout=timeout, check=False)
 
 
-def iperf3(netns, server_ip, seconds=5, reverse=False, extra="", timeout=None):
-    """Host-side iperf3 client in netns to the guest's iperf3 -s; returns the
-    receiver's Gbit/s and bytes (reverse = the guest sends)."""
-    cmd = "iperf3 -c %s -t %s -J %s %s" % (server_ip, seconds, "-R" if reverse else "", extra)
-    r = netns.run("timeout -k 2 %d %s" % ((timeout or seconds + 30), cmd), timeout=(timeout or
-                                                                                  seconds + 40),
-                  check=False)
+_SIZES_PY = r"""
+import json, select, socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+end = time.monotonic() + float(sys.argv[2])
+n = big = mx = 0
+while True:
+    left = end - time.monotonic()
+    if left <= 0:
+        break
+    if not select.select([s], [], [], left)[0]:
+        continue
+    d, a = s.recvfrom(262144)
+    if a[2] == socket.PACKET_OUTGOING:
+        continue
+    n += 1
+    mx = max(mx, len(d))
+    big += len(d) > 16384
+print(json.dumps({"frames": n, "max": mx, "over16k": big}), flush=True)
+"""
+
+
+class FrameSizes:
+    """Sizes of the frames the host receives on dev (from the guest), read
+    with an AF_PACKET socket in the netns for a bounded time."""
+
+    def __init__(self, netns, dev, seconds):
+        self.proc = netns.popen(["python3", "-c", _SIZES_PY, dev, str(seconds)],
+                                stdout=subprocess.PIPE, text=True)
+        self.seconds = seconds
+        on_exit(lambda: kill_tree(self.proc, 1))
+        time.sleep(0.3)
+
+    def result(self):
+        out, _ = self.proc.communicate(timeout=self.seconds + 10)
+        return json.loads(out)
+
+
+def iperf3_bg(netns, server_ip, seconds, reverse=False, extra=""):
+    """iperf3 client in the background; .communicate() for its JSON."""
+    cmd = "timeout -k 2 %d iperf3 -c %s -t %s -J %s %s" % (seconds + 30, server_ip, seconds,
+                                                           "-R" if reverse else "", extra)
+    p = netns.popen(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True)
+    on_exit(lambda: kill_tree(p, 1))
+    return p
+
+
+def iperf3_result(p, seconds):
+    out, err = p.communicate(timeout=seconds + 40)
     try:
-        j = json.loads(r.stdout)
+        j = json.loads(out)
     except ValueError:
-        raise Fail("iperf3 gave no JSON (rc %d): %s %s" % (r.returncode, r.stdout[-500:],
-                                                           r.stderr[-500:]))
+        raise Fail("iperf3 gave no JSON (rc %d): %s %s" % (p.returncode, out[-500:], err[-500:]))
     if "error" in j:
         raise Fail("iperf3: %s" % j["error"])
     rcv = j["end"]["sum_received"]
     return rcv["bits_per_second"] / 1e9, rcv["bytes"], j
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def iperf3(netns, server_ip, seconds=5, reverse=False, extra=""):
+    """Host-side iperf3 client in netns to the guest's iperf3 -s; returns the
+    receiver's Gbit/s, bytes and the JSON (reverse = the guest sends)."""
+    return iperf3_result(iperf3_bg(netns, server_ip, seconds, reverse, extra), seconds)
 
 
 class Testpmd:
@@ -500,7 +560,7 @@ class Testpmd:
         self.log_path = os.path.join(self.dir, name + ".log")
         pmds = ["librte_mempool_ring.so", "librte_net_vhost.so", "librte_net_virtio.so",
                 "librte_net_tap.so"]
-        argv = ["timeout", "-k", "2", str(seconds), "dpdk-testpmd", "-l", lcores, "--no-pci",
+        argv = ["timeout", "-k", "2", str(seconds), "stdbuf", "-oL", "dpdk-testpmd", "-l", lcores, "--no-pci",
                 "--no-huge", "-m", str(mem_mb), "--file-prefix", "vnic%s%d" % (name, os.getpid()),
                 "--log-level", "lib.eal:error"]
         for p in pmds:
@@ -537,8 +597,8 @@ class Testpmd:
         """{port: {"rx": packets, "tx": packets, "rxb": bytes, "txb": bytes}}."""
         mark = len(self.text())
         self.cmd("show port stats all")
-        wait_for("port stats", 10, lambda: self.text()[mark:].count("#####") >= 4 *
-                 self.nports(), 0.1)
+        n = self.nports()
+        wait_for("port stats", 10, lambda: self.text()[mark:].count("#####") >= 2 * n, 0.1)
         t = self.text()[mark:]
         out = {}
         for m in re.finditer(r"statistics for port (\d+)[\s\S]*?RX-packets: *(\d+)[\s\S]*?RX-bytes: *"
@@ -600,6 +660,10 @@ class Vnicd:
     def log(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()
+
+    def ctl_raw(self, *args, timeout=30):
+        return subprocess.run([os.path.join(self.b, "tools/vnicctl"), "--socket", self.sock] +
+                              list(args), capture_output=True, text=True, timeout=timeout)
 
     def ctl(self, *args, check=True, timeout=30):
         r = subprocess.run([os.path.join(self.b, "tools/vnicctl"), "--socket", self.sock] +
