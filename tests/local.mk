@@ -124,10 +124,12 @@ endif
 # DPDK.
 EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/init \
 	tests/guest/vmlib.py tests/guest/backends.py tests/guest/vhost_cases.py
-dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py
+dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
+	tests/dpdk_virtio_user.py
 if !SANITIZERS
 if !FAULT_INJECTION
-TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py
+TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
+	tests/dpdk_virtio_user.py
 endif
 endif
 clean-local: clean-guest-image

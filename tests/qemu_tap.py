@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The harness itself, on QEMU's own virtio-net and a tap (no vnicd): a real
 Linux guest boots under TCG, gets its link, and ping and iperf3 TCP pass
 both ways to the tap in a private netns.  This is the reference the
@@ -6,6 +7,7 @@ vhost-user tests and tools/bench_qemu.sh compare against; when it fails,
 the harness (guest image, QEMU, netns) is broken, not vnicd."""
 import os
 import sys
+sys.dont_write_bytecode = True  # the source tree may be read-only
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest"))
 import vmlib  # noqa: E402
 

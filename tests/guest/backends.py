@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Vhost-user back ends for the QEMU tests and benchmarks, one interface:
 
     b = VnicdBackend(builddir, netns, sock, mode) or TestpmdBackend(...)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """extract_vmlinux.py BZIMAGE OUT: write the uncompressed kernel (an ELF
 vmlinux, bootable through QEMU's PVH entry) found in a bzImage's xz
 payload.  Stdlib only; fails clearly when the image is not xz-packed."""

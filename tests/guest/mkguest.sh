@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # mkguest.sh OUTDIR: the test guest for the QEMU tests and benchmarks.
 #   OUTDIR/vmlinux         Debian's kernel, uncompressed (PVH boot: no
 #                          decompression under TCG)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The real-guest vhost-user cases of issue 8, one guest boot per group.
 
 run(mode) with mode "server" (vnicd listens, QEMU connects) or "client"

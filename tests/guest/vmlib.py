@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """vmlib: real clients for vnicd's tests and benchmarks (python3 stdlib only).
 
 - Guest: a Linux guest (tests/guest/mkguest.sh) under QEMU/TCG, with QMP, a
