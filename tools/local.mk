@@ -17,3 +17,5 @@ tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
 EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh
+# Real clients (issue 8): a Linux guest under QEMU and DPDK testpmd.
+EXTRA_DIST += tools/bench_qemu.py
