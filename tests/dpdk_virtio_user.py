@@ -11,7 +11,6 @@ mode (testpmd listens, vnicd connects): frames pass both ways.
        polling: a full ring drops).
 VNIC_QEMU_BACKEND=testpmd runs the same on DPDK net_vhost <-> net_tap."""
 import os
-import socket
 import sys
 import time
 sys.dont_write_bytecode = True
@@ -116,8 +115,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (Fail, socket.error) as e:
-        log("FAIL: %s" % e)
-        sys.exit(1)
+    vmlib.main(main)

@@ -37,8 +37,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except vmlib.Fail as e:
-        vmlib.log("FAIL: %s" % e)
-        sys.exit(1)
+    vmlib.main(main)

@@ -21,7 +21,6 @@ mode) and across a vnicd SIGKILL + restart (client mode).
 Needs root, qemu-system-x86, iperf3, linux-image-amd64, busybox-static
 (and dpdk for testpmd; vnicd with vhost-user for vnicd).  TCG is slow and
 the machine may be shared: the load average is printed."""
-import argparse
 import os
 import re
 import signal
@@ -37,10 +36,6 @@ from vmlib import Fail, log  # noqa: E402
 
 GUEST, HOST, TAP = "198.18.0.2", "198.18.0.1", "bq0"
 
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def boot(cfg, a, image, ns, mode="server"):
@@ -171,10 +166,7 @@ def lifecycle(a, image):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("builddir")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--seconds", type=int, default=5)
+    p = vmlib.bench_args(__doc__, 5)
     p.add_argument("--configs", default="bh,timer,vnicd,testpmd")
     p.add_argument("--rr", type=int, default=0, help="ping request/response count (0: none)")
     p.add_argument("--lifecycle", action="store_true")
@@ -184,8 +176,8 @@ def main():
     image = vmlib.build_guest(os.path.join(os.path.abspath(a.builddir), "tests/guest-image"))
     a.builddir = os.path.abspath(a.builddir)
     cfgs = a.configs.split(",")
-    print("bench_qemu: %d runs x %s, iperf3 %d s; loadavg at start %s; %d CPUs"
-          % (a.runs, ",".join(cfgs), a.seconds, loadavg(), os.cpu_count()), flush=True)
+    print("bench_qemu: %d runs x %s, iperf3 %.0f s; loadavg at start %s; %d CPUs"
+          % (a.runs, ",".join(cfgs), a.seconds, vmlib.loadavg(), os.cpu_count()), flush=True)
     res = {c: [] for c in cfgs}
     for r in range(a.runs):
         for c in (cfgs if r % 2 == 0 else cfgs[::-1]):
@@ -197,8 +189,8 @@ def main():
             res[c].append(x)
             print("run %d %-12s h2g %.2f g2h %.2f Gbit/s  unplug %.0f ms  load %s"
                   % (r + 1, c, x["h2g"]["gbps"], x["g2h"]["gbps"], x["unplug"]["gone"],
-                     loadavg()), flush=True)
-    print("\nloadavg at end %s\n" % loadavg())
+                     vmlib.loadavg()), flush=True)
+    print("\nloadavg at end %s\n" % vmlib.loadavg())
     print("| back end | h2g Gbit/s min/med/max | g2h Gbit/s min/med/max | CPU s/GB h2g "
           "vCPU+QEMU+back end | CPU s/GB g2h vCPU+QEMU+back end | unplug ms (DEVICE_DELETED"
           " / eth0 gone) |%s" % (" ping RR p50/p99 us |" if a.rr else ""))
@@ -224,12 +216,8 @@ def main():
         print("\n| lifecycle (vnicd, ping every 50 ms) | gap ms min/med/max |\n|---|---|")
         for k, v in lc.items():
             print("| %s | %s |" % (k, mmm(v).replace(".00", "")))
-        print("\nloadavg at end %s" % loadavg())
+        print("\nloadavg at end %s" % vmlib.loadavg())
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Fail as e:
-        log("FAIL: %s" % e)
-        sys.exit(1)
+    vmlib.main(main)

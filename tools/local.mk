@@ -18,4 +18,4 @@ tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
 EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh
 # Real clients (issue 8): a Linux guest under QEMU and DPDK testpmd.
-EXTRA_DIST += tools/bench_qemu.py
+EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py

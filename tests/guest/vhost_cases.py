@@ -19,7 +19,6 @@ are counted and logged)."""
 import os
 import re
 import signal
-import sys
 import time
 
 import backends
@@ -223,22 +222,22 @@ def unplug_order(text):
 
 
 def run(mode):
-    try:
-        grp = Group(mode)
-        grp.case("boot_and_link", grp.boot)
-        grp.case("ping_both_ways", grp.ping_both)
-        if grp.mtu:
-            grp.case("ping_mtu9000", grp.ping_both, 8000)
-        grp.case("iperf3_both_ways", grp.iperf_both)
-        if mode == "server":
-            grp.case("tso_64k_on_tap", grp.tso_seen)
-            grp.case("driver_reload", grp.reload_driver)
-            grp.case("worker_sigkill_under_iperf3", grp.kill_worker_under_iperf)
-            grp.case("device_del_under_iperf3", grp.device_del_under_iperf)
-        else:
-            grp.case("vnicd_restart_under_ping", grp.restart_vnicd_under_ping)
-        grp.close()
-    except Fail as e:
-        log("FAIL: %s" % e)
-        sys.exit(1)
+    vmlib.main(lambda: run_group(mode))
+
+
+def run_group(mode):
+    grp = Group(mode)
+    grp.case("boot_and_link", grp.boot)
+    grp.case("ping_both_ways", grp.ping_both)
+    if grp.mtu:
+        grp.case("ping_mtu9000", grp.ping_both, 8000)
+    grp.case("iperf3_both_ways", grp.iperf_both)
+    if mode == "server":
+        grp.case("tso_64k_on_tap", grp.tso_seen)
+        grp.case("driver_reload", grp.reload_driver)
+        grp.case("worker_sigkill_under_iperf3", grp.kill_worker_under_iperf)
+        grp.case("device_del_under_iperf3", grp.device_del_under_iperf)
+    else:
+        grp.case("vnicd_restart_under_ping", grp.restart_vnicd_under_ping)
+    grp.close()
     log("PASS (%s mode, %s): %s" % (mode, grp.kind, " ".join(grp.passed)))

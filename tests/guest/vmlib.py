@@ -157,6 +157,30 @@ def tree_cpu(pid):
     return sum(proc_cpu(p) for p in tree_pids(pid))
 
 
+def main(fn):
+    """Run a test's or benchmark's fn; a Fail ends it with exit status 1."""
+    try:
+        fn()
+    except Fail as e:
+        log("FAIL: %s" % e)
+        sys.exit(1)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def bench_args(doc, seconds):
+    """The arguments both benchmarks take: BUILDDIR --runs --seconds."""
+    import argparse
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("builddir", help="a build tree (vnicd, vnicctl; the guest image goes here)")
+    p.add_argument("--runs", type=int, default=3, help="alternating rounds (default 3)")
+    p.add_argument("--seconds", type=float, default=seconds, help="per measurement")
+    return p
+
+
 class Netns:
     """A private network namespace for one test run."""
 
