@@ -57,9 +57,8 @@ def boot(cfg, a, image, ns, mode="server"):
         raise Fail("unknown back end %s" % cfg)
     if b:
         b.before_qemu()
-    g.start()
+    g.start(on_sockets=b.after_qemu if b else None)
     if b:
-        b.after_qemu()
         b.wait_running()
     vmlib.wait_for("tap", 20, lambda: ns.has_link(TAP), 0.1)
     ns.addr(TAP, HOST + "/24")

@@ -57,9 +57,10 @@ class VnicdBackend:
         return n.get("pid") if n else None
 
     def wait_running(self, seconds=30):
-        return vmlib.wait_for("NIC %s RUNNING with a worker" % self.id, seconds,
-                              lambda: (self.nic() or {}).get("state") == "RUNNING" and
-                              self.worker_pid(), 0.2)
+        def running():
+            n = self.nic() or {}
+            return n.get("state") == "RUNNING" and n.get("pid")
+        return vmlib.wait_for("NIC %s RUNNING with a worker" % self.id, seconds, running, 0.2)
 
     def cpu(self):
         return vmlib.tree_cpu(self.v.proc.pid) if self.v.proc else 0.0

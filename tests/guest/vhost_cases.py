@@ -71,8 +71,7 @@ class Group:
         self.g = vmlib.Guest(self.image, ("vhost-user", self.sock, self.mode == "client"),
                              ip=GUEST + "/24", mtu=self.mtu, netns=self.ns, workdir=self.dir,
                              tso=self.kind != "testpmd")
-        self.g.start()
-        self.b.after_qemu()
+        self.g.start(on_sockets=self.b.after_qemu)
         self.b.wait_running()
         self.tap_up()
         vmlib.wait_for("the guest's carrier", 20,
@@ -153,6 +152,12 @@ class Group:
         self.g.qmp("device_del", id="nic0")
         self.g.qmp_event("DEVICE_DELETED", 60)
         self.unplug_s = time.monotonic() - t0
+        # QEMU stops the rings (GET_VRING_BASE, waiting for each answer)
+        # before it reports DEVICE_DELETED: the worker must be reaped by now,
+        # not merely dying (a zombie still has its /proc entry).
+        if pid and os.path.exists("/proc/%d" % pid):
+            raise Fail("worker %d not reaped when QEMU had its GET_VRING_BASE answers "
+                       "(DEVICE_DELETED)" % pid)
         vmlib.wait_for("eth0 gone from the guest", 30,
                        lambda: "eth0" not in self.g.iface(), 0.2)
         log("device_del -> DEVICE_DELETED %.2f s" % self.unplug_s)
@@ -163,7 +168,6 @@ class Group:
         if self.kind != "vnicd":
             return
         self.b.v.status()  # vnicd answers
-        vmlib.wait_for("worker %d gone" % pid, 10, lambda: not vmlib.pid_alive(pid), 0.1)
         order = unplug_order(self.b.v.log())
         if order is not None and order != ["reaped", "answered"]:
             raise Fail("GET_VRING_BASE was answered before the worker was reaped: %s" % order)
@@ -173,13 +177,19 @@ class Group:
             return self.restart_testpmd_under_ping()
         self.g.run("ping -i 0.2 -c 100 -W 1 %s > /tmp/ping.log 2>&1 &" % HOST)
         time.sleep(3)
+        old = self.b.worker_pid()
         t0 = time.monotonic()
         self.b.restart_vnicd(signal.SIGKILL)
+        how = "restored by vnicd from its state"
         if self.b.nic() is None:
-            self.b.add()  # endpoints not kept across restarts: re-create it
-        self.b.wait_running()
+            how = "re-added with vnicctl"
+            self.b.add()
+        new = self.b.wait_running()
         self.tap_up()
-        log("vnicd back with the NIC running %.2f s after the kill" % (time.monotonic() - t0))
+        log("vnicd back with the NIC running %.2f s after the kill (%s), worker %d -> %d"
+            % (time.monotonic() - t0, how, old, new))
+        if new == old or vmlib.pid_alive(old):
+            raise Fail("the old worker %d survived vnicd's restart (new %s)" % (old, new))
         self.ping_summary()
 
     def restart_testpmd_under_ping(self):

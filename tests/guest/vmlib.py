@@ -307,7 +307,10 @@ class Guest:
             s += " VNIC_MTU=%d" % self.mtu
         return s
 
-    def start(self, boot_timeout=90):
+    def start(self, boot_timeout=90, on_sockets=None):
+        """Start QEMU and wait for the guest's command loop.  on_sockets runs
+        once QEMU's sockets exist: with a vhost-user chardev in server mode,
+        QEMU waits for the back end's connection before the guest boots."""
         argv = self.argv()
         if self.nic[0] == "tap" and self.netns:
             argv = self.netns.cmd(argv)
@@ -318,6 +321,8 @@ class Guest:
         on_exit(self.kill)
         wait_for("QEMU's sockets", 20, lambda: self._alive() and
                  os.path.exists(self.cmd_path) and os.path.exists(self.qmp_path))
+        if on_sockets:
+            on_sockets()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(self.cmd_path)
         self.sock.settimeout(0.2)
