@@ -206,7 +206,7 @@ class Netns:
 
     def addr(self, dev, addr, mtu=None):
         m = " mtu %d" % mtu if mtu else ""
-        self.run("ip addr add %s dev %s && ip link set %s%s up" % (addr, dev, dev, m))
+        self.run("ip addr replace %s dev %s && ip link set %s%s up" % (addr, dev, dev, m))
 
     def ping(self, addr, count=3, extra=""):
         """busybox ping (the host may have no iputils) from the netns."""
@@ -491,8 +491,8 @@ class Guest:
         return [x for x in out.split() if x != "lo"]
 
     def iperf3_server(self):
-        """iperf3 -s -D in the guest, listening when this returns."""
-        self.run("iperf3 -s -D && i=0; while ! grep -q ':1451 0' /proc/net/tcp /proc/net/tcp6"
+        """iperf3 -s -D in the guest (once), listening when this returns."""
+        self.run("{ pidof iperf3 >/dev/null || iperf3 -s -D; } && i=0; while ! grep -q ':1451 0' /proc/net/tcp /proc/net/tcp6"
                  " && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; [ $i -lt 100 ]")
 
     def ping(self, addr, count=3, timeout=30):
@@ -574,7 +574,15 @@ def pid_alive(pid):
 def iperf3(netns, server_ip, seconds=5, reverse=False, extra=""):
     """Host-side iperf3 client in netns to the guest's iperf3 -s; returns the
     receiver's Gbit/s, bytes and the JSON (reverse = the guest sends)."""
-    return iperf3_result(iperf3_bg(netns, server_ip, seconds, reverse, extra), seconds)
+    # iperf3 -s closes its listening socket between tests: a slow guest may
+    # refuse the next one for a moment.
+    for attempt in range(10):
+        try:
+            return iperf3_result(iperf3_bg(netns, server_ip, seconds, reverse, extra), seconds)
+        except Fail as e:
+            if attempt == 9 or not re.search(r"unable to connect|server is busy", str(e)):
+                raise
+            time.sleep(1)
 
 
 class Testpmd:
