@@ -143,7 +143,7 @@ static void daemonize(void)
 		close(fd);
 }
 
-void sup_maybe_exit(struct sup *s)
+static void sup_maybe_exit(struct sup *s)
 {
 	if (s->shutting_down && s->nnics == 0) {
 		log_info("every worker is reaped: exiting");
@@ -356,6 +356,7 @@ int main(int argc, char **argv)
 		fatalx("event_config_new failed");
 	/* Single thread: no locking in libevent. */
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	s.nic_gone = sup_maybe_exit;
 	s.base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
 	if (!s.base)

@@ -45,6 +45,7 @@
 
 #include "fault.h"
 #include "inflight.h"
+#include "pbconv.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
@@ -85,9 +86,50 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why)
 	/* The owner hears of every change once AddNic was answered OK
 	 * (before that the AddNic reply is the news, and a NIC whose AddNic
 	 * failed never existed for the VMM). */
-	if (n->announced)
-		vmm_event_state_changed(n, old, st, why);
+	if (n->announced && n->ops->state_changed)
+		n->ops->state_changed(n, old, st, why);
 	return 0;
+}
+
+/* ------------------------------------------------ telling the owner */
+
+static void nic_notify_added(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->add_pending)
+		return;
+	n->add_pending = false;
+	if (n->owner && n->ops->added)
+		n->ops->added(n, r, error);
+}
+
+void nic_notify_removed(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->remove_pending)
+		return;
+	n->remove_pending = false;
+	if (n->owner && n->ops->removed)
+		n->ops->removed(n, r, error);
+}
+
+void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->policy_pending)
+		return;
+	n->policy_pending = false;
+	if (n->owner && n->ops->policy_set)
+		n->ops->policy_set(n, r, error);
+}
+
+static void nic_notify_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
+{
+	if (n->owner && n->ops->failed)
+		n->ops->failed(n, sig, exit_status, syscall_nr);
+}
+
+void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason)
+{
+	if (n->owner && n->ops->queue_reset)
+		n->ops->queue_reset(n, queue, reason);
 }
 
 static void close_fd(int *fd)
@@ -147,8 +189,11 @@ static void nic_remove(struct nic *n, const char *why)
 	nic_set_state(n, NIC_GONE, why);
 	TAILQ_REMOVE(&s->nics, n, link);
 	s->nnics--;
+	if (n->ops->gone)
+		n->ops->gone(n);
 	nic_free(n);
-	sup_maybe_exit(s);
+	if (s->nic_gone)
+		s->nic_gone(s);
 }
 
 uint64_t nic_uptime_s(const struct nic *n)
@@ -313,11 +358,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	fds[nfds++] = n->stats_fd;
 	if (n->inflight_fd >= 0)
 		fds[nfds++] = n->inflight_fd;
-	pol.mode = (Vnic__Vmm__Mitigation)n->policy.mode;
-	pol.timer_us = n->policy.timer_us;
-	pol.poll_us = n->policy.poll_us;
-	pol.budget_packets = n->policy.budget_packets;
-	pol.budget_bytes = n->policy.budget_bytes;
+	pbconv_policy_to(&n->policy, &pol);
 
 	cfg.nic_id = n->id;
 	cfg.features = n->features;
@@ -474,7 +515,7 @@ static int nic_launch(struct nic *n)
 	return 0;
 }
 
-int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
+int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen)
 {
@@ -487,7 +528,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 		return -ENOMEM;
 	}
 	n->sup = s;
-	n->conn = c;
+	n->ops = ops;
+	n->owner = owner;
 	n->state = NIC_STARTING;
 	n->backend_fd = -1;
 	n->stats_fd = -1;
@@ -582,7 +624,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 
 out_async:
 	log_warn("nic %s: start failed: %s", n->id, n->last_error);
-	vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
+	nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
 	nic_remove(n, "start failed");
 	return 0;
 out_free:
@@ -647,14 +689,14 @@ void nic_free_all(struct sup *s)
 	}
 }
 
-void nic_detach_conn(struct sup *s, struct vmm_conn *c)
+void nic_detach_owner(struct sup *s, void *owner)
 {
 	struct nic *n, *tmp;
 
 	TAILQ_FOREACH_SAFE(n, &s->nics, link, tmp) {
-		if (n->conn != c)
+		if (n->owner != owner)
 			continue;
-		n->conn = NULL;
+		n->owner = NULL;
 		n->add_pending = false;
 		n->remove_pending = false;
 		n->policy_pending = false;
@@ -720,7 +762,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 			nic_errorf(n, "restart limit reached (%u restarts within %d s), not "
 				   "restarting; last: %s", limit, SUP_RESTART_WINDOW_MS / 1000, prev);
 		nic_set_state(n, NIC_FAILED, n->last_error);
-		vmm_event_nic_failed(n, sig, exit_status, syscall_nr);
+		nic_notify_failed(n, sig, exit_status, syscall_nr);
 		return;
 	}
 	n->deaths[n->ndeaths++] = now;
@@ -732,7 +774,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 	else
 		log_info("nic %s: still RESTARTING: %s", n->id, why);
 	/* The state change first, then the death's details (as for FAILED). */
-	vmm_event_nic_failed(n, sig, exit_status, syscall_nr);
+	nic_notify_failed(n, sig, exit_status, syscall_nr);
 	if (delay == 0)
 		nic_restart_now(n);
 	else
@@ -782,7 +824,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 			 (unsigned long long)n->start_us, sandboxed ? "" : " (NOT sandboxed)");
 		/* The reply first: the VMM learns of the NIC, then of its
 		 * state changes. */
-		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+		nic_notify_added(n, NIC_RES_OK, NULL);
 		n->announced = true;
 		nic_set_state(n, NIC_RUNNING, why);
 		return 0;
@@ -793,7 +835,8 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 		 n->restarts, (int)n->w.pid, (unsigned long long)n->restart_us,
 		 sandboxed ? "" : " (NOT sandboxed)");
 	nic_set_state(n, NIC_RUNNING, why);
-	vmm_event_nic_restarted(n);
+	if (n->owner && n->ops->restarted)
+		n->ops->restarted(n);
 	return 0;
 }
 
@@ -873,7 +916,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	nic_worker_release(n);
 	/* A SetPolicy the dead worker never confirmed: n->policy already
 	 * holds it, so a replacement starts with it; say exactly that. */
-	vmm_reply_set_policy(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+	nic_notify_policy_set(n, NIC_RES_UNAVAILABLE,
 			     "the worker exited before it confirmed the policy; a restarted "
 			     "worker starts with the new policy");
 	/* How it ended, then why (ours or its own words). */
@@ -883,7 +926,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	case NIC_STARTING:
 		nic_errorf(n, "%s%s before it was ready%s%s", syscall_nr >= 0 ? "" : "worker ", desc,
 			   prev[0] ? ": " : "", prev);
-		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
+		nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
 		nic_remove(n, n->last_error);
 		break;
 	case NIC_RUNNING:
@@ -899,17 +942,17 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	case NIC_STOPPING:
 		/* Never restarted: its reap completes the stop. */
 		if (n->add_pending) {
-			vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
+			nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
 		} else if (n->remove_pending) {
 			NIC_FAULT_POINT(n, "sup.remove.reply");
 			if (n->deadline_missed)
-				vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED,
+				nic_notify_removed(n, NIC_RES_DEADLINE,
 						     "worker missed the stop deadline; it was killed and "
 						     "reaped, the NIC is removed, final indices unknown");
 			else
 				/* Reaped: the VMM may free guest memory now. Without a
 				 * Stopped message the final indices are absent. */
-				vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+				nic_notify_removed(n, NIC_RES_OK, NULL);
 		}
 		nic_remove(n, "worker reaped");
 		break;

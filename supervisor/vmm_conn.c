@@ -69,7 +69,7 @@ struct vmm_conn *vmm_conn_free(struct vmm_conn *c)
 		return NULL;
 	/* NICs of this connection are stopped, not abandoned (DESIGN
 	 * "VMM disconnect"). */
-	nic_detach_conn(c->sup, c);
+	nic_detach_owner(c->sup, c);
 	if (c->ev_read)
 		event_free(c->ev_read);
 	if (c->ev_write)
