@@ -9,7 +9,9 @@ libvnicsup_la_SOURCES = \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h \
 	supervisor/nic.c supervisor/monitor.c supervisor/supervisor.h \
-	supervisor/pbconv.c supervisor/pbconv.h
+	supervisor/pbconv.c supervisor/pbconv.h \
+	supervisor/vhost_user.c supervisor/vhost_user.h \
+	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h
 libvnicsup_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnicsup_la_LIBADD = libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)

@@ -378,6 +378,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	 * rings (and recovers what the inflight region says was in flight). */
 	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
 	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
+	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -546,6 +547,7 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	n->policy = spec->policy;
 	nic_policy_resolve(&n->policy);
 	n->backend = spec->backend;
+	n->memory_unsealed_ok = spec->memory_unsealed_ok;
 	snprintf(n->netns, sizeof(n->netns), "%s", spec->netns);
 	n->regions = calloc(spec->nregions, sizeof(*n->regions));
 	n->ev_timer = evtimer_new(s->base, nic_timer_cb, n);

@@ -163,3 +163,41 @@ int pbconv_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
 	pbconv_policy_from(a->policy, &s->policy);
 	return 0;
 }
+
+int pbconv_add_vhost_user(const Vnic__Vmm__AddVhostUser *a, struct vu_config *cfg,
+			  char *err, size_t errlen)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	if (!copy_str(cfg->id, sizeof(cfg->id), a->id)) {
+		snprintf(err, errlen, "nic id is longer than %u bytes", VALIDATE_ID_MAX);
+		return -EINVAL;
+	}
+	if (!copy_str(cfg->path, sizeof(cfg->path), a->path)) {
+		snprintf(err, errlen, "socket path is longer than %zu bytes", sizeof(cfg->path) - 1);
+		return -EINVAL;
+	}
+	cfg->server = a->server;
+	if (!a->tap) {
+		snprintf(err, errlen, "a vhost-user endpoint needs a tap backend");
+		return -EINVAL;
+	}
+	if (!copy_str(cfg->tap, sizeof(cfg->tap), a->tap->name)) {
+		snprintf(err, errlen, "tap name is longer than 15 bytes");
+		return -EINVAL;
+	}
+	if (!copy_str(cfg->netns, sizeof(cfg->netns), a->tap->netns)) {
+		snprintf(err, errlen, "netns name is too long");
+		return -EINVAL;
+	}
+	if (a->mac.len != 0 && a->mac.len != 6) {
+		snprintf(err, errlen, "mac is %zu bytes, 6 expected", a->mac.len);
+		return -EINVAL;
+	}
+	if (a->mac.len == 6) {
+		memcpy(cfg->mac, a->mac.data, 6);
+		cfg->mac_set = true;
+	}
+	cfg->mtu = a->mtu;
+	pbconv_policy_from(a->policy, &cfg->policy);
+	return 0;
+}

@@ -7,6 +7,7 @@
 #include "nic_state.h"
 #include "supervisor.h"
 #include "validate.h"
+#include "vhost_user.h"
 #include "wire.h"
 
 #define PBCONV_MTU_DEFAULT SUP_MTU_DEFAULT
@@ -26,5 +27,10 @@ Vnic__Vmm__NicState pbconv_state(enum nic_state s);
 int pbconv_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
 		   const struct wire_fd_layout *lay, struct nic_spec *s,
 		   char *err, size_t errlen);
+
+/* pbconv_add_vhost_user - AddVhostUser into plain C (sizes checked; the
+ * rules are vu_endpoint_add's). */
+int pbconv_add_vhost_user(const Vnic__Vmm__AddVhostUser *a, struct vu_config *cfg,
+			  char *err, size_t errlen);
 
 #endif

@@ -74,6 +74,7 @@ struct stats_page;
 struct sup;
 struct vmm_conn;
 struct nic;
+struct vu_state;
 
 /* How an operation the owner asked for ended (no protobuf here: each
  * owner maps it to its own protocol). */
@@ -146,6 +147,7 @@ struct nic {
 	struct memtable_region_desc *regions; /* fds owned */
 	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
 	int backend_fd;             /* owned */
+	bool memory_unsealed_ok;    /* vhost-user memory (worker.proto Config) */
 
 	/* Stats page: a memfd shared with the worker, read lock-free here. */
 	int stats_fd;
@@ -243,6 +245,10 @@ struct sup {
 	unsigned nconns;
 	unsigned next_conn_id;
 	bool shutting_down;
+	/* vhost-user endpoints (vhost_user.c) and where they are saved
+	 * (--state-dir; NULL: nowhere). */
+	struct vu_state *vu;
+	const char *state_dir;
 	/* Called whenever a NIC is freed (main.c: exit once shutdown is done). */
 	void (*nic_gone)(struct sup *s);
 	/* Worker options (issue 4): --user (NULL: the worker's default) and
@@ -275,6 +281,10 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			       struct wire_fds *fds);
+void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+				struct wire_fds *fds);
 /* The control channel as a NIC owner (n->owner is the vmm_conn). */
 extern const struct nic_owner_ops vmm_nic_owner;
 

@@ -345,7 +345,8 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		return rc;
 
 	/* C6, F1, F2: the memory table as a whole. */
-	rc = memtable_validate(s->regions, s->nregions, sub, sizeof(sub));
+	rc = memtable_validate_flags(s->regions, s->nregions,
+				     s->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, sub, sizeof(sub));
 	if (rc)
 		return fail(err, errlen, rc, "memory table: %s", sub);
 

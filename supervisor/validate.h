@@ -83,6 +83,7 @@ struct nic_spec {
 	char tap_name[32];           /* tap: interface name, may be empty */
 	char netns[64];              /* tap: /run/netns/<netns>, empty = ours */
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
+	bool memory_unsealed_ok;     /* vhost-user: MEMTABLE_UNSEALED_OK (memtable.h) */
 	struct nic_policy policy;
 };
 

@@ -22,6 +22,7 @@
 
 #include "pbconv.h"
 #include "supervisor.h"
+#include "vhost_user.h"
 #include "vring.h"
 #include "workers/stats.h"
 
@@ -113,6 +114,11 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     : rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
 							 : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
+		goto out;
+	}
+	if (vu_endpoint_exists(s, spec.id)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+				     "a vhost-user endpoint with id \"%s\" exists", spec.id);
 		goto out;
 	}
 	{
@@ -266,16 +272,24 @@ static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *erro
 }
 
 
-static int cmp_nic(const void *a, const void *b)
-{
-	const struct nic *const *x = a, *const *y = b;
+/* One status row: a NIC, a vhost-user endpoint, or an endpoint's NIC. */
+struct status_ent {
+	const char *id;
+	struct nic *n;                 /* NULL: an endpoint with no worker */
+	const struct vu_status *vu;    /* NULL: not an endpoint */
+};
 
-	return strcmp((*x)->id, (*y)->id);
+static int cmp_ent(const void *a, const void *b)
+{
+	const struct status_ent *x = a, *y = b;
+
+	return strcmp(x->id, y->id);
 }
 
 /* One NIC's status, into storage the caller provides. */
 struct nic_status_buf {
 	Vnic__Vmm__NicStatus ns;
+	char vhost_mode[8];
 	Vnic__Vmm__Policy pol;
 	Vnic__Vmm__QueueStatus qs[NIC_NUM_QUEUES];
 	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
@@ -325,46 +339,83 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.queues = b->qp;
 }
 
+/* The vhost-user fields of a row (NicStatus 12-19); an endpoint with no
+ * worker is STARTING with pid 0. */
+static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *b)
+{
+	if (!v->nic) {
+		vnic__vmm__nic_status__init(&b->ns);
+		b->ns.id = (char *)(uintptr_t)v->id;
+		b->ns.state = VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
+		b->ns.last_error = (char *)(uintptr_t)v->last_error;
+	}
+	snprintf(b->vhost_mode, sizeof(b->vhost_mode), "%s", v->server ? "server" : "client");
+	b->ns.vhost_path = (char *)(uintptr_t)v->path;
+	b->ns.vhost_mode = b->vhost_mode;
+	b->ns.vhost_state = (char *)(uintptr_t)v->state;
+	b->ns.vhost_connects = v->connects;
+	b->ns.vhost_messages = v->messages;
+	b->ns.vhost_rejected = v->rejected;
+	b->ns.vhost_reconfigs = v->reconfigs;
+	b->ns.vhost_last_error = (char *)(uintptr_t)v->last_error;
+}
+
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__GetStatus *g = r->get_status;
 	struct sup *s = c->sup;
-	struct nic **all = NULL, *n;
+	struct status_ent *all = NULL;
+	struct vu_status *vus = NULL;
+	struct nic *n;
 	struct nic_status_buf *bufs = NULL;
 	Vnic__Vmm__NicStatus **list = NULL;
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__StatusReply sr;
+	unsigned nvu = vu_status_list(s, NULL, 0);
 	size_t cnt = 0, out = 0, i;
 
-	all = calloc(s->nnics ? s->nnics : 1, sizeof(*all));
+	all = calloc(s->nnics + nvu + 1, sizeof(*all));
+	vus = calloc(nvu + 1, sizeof(*vus));
 	bufs = calloc(SUP_STATUS_PAGE, sizeof(*bufs));
 	list = calloc(SUP_STATUS_PAGE, sizeof(*list));
-	if (!all || !bufs || !list) {
+	if (!all || !vus || !bufs || !list) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
 				     "out of memory");
 		goto out;
 	}
-	TAILQ_FOREACH(n, &s->nics, link)
-		if (cnt < s->nnics && (!g->id[0] || !strcmp(g->id, n->id)))
-			all[cnt++] = n;
+	nvu = vu_status_list(s, vus, nvu);
+	for (i = 0; i < nvu; i++)
+		if (!g->id[0] || !strcmp(g->id, vus[i].id))
+			all[cnt++] = (struct status_ent){ vus[i].id, vus[i].nic, &vus[i] };
+	TAILQ_FOREACH(n, &s->nics, link) {
+		bool is_ep = false;
+
+		for (i = 0; i < nvu; i++)
+			is_ep |= vus[i].nic == n;
+		if (!is_ep && cnt < s->nnics + nvu && (!g->id[0] || !strcmp(g->id, n->id)))
+			all[cnt++] = (struct status_ent){ n->id, n, NULL };
+	}
 	if (g->id[0] && cnt == 0) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\"", g->id);
 		goto out;
 	}
-	qsort(all, cnt, sizeof(*all), cmp_nic);
+	qsort(all, cnt, sizeof(*all), cmp_ent);
 	vnic__vmm__reply__init(&rep);
 	vnic__vmm__status_reply__init(&sr);
 	for (i = 0; i < cnt && out < SUP_STATUS_PAGE; i++) {
-		if (g->start_after[0] && strcmp(all[i]->id, g->start_after) <= 0)
+		if (g->start_after[0] && strcmp(all[i].id, g->start_after) <= 0)
 			continue;
-		fill_status(all[i], &bufs[out]);
+		if (all[i].n)
+			fill_status(all[i].n, &bufs[out]);
+		if (all[i].vu)
+			fill_vhost_status(all[i].vu, &bufs[out]);
 		list[out] = &bufs[out].ns;
 		out++;
 	}
 	/* More when a NIC past the page remains. */
 	for (; i < cnt; i++)
-		if (!g->start_after[0] || strcmp(all[i]->id, g->start_after) > 0)
+		if (!g->start_after[0] || strcmp(all[i].id, g->start_after) > 0)
 			sr.more = true;
 	sr.n_nics = out;
 	sr.nics = list;
@@ -377,7 +428,95 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 out:
 	free(list);
 	free(bufs);
+	free(vus);
 	free(all);
+}
+
+void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			       struct wire_fds *fds)
+{
+	struct vu_config cfg;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__AddVhostUserReply ar;
+	char err[256], ifname[16];
+	int rc;
+
+	(void)fds;
+	rc = pbconv_add_vhost_user(r->add_vhost_user, &cfg, err, sizeof(err));
+	if (rc == 0)
+		rc = vu_endpoint_add(c->sup, &cfg, ifname, sizeof(ifname), err, sizeof(err));
+	if (rc) {
+		log_info("conn %u: AddVhostUser \"%.64s\" rejected: %s", c->id,
+			 r->add_vhost_user->id, err);
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -EEXIST ? VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS
+				     : rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+				     : rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
+				     : rc == -ESHUTDOWN ? VNIC__VMM__STATUS__STATUS_UNAVAILABLE
+				     : rc == -EINVAL || rc == -ENOTSUP || rc == -E2BIG
+					     ? VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT
+					     : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "%s", err);
+		return;
+	}
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__add_vhost_user_reply__init(&ar);
+	ar.id = cfg.id;
+	ar.ifname = ifname;
+	ar.path = cfg.path;
+	rep.request_id = r->request_id;
+	rep.code = VNIC__VMM__STATUS__STATUS_OK;
+	rep.error = empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_ADD_VHOST_USER;
+	rep.add_vhost_user = &ar;
+	send_reply(c, &rep);
+}
+
+/* The connection that asked may be gone by the time the worker is reaped:
+ * find it by its number. */
+static void vmm_endpoint_removed(void *arg, unsigned conn_id, uint64_t request_id,
+				 bool deadline, uint64_t latency_us)
+{
+	struct sup *s = arg;
+	struct vmm_conn *c;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__RemoveEndpointReply rr;
+	char msg[] = "worker missed the stop deadline; it was killed and reaped";
+
+	TAILQ_FOREACH(c, &s->conns, link)
+		if (c->id == conn_id && !c->closing)
+			break;
+	if (!c)
+		return;
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__remove_endpoint_reply__init(&rr);
+	rr.unplug_latency_us = latency_us;
+	rep.request_id = request_id;
+	rep.code = deadline ? VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED
+			    : VNIC__VMM__STATUS__STATUS_OK;
+	rep.error = deadline ? msg : empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_ENDPOINT;
+	rep.remove_endpoint = &rr;
+	send_reply(c, &rep);
+}
+
+void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+				struct wire_fds *fds)
+{
+	const Vnic__Vmm__RemoveEndpoint *rm = r->remove_endpoint;
+	uint32_t ms = rm->deadline_ms ? rm->deadline_ms : SUP_STOP_DEFAULT_MS;
+	int rc;
+
+	(void)fds;
+	if (ms > SUP_STOP_MAX_MS)
+		ms = SUP_STOP_MAX_MS;
+	rc = vu_endpoint_remove(c->sup, rm->id, ms, vmm_endpoint_removed, c->id, r->request_id);
+	if (rc == -ENOENT)
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no vhost-user endpoint \"%.64s\"", rm->id);
+	else if (rc)
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "endpoint %.64s is already being removed", rm->id);
 }
 
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)

@@ -289,7 +289,8 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		rd[i].offset = c->regions[i]->offset;
 		rd[i].fd = fds->fd[i];
 	}
-	r = memtable_map(rd, (unsigned)c->n_regions, &w->mt, err, errlen);
+	r = memtable_map_flags(rd, (unsigned)c->n_regions,
+			       c->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, &w->mt, err, errlen);
 	free(rd);
 	if (r < 0)
 		return r;
