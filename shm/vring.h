@@ -192,6 +192,10 @@ int vring_init(struct vring *vq, const struct memtable *mt, unsigned num,
  * last_avail_idx and used_idx start there, nothing in flight. */
 void vring_set_base(struct vring *vq, uint16_t idx);
 
+/* vring_guest_used_idx - used->idx as guest memory says now (one read;
+ * a hint for vhost-user resumption, never trusted beyond 16 bits). */
+uint16_t vring_guest_used_idx(const struct vring *vq);
+
 /*
  * vring_pop - take the next available chain.
  * The whole chain is walked and validated before anything is returned

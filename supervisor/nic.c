@@ -379,6 +379,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
 	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
+	cfg.base_from_used_idx = n->base_from_used_idx;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -548,6 +549,7 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	nic_policy_resolve(&n->policy);
 	n->backend = spec->backend;
 	n->memory_unsealed_ok = spec->memory_unsealed_ok;
+	n->base_from_used_idx = spec->base_from_used_idx;
 	snprintf(n->netns, sizeof(n->netns), "%s", spec->netns);
 	n->regions = calloc(spec->nregions, sizeof(*n->regions));
 	n->ev_timer = evtimer_new(s->base, nic_timer_cb, n);

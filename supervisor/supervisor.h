@@ -148,6 +148,7 @@ struct nic {
 	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
 	int backend_fd;             /* owned */
 	bool memory_unsealed_ok;    /* vhost-user memory (worker.proto Config) */
+	bool base_from_used_idx;    /* vhost-user resumption (worker.proto Config) */
 
 	/* Stats page: a memfd shared with the worker, read lock-free here. */
 	int stats_fd;

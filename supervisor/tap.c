@@ -145,3 +145,8 @@ out_close_self:
 	close(self);
 	return rc;
 }
+
+int tap_set_persist(int fd, bool on)
+{
+	return ioctl(fd, TUNSETPERSIST, on ? 1 : 0) < 0 ? -errno : 0;
+}

@@ -84,6 +84,7 @@ struct nic_spec {
 	char netns[64];              /* tap: /run/netns/<netns>, empty = ours */
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
 	bool memory_unsealed_ok;     /* vhost-user: MEMTABLE_UNSEALED_OK (memtable.h) */
+	bool base_from_used_idx;     /* vhost-user: see worker.proto Config */
 	struct nic_policy policy;
 };
 

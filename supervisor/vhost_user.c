@@ -375,6 +375,7 @@ static void vu_try_start(struct vu_endpoint *ep)
 	}
 	spec.nregions = c->nreg;
 	spec.memory_unsealed_ok = unsealed;
+	spec.base_from_used_idx = true;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		struct vu_ring *r = &c->r[i];
 		uint64_t g[3];
@@ -458,6 +459,8 @@ static void vu_resume_cb(evutil_socket_t fd, short what, void *arg)
 						     .num = c->r[c->wait_ring].base };
 
 			rc = vu_send_reply(c->fd, &c->wait_hdr, &st, sizeof(st));
+			log_info("vhost-user %s: GET_VRING_BASE ring %d answered: %u (worker reaped)",
+				 ep->cfg.id, c->wait_ring, st.num);
 		} else if (c->wait_hdr.flags & VU_FLAG_NEED_REPLY) {
 			uint64_t ok = 0;
 
@@ -863,6 +866,8 @@ static int h_get_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size
 	}
 	st.index = (uint32_t)i;
 	st.num = c->r[i].base;
+	log_info("vhost-user %s: GET_VRING_BASE ring %d answered: %u (no worker)", c->ep->cfg.id, i,
+		 st.num);
 	return vu_send_reply(c->fd, &m->hdr, &st, sizeof(st));
 }
 
@@ -1071,8 +1076,12 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 		rc = -ENOTSUP;
 	}
 	if (rc == 0 && (row->flags & VU_ROW_NEEDS_OWNER) && !c->owner) {
-		snprintf(err, sizeof(err), "%s before SET_OWNER", row->name);
-		rc = -EPERM;
+		/* The spec makes SET_OWNER first; DPDK virtio-user (server=1)
+		 * never sends it again when a back end reconnects, and DPDK's
+		 * own back end does not insist. The connection is the owner. */
+		log_debug("vhost-user %s: %s before SET_OWNER: taken as the owner", ep->cfg.id,
+			  row->name);
+		c->owner = true;
 	}
 	if (rc == 0)
 		rc = handlers[m->hdr.request](c, m, err, sizeof(err));
@@ -1505,21 +1514,33 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	rc = tap_open(cfg->tap, cfg->netns, 0, &ep->tap_fd, ep->ifname, err, errlen);
 	if (rc)
 		goto out_free;
+	/* The tap survives a vnicd restart (client mode resumes on it, its
+	 * address intact); endpoint removal deletes it. */
+	rc = tap_set_persist(ep->tap_fd, true);
+	if (rc) {
+		snprintf(err, errlen, "tap %s: TUNSETPERSIST: %s", ep->ifname, strerror(-rc));
+		goto out_free;
+	}
 	if (cfg->server) {
 		rc = vu_listen(ep, err, errlen);
-		if (rc)
+		if (rc) {
+			tap_set_persist(ep->tap_fd, false);
 			goto out_free;
+		}
 		ep->ev_listen = event_new(s->base, ep->listen_fd, EV_READ | EV_PERSIST, vu_accept_cb, ep);
 		if (!ep->ev_listen) {
 			snprintf(err, errlen, "out of memory");
+			tap_set_persist(ep->tap_fd, false);
 			rc = -ENOMEM;
 			goto out_free;
 		}
 		event_add(ep->ev_listen, NULL);
 	}
 	rc = vu_state_save(s, &ep->cfg, err, errlen);
-	if (rc)
+	if (rc) {
+		tap_set_persist(ep->tap_fd, false);
 		goto out_free;
+	}
 	TAILQ_INSERT_TAIL(&vs->eps, ep, link);
 	if (!cfg->server)
 		event_active(ep->ev_retry, EV_TIMEOUT, 0);
@@ -1549,6 +1570,8 @@ static void vu_finish_remove(struct vu_endpoint *ep)
 		unlink(path);
 	}
 	TAILQ_REMOVE(&s->vu->eps, ep, link);
+	if (ep->tap_fd >= 0)
+		tap_set_persist(ep->tap_fd, false); /* gone with our fd */
 	log_info("vhost-user %s: endpoint removed in %llu us", ep->cfg.id, (unsigned long long)us);
 	if (ep->rm_done)
 		ep->rm_done(s, ep->rm_conn, ep->rm_req, ep->rm_deadline, us);

@@ -29,14 +29,16 @@ static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
 	[VU_SET_VRING_ADDR] = { "SET_VRING_ADDR", sizeof(struct vu_vring_addr),
 				sizeof(struct vu_vring_addr), 0, 0, -1, N },
 	[VU_SET_VRING_BASE] = { "SET_VRING_BASE", 8, 8, 0, 0, -1, N },
-	[VU_GET_VRING_BASE] = { "GET_VRING_BASE", 8, 8, 0, 0, -1, N | R },
+	/* DPDK virtio-user (server=1) stops the device on a new connection
+	 * before SET_OWNER: these two hold no resource and are answered. */
+	[VU_GET_VRING_BASE] = { "GET_VRING_BASE", 8, 8, 0, 0, -1, R },
 	[VU_SET_VRING_KICK] = { "SET_VRING_KICK", 8, 8, 0, 1, -1, N },
 	[VU_SET_VRING_CALL] = { "SET_VRING_CALL", 8, 8, 0, 1, -1, N },
 	[VU_SET_VRING_ERR] = { "SET_VRING_ERR", 8, 8, 0, 1, -1, N },
 	[VU_GET_PROTOCOL_FEATURES] = { "GET_PROTOCOL_FEATURES", 0, 8, 0, 0, -1, R },
 	[VU_SET_PROTOCOL_FEATURES] = { "SET_PROTOCOL_FEATURES", 8, 8, 0, 0, -1, 0 },
 	[VU_GET_QUEUE_NUM] = { "GET_QUEUE_NUM", 0, 8, 0, 0, VU_PROTO_MQ, R },
-	[VU_SET_VRING_ENABLE] = { "SET_VRING_ENABLE", 8, 8, 0, 0, -1, N },
+	[VU_SET_VRING_ENABLE] = { "SET_VRING_ENABLE", 8, 8, 0, 0, -1, 0 },
 	[VU_SEND_RARP] = { "SEND_RARP", 8, 8, 0, 0, VU_PROTO_RARP, N },
 	[VU_NET_SET_MTU] = { "NET_SET_MTU", 8, 8, 0, 0, VU_PROTO_NET_MTU, N },
 	[VU_GET_MAX_MEM_SLOTS] = { "GET_MAX_MEM_SLOTS", 0, 8, 0, 0,

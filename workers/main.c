@@ -346,6 +346,20 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		/* Resume where the previous worker (or the VMM) left off. */
 		if (q->avail_idx)
 			vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
+		if (c->base_from_used_idx && c->restarts == 0) {
+			/* vhost-user: a front end that lost track (DPDK
+			 * virtio-user reconnecting to a restarted vnicd asks us
+			 * and we cannot know) resumes where the used ring says;
+			 * chains in flight then may be sent again (TX) or lost
+			 * (RX), as with DPDK's own back end. */
+			uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
+
+			if (u != (uint16_t)q->avail_idx) {
+				log_warn("queue %u: base %u but used->idx %u: resuming at %u", j,
+					 q->avail_idx, u, u);
+				vring_set_base(net_queue_vring(w->net, j), u);
+			}
+		}
 		wq->w = w;
 		wq->idx = j;
 		wq->kick_fd = fds->fd[wire_fd_kick(&lay, j)];
