@@ -1560,7 +1560,10 @@ static void vu_finish_remove(struct vu_endpoint *ep)
 	struct sup *s = ep->sup;
 	struct timespec now;
 	char path[512];
-	uint64_t us;
+	uint64_t us, req;
+	vu_removed_fn done;
+	unsigned conn;
+	bool deadline;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	us = (uint64_t)(now.tv_sec - ep->rm_t0.tv_sec) * 1000000u +
@@ -1573,9 +1576,14 @@ static void vu_finish_remove(struct vu_endpoint *ep)
 	if (ep->tap_fd >= 0)
 		tap_set_persist(ep->tap_fd, false); /* gone with our fd */
 	log_info("vhost-user %s: endpoint removed in %llu us", ep->cfg.id, (unsigned long long)us);
-	if (ep->rm_done)
-		ep->rm_done(s, ep->rm_conn, ep->rm_req, ep->rm_deadline, us);
+	done = ep->rm_done;
+	conn = ep->rm_conn;
+	req = ep->rm_req;
+	deadline = ep->rm_deadline;
+	/* Socket unlinked and tap gone before the answer. */
 	vu_endpoint_free(ep);
+	if (done)
+		done(s, conn, req, deadline, us);
 }
 
 int vu_endpoint_remove(struct sup *s, const char *id, uint32_t deadline_ms, vu_removed_fn done,
