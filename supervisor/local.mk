@@ -41,3 +41,12 @@ libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^v
 # Generated headers first under make -j (wire.h includes them).
 $(supervisor_vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 
+
+# QEMU "Backend program conventions": a description file for management
+# tools (docs/interop/vhost-user.json), with the installed path of vnicd.
+qemuvhostdir = $(datadir)/qemu/vhost-user
+qemuvhost_DATA = data/50-vnicd.json
+EXTRA_DIST += data/50-vnicd.json.in
+CLEANFILES += data/50-vnicd.json
+data/50-vnicd.json: $(top_srcdir)/data/50-vnicd.json.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) data && sed 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/data/50-vnicd.json.in > $@
