@@ -70,6 +70,11 @@ const struct sandbox_rule sandbox_policy[] = {
 	ALLOW(recvmsg),
 	ALLOW(sendmsg),
 	ALLOW(close),
+	/* kick eventfds: per-call RWF_NOWAIT (workers/worker_fds.c) */
+	ALLOW(preadv2),
+	/* call eventfd: writable? (POLLOUT, timeout 0) */
+	ALLOW(poll),
+	ALLOW(ppoll),
 
 	/* event loop */
 	ALLOW(epoll_ctl),
@@ -117,6 +122,8 @@ const struct sandbox_rule sandbox_policy[] = {
 	ALLOW(gettimeofday),
 	ALLOW(clock_nanosleep),
 	ALLOW(restart_syscall),
+	/* the bound around a call eventfd write (SIGALRM, no SA_RESTART) */
+	ALLOW(setitimer),
 
 	/* signals, identity, exit */
 	ALLOW(rt_sigreturn),
