@@ -67,6 +67,16 @@ tests_check_supervisor_LDADD = libvnic.la libvnicsup.la libvnicproto.la $(PROTOB
 $(tests_check_supervisor_OBJECTS) $(tests_check_addnic_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_addnic tests/check_supervisor
 
+# Issue 11: a hostile VMM against a real vnicd (raw frames, fd limits,
+# reply ordering, the watchdog); the worker cases need root.
+check_PROGRAMS += tests/check_hostile
+tests_check_hostile_SOURCES = tests/check_hostile.c tests/suptest.c tests/suptest.h \
+	tests/testutil.c tests/testutil.h
+tests_check_hostile_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_hostile_LDADD = libvnic.la libvnicshm.la libvnicproto.la $(PROTOBUF_C_LIBS) $(TEST_LIBS)
+$(tests_check_hostile_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_hostile
+
 # The NIC state machine, crash restart, sandbox options (issues 4, 5):
 # real vnicd processes with scripted and real workers; the real-worker
 # cases and the measurements need root.
