@@ -70,8 +70,10 @@ const struct sandbox_rule sandbox_policy[] = {
 	ALLOW(recvmsg),
 	ALLOW(sendmsg),
 	ALLOW(close),
-	/* kick eventfds: per-call RWF_NOWAIT (workers/worker_fds.c) */
+	/* kick eventfds and a tap the VMM shares: per-call RWF_NOWAIT
+	 * (workers/worker_fds.c, net_priv.h) */
 	ALLOW(preadv2),
+	ALLOW(pwritev2),
 	/* call eventfd: writable? (POLLOUT, timeout 0) */
 	ALLOW(poll),
 	ALLOW(ppoll),

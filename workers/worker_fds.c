@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker_fds: the worker's I/O on fds that another process shares, and
  * its liveness heartbeat (issue 11 items 9 and 10).
