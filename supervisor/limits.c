@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * limits: vnicd's resource bounds, derived from its fd limit, and the
  * listener's back-off when the process is out of fds (issue 11 item 1).

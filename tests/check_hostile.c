@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_hostile: issue 11, what a hostile VMM did to vnicd, each defect
  * against a real vnicd over its socket (and, where it needs one, the real
