@@ -9,6 +9,7 @@ libvnicsup_la_SOURCES = \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h \
 	supervisor/nic.c supervisor/monitor.c supervisor/supervisor.h \
+	supervisor/limits.c supervisor/watchdog.c \
 	supervisor/pbconv.c supervisor/pbconv.h \
 	supervisor/vhost_user.c supervisor/vhost_user.h \
 	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h

@@ -71,6 +71,7 @@ Vnic__Vmm__NicState pbconv_state(enum nic_state s)
 	case NIC_RESTARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_RESTARTING;
 	case NIC_FAILED: return VNIC__VMM__NIC_STATE__NIC_STATE_FAILED;
 	case NIC_GONE: return VNIC__VMM__NIC_STATE__NIC_STATE_GONE;
+	case NIC_STALLED: return VNIC__VMM__NIC_STATE__NIC_STATE_STALLED;
 	case NIC_NSTATES: break;
 	}
 	return VNIC__VMM__NIC_STATE__NIC_STATE_UNSPECIFIED;

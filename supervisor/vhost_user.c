@@ -408,6 +408,12 @@ static void vu_try_start(struct vu_endpoint *ep)
 		vu_errorf(ep, "front end's configuration refused: %s", err);
 		goto out_log;
 	}
+	/* The same fd budgets as AddNic (limits.c); no connection's own. */
+	rc = sup_budget_check(ep->sup, NULL, lay.total, err, sizeof(err));
+	if (rc) {
+		vu_errorf(ep, "%s", err);
+		goto out_log;
+	}
 	rc = nic_start(ep->sup, &vu_nic_owner, ep, 0, &spec, &fds, &lay, err, sizeof(err));
 	if (rc) {
 		vu_errorf(ep, "cannot start the NIC: %s", err);
@@ -1215,8 +1221,19 @@ static void vu_accept_cb(evutil_socket_t lfd, short what, void *arg)
 
 	(void)what;
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* Out of fds: the listener would fire again at once.
+			 * Take it out of the loop and retry in 200 ms. */
+			struct timeval tv = { 0, 200000 };
+
+			log_ratelimited(&vu_rl, LOG_LEVEL_WARN, "vhost-user %s: accept: %s: paused",
+					ep->cfg.id, strerror(errno));
+			event_del(ep->ev_listen);
+			evtimer_add(ep->ev_retry, &tv);
+		}
 		return;
+	}
 	if (ep->conn || ep->nic_stopping) {
 		log_ratelimited(&vu_rl, LOG_LEVEL_WARN, "vhost-user %s: a second front end: refused "
 				"(one at a time%s)", ep->cfg.id,
@@ -1235,7 +1252,14 @@ static void vu_client_try(evutil_socket_t x, short what, void *arg)
 
 	(void)x;
 	(void)what;
-	if (ep->conn || ep->removing || ep->shutting_down)
+	if (ep->removing || ep->shutting_down)
+		return;
+	if (ep->cfg.server) {
+		/* After an accept that ran out of fds. */
+		event_add(ep->ev_listen, NULL);
+		return;
+	}
+	if (ep->conn)
 		return;
 	if (ep->nic) {
 		/* The previous session's worker is still stopping. */

@@ -73,7 +73,9 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.version = c->version;
 	hr.server = server;
 	hr.device_features = validate_nic_offered(NIC_BACKEND_TAP);
-	hr.max_regions = MEMTABLE_MAX_REGIONS;
+	/* What one AddNic frame can carry with any backend: 253 fds less
+	 * two eventfds per queue and a backend fd (issue 11 item 5). */
+	hr.max_regions = WIRE_MAX_FDS - 2 * NIC_NUM_QUEUES - 1;
 	hr.max_queues = NIC_NUM_QUEUES;
 	hr.max_queue_size = VRING_MAX_SIZE;
 	hr.max_message_size = WIRE_VMM_MSG_MAX;
@@ -146,9 +148,10 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     "vnicd is shutting down");
 		goto out;
 	}
-	if (s->nnics >= SUP_MAX_NICS) {
+	/* Budgets of NICs and fds, global and per connection (issue 11). */
+	if (sup_budget_check(s, c, lay.total, err, sizeof(err)) < 0) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
-				     "at most %d NICs per supervisor", SUP_MAX_NICS);
+				     "%s", err);
 		goto out;
 	}
 	/* Validated: now state may change. The reply follows READY. */
@@ -222,7 +225,9 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	clock_gettime(CLOCK_MONOTONIC, &n->remove_t0);
 	if (n->w.pid == 0) {
 		/* FAILED, or RESTARTING between two workers: no process maps
-		 * the memory now, so the answer can come at once. */
+		 * the memory now, so the answer can come at once, once vnicd
+		 * holds none of the NIC's fds either (guarantee 1). */
+		nic_close_vmm_fds(n);
 		nic_notify_removed(n, NIC_RES_OK, NULL);
 		nic_stop(n, ms, "RemoveNic");
 		return;
@@ -656,6 +661,26 @@ static void vmm_nic_state_changed(struct nic *n, enum nic_state old, enum nic_st
 	send_event(n->owner, &e);
 }
 
+static void vmm_nic_stalled(struct nic *n, uint64_t silent_ms)
+{
+	Vnic__Vmm__VmmMessage m;
+	Vnic__Vmm__Event e;
+	Vnic__Vmm__NicStalled st;
+
+	if (!n->announced)
+		return;
+	vnic__vmm__vmm_message__init(&m);
+	vnic__vmm__event__init(&e);
+	vnic__vmm__nic_stalled__init(&st);
+	st.id = n->id;
+	st.silent_ms = silent_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)silent_ms;
+	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STALLED;
+	e.nic_stalled = &st;
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_EVENT;
+	m.event = &e;
+	vmm_conn_send(n->owner, &m);
+}
+
 const struct nic_owner_ops vmm_nic_owner = {
 	.kind = "control",
 	.added = vmm_nic_added,
@@ -665,4 +690,5 @@ const struct nic_owner_ops vmm_nic_owner = {
 	.restarted = vmm_nic_restarted,
 	.state_changed = vmm_nic_state_changed,
 	.queue_reset = vmm_nic_queue_reset,
+	.stalled = vmm_nic_stalled,
 };
