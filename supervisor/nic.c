@@ -598,7 +598,8 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	n->nregions = spec->nregions;
 	for (unsigned i = 0; i < spec->nregions; i++) {
 		n->regions[i] = spec->regions[i];
-		fds->fd[i] = -1;
+		if (fds)
+			fds->fd[i] = -1;
 	}
 	for (unsigned j = 0; j < spec->nqueues; j++) {
 		struct nic_queue *q = nic_vq(n, spec->queues[j].index);
@@ -612,12 +613,15 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 		q->avail_idx = spec->queues[j].avail_idx;
 		q->kick_fd = spec->queues[j].kick_fd;
 		q->call_fd = spec->queues[j].call_fd;
-		fds->fd[wire_fd_kick(lay, j)] = -1;
-		fds->fd[wire_fd_call(lay, j)] = -1;
+		if (fds) {
+			fds->fd[wire_fd_kick(lay, j)] = -1;
+			fds->fd[wire_fd_call(lay, j)] = -1;
+		}
 	}
 	if (spec->backend != NIC_BACKEND_TAP) {
 		n->backend_fd = spec->backend_fd;
-		fds->fd[lay->backend] = -1;
+		if (fds)
+			fds->fd[lay->backend] = -1;
 	}
 	n->add_pending = true;
 	n->add_req = request_id;

@@ -336,10 +336,12 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why);
 int nic_worker_ready(struct nic *n, bool sandboxed);
 /* nic_policy_resolve - fill in defaults so a worker gets concrete values. */
 void nic_policy_resolve(struct nic_policy *p);
-/* nic_start - adopt the validated spec's fds (set to -1 in the frame),
- * open the backend, spawn the worker, send Config; the AddNic reply
- * follows on READY or failure. Returns 0 or a negative errno with err
- * filled (then nothing was adopted and no NIC exists). */
+/* nic_start - adopt the validated spec's fds (set to -1 in the frame;
+ * fds == NULL: the spec's fds are the caller's own and pass to the NIC
+ * as they are, lay unused), open the backend, spawn the worker, send
+ * Config; the owner's added() follows on READY or failure. Returns 0 or
+ * a negative errno with err filled (then nothing was adopted and no NIC
+ * exists). */
 int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen);

@@ -201,7 +201,11 @@ static void vu_nic_added(struct nic *n, enum nic_result r, const char *error)
 {
 	struct vu_endpoint *ep = n->owner;
 
-	if (r != NIC_RES_OK) {
+	if (r != NIC_RES_OK && ep->nic_stopping) {
+		/* We stopped it before it was ready (a new table, a
+		 * disconnect): not a failure of the configuration. */
+		log_info("vhost-user %s: worker stopped before it was ready", ep->cfg.id);
+	} else if (r != NIC_RES_OK) {
 		ep->start_failed = true;
 		vu_errorf(ep, "worker did not start: %s", error ? error : "failed");
 		log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
@@ -318,8 +322,9 @@ static void vu_try_start(struct vu_endpoint *ep)
 	struct vu_conn *c = ep->conn;
 	struct nic_spec spec;
 	struct nic_queue_spec qs[NIC_NUM_QUEUES];
-	struct wire_fds fds;
-	struct wire_fd_layout lay;
+	unsigned total;
+	int *dups = NULL;           /* every fd the NIC would adopt, to close on failure */
+	unsigned ndups = 0;
 	bool unsealed = false;
 	char err[256];
 	int rc;
@@ -334,13 +339,12 @@ static void vu_try_start(struct vu_endpoint *ep)
 		return; /* an earlier NIC of this id is still going away */
 
 	memset(&spec, 0, sizeof(spec));
-	memset(&fds, 0, sizeof(fds));
-	for (unsigned i = 0; i < WIRE_MAX_FDS; i++)
-		fds.fd[i] = -1;
+	total = c->nreg + 2 * NIC_NUM_QUEUES + 1;
 	spec.regions = calloc(c->nreg, sizeof(*spec.regions));
-	if (!spec.regions) {
+	dups = calloc(total, sizeof(*dups));
+	if (!spec.regions || !dups) {
 		vu_errorf(ep, "out of memory");
-		return;
+		goto out_log;
 	}
 	snprintf(spec.id, sizeof(spec.id), "%s", ep->cfg.id);
 	spec.id_len = strlen(spec.id);
@@ -353,29 +357,18 @@ static void vu_try_start(struct vu_endpoint *ep)
 	spec.backend = NIC_BACKEND_TAP_FD;
 	for (unsigned i = 0; i < c->nreg; i++)
 		unsealed |= !c->reg[i].sealed;
+	spec.memory_unsealed_ok = unsealed;
+	spec.base_from_used_idx = true;
 
-	/* Layout as AddNic's: regions, (kick, call) per queue, backend. */
-	lay.nregions = c->nreg;
-	lay.queue0 = c->nreg;
-	lay.nqueues = NIC_NUM_QUEUES;
-	lay.backend = (int)(c->nreg + 2 * NIC_NUM_QUEUES);
-	lay.stats = lay.inflight = -1;
-	lay.total = c->nreg + 2 * NIC_NUM_QUEUES + 1;
-	if (lay.total > WIRE_MAX_FDS) {
-		vu_errorf(ep, "%u memory regions: more than a worker takes (%u)", c->nreg,
-			  WIRE_MAX_FDS - 2 * NIC_NUM_QUEUES - 1);
-		goto out_close;
-	}
-	fds.n = lay.total;
+	/* Duplicates of the front end's fds: the NIC owns its own, so a new
+	 * table or a disconnect never pulls an fd from under a worker. */
 	for (unsigned i = 0; i < c->nreg; i++) {
 		spec.regions[i] = c->reg[i].d;
-		spec.regions[i].fd = fds.fd[i] = dup_cloexec(c->reg[i].d.fd);
-		if (fds.fd[i] < 0)
+		spec.regions[i].fd = dups[ndups++] = dup_cloexec(c->reg[i].d.fd);
+		if (spec.regions[i].fd < 0)
 			goto out_errno;
 	}
 	spec.nregions = c->nreg;
-	spec.memory_unsealed_ok = unsealed;
-	spec.base_from_used_idx = true;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		struct vu_ring *r = &c->r[i];
 		uint64_t g[3];
@@ -392,14 +385,14 @@ static void vu_try_start(struct vu_endpoint *ep)
 		}
 		qs[i] = (struct nic_queue_spec){ .index = (uint32_t)i, .size = r->num, .desc = g[0],
 						 .avail = g[1], .used = g[2], .avail_idx = r->base };
-		qs[i].kick_fd = fds.fd[wire_fd_kick(&lay, (unsigned)i)] = dup_cloexec(r->kick_fd);
-		qs[i].call_fd = fds.fd[wire_fd_call(&lay, (unsigned)i)] = dup_cloexec(r->call_fd);
+		qs[i].kick_fd = dups[ndups++] = dup_cloexec(r->kick_fd);
+		qs[i].call_fd = dups[ndups++] = dup_cloexec(r->call_fd);
 		if (qs[i].kick_fd < 0 || qs[i].call_fd < 0)
 			goto out_errno;
 	}
 	spec.queues = qs;
 	spec.nqueues = NIC_NUM_QUEUES;
-	spec.backend_fd = fds.fd[lay.backend] = dup_cloexec(ep->tap_fd);
+	spec.backend_fd = dups[ndups++] = dup_cloexec(ep->tap_fd);
 	if (spec.backend_fd < 0)
 		goto out_errno;
 
@@ -409,16 +402,17 @@ static void vu_try_start(struct vu_endpoint *ep)
 		goto out_log;
 	}
 	/* The same fd budgets as AddNic (limits.c); no connection's own. */
-	rc = sup_budget_check(ep->sup, NULL, lay.total, err, sizeof(err));
+	rc = sup_budget_check(ep->sup, NULL, total, err, sizeof(err));
 	if (rc) {
 		vu_errorf(ep, "%s", err);
 		goto out_log;
 	}
-	rc = nic_start(ep->sup, &vu_nic_owner, ep, 0, &spec, &fds, &lay, err, sizeof(err));
+	rc = nic_start(ep->sup, &vu_nic_owner, ep, 0, &spec, NULL, NULL, err, sizeof(err));
 	if (rc) {
 		vu_errorf(ep, "cannot start the NIC: %s", err);
 		goto out_log;
 	}
+	ndups = 0; /* adopted */
 	/* nic_start may already have failed and freed it (then gone() ran). */
 	ep->nic = nic_find(ep->sup, ep->cfg.id);
 	if (ep->nic && ep->nic->owner != ep)
@@ -434,8 +428,10 @@ out_log:
 	ep->start_failed = true;
 	log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
 out_close:
-	for (unsigned i = 0; i < fds.n; i++)
-		close_fd(&fds.fd[i]);
+	for (unsigned i = 0; i < ndups; i++)
+		if (dups[i] >= 0)
+			close(dups[i]);
+	free(dups);
 	free(spec.regions);
 }
 
@@ -1633,6 +1629,13 @@ int vu_endpoint_remove(struct sup *s, const char *id, uint32_t deadline_ms, vu_r
 	if (!ep->nic)
 		event_active(ep->ev_resume, EV_TIMEOUT, 0);
 	return 0;
+}
+
+const char *vu_nic_socket_path(const struct nic *n)
+{
+	const struct vu_endpoint *ep = n->owner;
+
+	return n->ops == &vu_nic_owner && ep ? ep->cfg.path : NULL;
 }
 
 unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)

@@ -82,6 +82,10 @@ bool vu_endpoint_exists(struct sup *s, const char *id);
  * returns how many there are. */
 unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max);
 
+/* vu_nic_socket_path - the endpoint's socket for a NIC a vhost-user
+ * endpoint owns, else NULL. */
+const char *vu_nic_socket_path(const struct nic *n);
+
 /* vu_shutdown - SIGTERM: close every front end connection (their NICs stop
  * with the others) and every listener; state files stay. */
 void vu_shutdown(struct sup *s);
