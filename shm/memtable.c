@@ -16,6 +16,10 @@
 
 #include "memtable.h"
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#endif
+
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -41,12 +45,12 @@ static int cmp_by_gpa(const void *a, const void *b, void *arg)
 }
 
 /* One region on its own: sizes, overflow, and the fd it names. */
-static int check_region(const struct memtable_region_desc *r, unsigned i,
+static int check_region(const struct memtable_region_desc *r, unsigned i, unsigned flags,
 			char *err, size_t errlen)
 {
 	struct stat st;
 	uint64_t end;
-	int seals;
+	int seals, fl;
 
 	if (r->size == 0) {
 		set_err(err, errlen, "region %u: size is 0", i);
@@ -80,12 +84,29 @@ static int check_region(const struct memtable_region_desc *r, unsigned i,
 	 * memfd, and guarantees it cannot be truncated under the worker
 	 * (which would kill it with SIGBUS: TESTPLAN F2). */
 	seals = fcntl(r->fd, F_GET_SEALS);
-	if (seals < 0) {
+	if (flags & MEMTABLE_UNSEALED_OK) {
+		/* Sealed or not: only the size check below applies. */
+	} else if (seals < 0) {
 		set_err(err, errlen, "region %u: fd %d is not a memfd (it cannot be sealed)", i, r->fd);
 		return -EINVAL;
-	}
-	if (!(seals & F_SEAL_SHRINK)) {
+	} else if (!(seals & F_SEAL_SHRINK)) {
 		set_err(err, errlen, "region %u: memfd is not sealed against shrinking (F_SEAL_SHRINK)", i);
+		return -EINVAL;
+	}
+	/* The worker maps it PROT_READ|PROT_WRITE, MAP_SHARED (issue 11 item
+	 * 6): a write seal or a read-only file makes that mmap fail, so refuse
+	 * it here, before a worker is started for nothing. */
+	if (seals > 0 && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) {
+		set_err(err, errlen, "region %u: memfd is sealed against writing (%s): guest memory "
+			"must be mappable read/write shared", i,
+			seals & F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+		return -EINVAL;
+	}
+	fl = fcntl(r->fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR) {
+		set_err(err, errlen, "region %u: memfd is open %s, not read/write: guest memory must "
+			"be mappable read/write shared", i,
+			fl >= 0 && (fl & O_ACCMODE) == O_WRONLY ? "write-only" : "read-only");
 		return -EINVAL;
 	}
 	if (end > (uint64_t)st.st_size) {
@@ -98,7 +119,7 @@ static int check_region(const struct memtable_region_desc *r, unsigned i,
 
 /* Validate every region, then the whole set; on success *ret_order holds
  * the indices sorted by gpa (caller frees). */
-static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
+static int validate_sorted(const struct memtable_region_desc *d, unsigned n, unsigned flags,
 			   unsigned **ret_order, char *err, size_t errlen)
 {
 	unsigned *order;
@@ -114,7 +135,7 @@ static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
 		return -E2BIG;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		r = check_region(&d[i], i, err, errlen);
+		r = check_region(&d[i], i, flags, err, errlen);
 		if (r < 0)
 			return r;
 	}
@@ -143,14 +164,40 @@ static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
 	return 0;
 }
 
-int memtable_validate(const struct memtable_region_desc *d, unsigned n,
-		      char *err, size_t errlen)
+int memtable_check_pages(const struct memtable_region_desc *d, unsigned n,
+			 char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct memtable_region_desc *r = &d[i];
+
+		/* Page-aligned, as every VMM hands them out (issue 11 item 7):
+		 * an odd offset would put guest-aligned rings at misaligned
+		 * host addresses. */
+		if ((r->gpa | r->size | r->offset) & (MEMTABLE_PAGE_SIZE - 1)) {
+			set_err(err, errlen, "region %u: gpa 0x%llx, size 0x%llx and offset 0x%llx "
+				"must each be a multiple of the %u-byte page", i,
+				(unsigned long long)r->gpa, (unsigned long long)r->size,
+				(unsigned long long)r->offset, MEMTABLE_PAGE_SIZE);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int memtable_validate_flags(const struct memtable_region_desc *d, unsigned n, unsigned flags,
+			    char *err, size_t errlen)
 {
 	unsigned *order = NULL;
-	int r = validate_sorted(d, n, &order, err, errlen);
+	int r = validate_sorted(d, n, flags, &order, err, errlen);
 
 	free(order);
 	return r;
+}
+
+int memtable_validate(const struct memtable_region_desc *d, unsigned n,
+		      char *err, size_t errlen)
+{
+	return memtable_validate_flags(d, n, 0, err, errlen);
 }
 
 /* Map one region with a PROT_NONE guard page on each side. */
@@ -199,11 +246,17 @@ static int map_region(const struct memtable_region_desc *d, struct mem_region *m
 int memtable_map(const struct memtable_region_desc *d, unsigned n,
 		 struct memtable **ret_mt, char *err, size_t errlen)
 {
+	return memtable_map_flags(d, n, 0, ret_mt, err, errlen);
+}
+
+int memtable_map_flags(const struct memtable_region_desc *d, unsigned n, unsigned flags,
+		       struct memtable **ret_mt, char *err, size_t errlen)
+{
 	struct memtable *mt;
 	unsigned *order = NULL;
 	int r;
 
-	r = validate_sorted(d, n, &order, err, errlen);
+	r = validate_sorted(d, n, flags, &order, err, errlen);
 	if (r < 0)
 		return r;
 	mt = calloc(1, sizeof(*mt) + n * sizeof(mt->r[0]));

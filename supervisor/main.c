@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 
 #include "fault.h"
 #include "supervisor.h"
+#include "vhost_user.h"
 
 #ifndef VNICD_WORKER_PATH
 #define VNICD_WORKER_PATH "/usr/local/libexec/vnicd/vnicd-worker"
@@ -44,7 +46,7 @@ static void usage(FILE *f)
 		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
 		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
-		"             [--inflight=on|off]\n"
+		"             [--inflight=on|off] [--state-dir DIR] [--print-capabilities]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
@@ -57,7 +59,10 @@ static void usage(FILE *f)
 		"  --restart-max N   restarts of a crashed worker allowed within %d s, 0..%d;\n"
 		"                    one more death leaves the NIC FAILED (default %d)\n"
 		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
-		"                    or repeat chains in flight (for measuring its cost; default on)\n",
+		"                    or repeat chains in flight (for measuring its cost; default on)\n"
+		"  --state-dir DIR   vhost-user endpoints are saved there and re-created at start\n"
+		"                    (default: \"endpoints\" beside the socket; \"\": not saved)\n"
+		"  --print-capabilities  vhost-user back-end capabilities (JSON), then exit\n",
 		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, SUP_RESTART_WINDOW_MS / 1000,
 		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT);
 }
@@ -143,7 +148,7 @@ static void daemonize(void)
 		close(fd);
 }
 
-void sup_maybe_exit(struct sup *s)
+static void sup_maybe_exit(struct sup *s)
 {
 	if (s->shutting_down && s->nnics == 0) {
 		log_info("every worker is reaped: exiting");
@@ -189,6 +194,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	s->ev_shutdown = evtimer_new(s->base, shutdown_backstop_cb, s);
 	if (s->ev_shutdown)
 		evtimer_add(s->ev_shutdown, &tv);
+	vu_shutdown(s);
 	TAILQ_FOREACH_SAFE(n, &s->nics, link, tmp)
 		nic_stop(n, SUP_SHUTDOWN_STOP_MS, "shutdown");
 	sup_maybe_exit(s);
@@ -244,13 +250,16 @@ int main(int argc, char **argv)
 		{ "sandbox", required_argument, NULL, 'S' },
 		{ "restart-max", required_argument, NULL, 'R' },
 		{ "inflight", required_argument, NULL, 'I' },
+		{ "state-dir", required_argument, NULL, 'D' },
+		{ "print-capabilities", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sup s;
 	struct event_config *cfg;
 	enum log_level level = LOG_LEVEL_INFO;
-	bool foreground = false;
+	bool foreground = false, state_dir_set = false;
+	char state_dir[PATH_MAX];
 	struct vmm_conn *c;
 	int opt;
 
@@ -326,6 +335,8 @@ int main(int argc, char **argv)
 			s.restart_max = (unsigned)v;
 			break;
 		}
+		case 'D': state_dir_set = true; s.state_dir = optarg[0] ? optarg : NULL; break;
+		case 'P': vu_print_capabilities(); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -333,6 +344,15 @@ int main(int argc, char **argv)
 	if (optind != argc) {
 		usage(stderr);
 		return 2;
+	}
+	if (!state_dir_set) {
+		/* Beside the control socket: /run/vnicd/endpoints by default. */
+		const char *slash = strrchr(s.socket_path, '/');
+		int dl = slash ? (int)(slash - s.socket_path) : 1;
+
+		snprintf(state_dir, sizeof(state_dir), "%.*s/endpoints", dl,
+			 slash ? s.socket_path : ".");
+		s.state_dir = state_dir;
 	}
 	log_init("vnicd", level, !foreground);
 	if (sup_fault_init(&s) < 0)
@@ -345,6 +365,8 @@ int main(int argc, char **argv)
 			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
 			 "process. For debugging only. ***");
 	signal(SIGPIPE, SIG_IGN);
+	/* RLIMIT_NOFILE to its hard limit; every bound from it (limits.c). */
+	sup_limits_init(&s);
 
 	if (listen_socket(&s) < 0)
 		return 1;
@@ -356,6 +378,7 @@ int main(int argc, char **argv)
 		fatalx("event_config_new failed");
 	/* Single thread: no locking in libevent. */
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	s.nic_gone = sup_maybe_exit;
 	s.base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
 	if (!s.base)
@@ -363,7 +386,7 @@ int main(int argc, char **argv)
 	s.ev_listen = event_new(s.base, s.listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, &s);
 	s.ev_sigterm = evsignal_new(s.base, SIGTERM, signal_cb, &s);
 	s.ev_sigint = evsignal_new(s.base, SIGINT, signal_cb, &s);
-	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint)
+	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || sup_watchdog_start(&s) < 0)
 		fatalx("event_new failed");
 	event_add(s.ev_listen, NULL);
 	event_add(s.ev_sigterm, NULL);
@@ -373,17 +396,23 @@ int main(int argc, char **argv)
 		 s.worker_user ? s.worker_user : "(worker default)", s.sandbox_off ? "OFF" : "on",
 		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
+	vu_init(&s);
 	event_base_dispatch(s.base);
 
 	while ((c = TAILQ_FIRST(&s.conns)))
 		vmm_conn_free(c);
 	nic_free_all(&s);
+	vu_free_all(&s);
 	if (s.listen_fd >= 0) {
 		close(s.listen_fd);
 		unlink(s.socket_path);
 	}
 	if (s.ev_shutdown)
 		event_free(s.ev_shutdown);
+	if (s.ev_accept_retry)
+		event_free(s.ev_accept_retry);
+	if (s.ev_watchdog)
+		event_free(s.ev_watchdog);
 	event_free(s.ev_listen);
 	event_free(s.ev_sigterm);
 	event_free(s.ev_sigint);

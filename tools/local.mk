@@ -8,7 +8,7 @@ EXTRA_DIST += tools/demo.sh tools/unplug_latency.sh
 # vnicctl: status of every NIC (table, --json, --watch), over libvnic.
 # In the build tree at $(builddir)/tools/vnicctl, beside vnic-bench.
 bin_PROGRAMS += tools/vnicctl
-tools_vnicctl_SOURCES = tools/vnicctl.c
+tools_vnicctl_SOURCES = tools/vnicctl.c tools/vnicctl.h tools/vnicctl_endpoint.c
 tools_vnicctl_LDADD = libvnic.la
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.

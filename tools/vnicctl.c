@@ -31,11 +31,16 @@
 #include <unistd.h>
 
 #include "libvnic.h"
+#include "vnicctl.h"
 
-static void usage(FILE *f)
+void vnicctl_usage(FILE *f)
 {
-	fprintf(f, "usage: vnicctl [--socket PATH] status [--json] [--watch [--interval S] [--count N]]\n");
+	fprintf(f, "usage: vnicctl [--socket PATH] status [--json] [--watch [--interval S] [--count N]]\n"
+		   "       vnicctl [--socket PATH] add ID --vhost-user PATH (--server | --client)\n"
+		   "               --tap NAME [--netns NS] [--mac M] [--mtu N] [--policy P]\n"
+		   "       vnicctl [--socket PATH] remove ID [--deadline-ms MS]\n");
 }
+#define usage vnicctl_usage
 
 /* JSON string with every control character escaped (RFC 8259 7). */
 static void json_str(FILE *f, const char *s)
@@ -91,7 +96,21 @@ static void print_json(const struct vnic_status *st)
 			json_str(stdout, q->broken_reason);
 			printf("}");
 		}
-		printf("]}");
+		printf("]");
+		if (n->vhost_path[0]) {
+			printf(",\"vhost_user\":{\"path\":");
+			json_str(stdout, n->vhost_path);
+			printf(",\"mode\":");
+			json_str(stdout, n->vhost_mode);
+			printf(",\"state\":");
+			json_str(stdout, n->vhost_state);
+			printf(",\"connects\":%" PRIu64 ",\"messages\":%" PRIu64 ",\"rejected\":%"
+			       PRIu64 ",\"reconfigs\":%" PRIu64 ",\"last_error\":", n->vhost_connects,
+			       n->vhost_messages, n->vhost_rejected, n->vhost_reconfigs);
+			json_str(stdout, n->vhost_last_error);
+			printf("}");
+		}
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -147,6 +166,12 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 		       vnic_mitigation_name(n->policy.mode),
 		       n->pid == 0 ? "-" : n->sandboxed ? "yes" : "NO(OFF)", n->uptime_s, n->restarts,
 		       n->last_error[0] ? clean(n->last_error, b2, sizeof(b2)) : "-");
+		if (n->vhost_path[0])
+			printf("  vhost-user %s %s: %s, %" PRIu64 " connects, %" PRIu64 " messages, %"
+			       PRIu64 " rejected, %" PRIu64 " reconfigs\n",
+			       clean(n->vhost_mode, b1, sizeof(b1)), clean(n->vhost_path, b2, sizeof(b2)),
+			       n->vhost_state, n->vhost_connects, n->vhost_messages, n->vhost_rejected,
+			       n->vhost_reconfigs);
 		if (prev)
 			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PKT/S",
 			       "BYTES/S", "KICKS/S", "IRQ/S", "SUPPR/S", "DROPS", "ERRORS", "BROKEN");
@@ -245,6 +270,20 @@ int main(int argc, char **argv)
 	char *end;
 	int opt, rc;
 
+	/* add/remove (vnicctl_endpoint.c) take their own options after the
+	 * command; only --socket may come before it. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "add") || !strcmp(argv[i], "remove")) {
+			signal(SIGPIPE, SIG_IGN);
+			return vnicctl_endpoint_main(path, argc - i, argv + i);
+		}
+		if ((!strcmp(argv[i], "--socket") || !strcmp(argv[i], "-s")) && i + 1 < argc)
+			path = argv[++i];
+		else if (!strncmp(argv[i], "--socket=", 9))
+			path = argv[i] + 9;
+		else
+			break;
+	}
 	/* Options may come before or after the command ("+" not used). */
 	while ((opt = getopt_long(argc, argv, "s:jwi:c:h", opts, NULL)) != -1) {
 		switch (opt) {
