@@ -182,7 +182,9 @@ def main():
     print("bench_qemu: %d runs x %s, iperf3 %.0f s; loadavg at start %s; %d CPUs"
           % (a.runs, ",".join(cfgs), a.seconds, vmlib.loadavg(), os.cpu_count()), flush=True)
     res = {c: [] for c in cfgs}
+    rounds = []
     for r in range(a.runs):
+        rounds.append({})
         for c in (cfgs if r % 2 == 0 else cfgs[::-1]):
             try:
                 x = one_run(c, a, image)
@@ -190,6 +192,7 @@ def main():
                 print("run %d %s: FAILED: %s" % (r + 1, c, e), flush=True)
                 continue
             res[c].append(x)
+            rounds[-1][c] = x
             print("run %d %-12s h2g %.2f g2h %.2f Gbit/s  unplug %.0f ms  load %s"
                   % (r + 1, c, x["h2g"]["gbps"], x["g2h"]["gbps"], x["unplug"]["gone"],
                      vmlib.loadavg()), flush=True)
@@ -214,6 +217,15 @@ def main():
             c, mmm([x["h2g"]["gbps"] for x in rs]), mmm([x["g2h"]["gbps"] for x in rs]),
             cpu["h2g"], cpu["g2h"], med([x["unplug"]["deleted"] for x in rs]),
             med([x["unplug"]["gone"] for x in rs]), rr))
+    ref = cfgs[0]
+    print("\nRatio to %s in the same round (the fairest figure on a loaded machine), "
+          "min/median/max:\n\n| back end | h2g | g2h |\n|---|---|---|" % ref)
+    for c in cfgs[1:]:
+        cells = []
+        for d in ("h2g", "g2h"):
+            cells.append(mmm([rd[c][d]["gbps"] / rd[ref][d]["gbps"] for rd in rounds
+                              if c in rd and ref in rd and rd[ref][d]["gbps"] > 0]))
+        print("| %s | %s | %s |" % (c, cells[0], cells[1]))
     if a.lifecycle:
         lc = lifecycle(a, image)
         print("\n| lifecycle (vnicd, guest pings every 50 ms) | gap ms min/med/max (longest "

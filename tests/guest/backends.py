@@ -71,6 +71,10 @@ class VnicdBackend:
         self.v.start()
 
     def close(self):
+        # vnicd keeps an endpoint (its state file, its persistent tap) across
+        # its own restarts: remove it, as a user would, before stopping.
+        if self.v.proc and self.v.proc.poll() is None:
+            self.v.ctl("remove", self.id, check=False)
         self.v.stop()
 
 
