@@ -226,7 +226,6 @@ class Netns:
 
     def close(self):
         if self.name:
-            subprocess.run(["ip", "netns", "pids", self.name], capture_output=True)
             r = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True,
                                text=True)
             for p in r.stdout.split():
