@@ -420,13 +420,23 @@ static void bad_region(struct fe *f, struct vu_mem_region r, int fd, const char 
 
 START_TEST(t_bad_messages)
 {
-	struct fe f;
-	int with_ep, pipefd[2], small, evfd;
+	struct fe f, other;
+	int with_ep, pipefd[2], small, evfd, other_pid;
 	struct vu_mem_table t = { .nregions = 2 };
 	struct vu_vring_addr a;
+	char path0[sizeof(sockpath)];
 	uint64_t v;
 
 	NEED_PREREQS();
+	/* Another endpoint with a running worker must not notice. */
+	memcpy(path0, sockpath, sizeof(path0));
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu1.sock", vd.dir),
+			 (int)sizeof(sockpath));
+	add_endpoint("vu1", "vut1", true);
+	fe_mem_init(&other, true);
+	fe_start(&other);
+	other_pid = wait_worker("vu1");
+	memcpy(sockpath, path0, sizeof(path0));
 	with_ep = st_fd_count(vd.pid);
 	fe_mem_init(&f, false); /* unsealed, as DPDK passes it */
 	fe_negotiate(&f);
@@ -572,7 +582,14 @@ START_TEST(t_bad_messages)
 
 		ck_assert_int_eq(ep_pid("vu0", state, sizeof(state)), 0);
 		ck_assert_str_eq(state, "listening");
+		/* The other endpoint: the same worker, running, answering. */
+		ck_assert_int_eq(ep_pid("vu1", state, sizeof(state)), other_pid);
+		ck_assert_str_eq(state, "running");
+		ck_assert(fe_get_u64(other.fd, VU_GET_FEATURES) & F_V1);
 	}
+	fe_mem_free(&other);
+	ck_assert_int_eq(vnic_remove_endpoint(ctl, "vu1", 0, NULL), 0);
+	ck_assert(!st_pid_alive(other_pid));
 }
 END_TEST
 
