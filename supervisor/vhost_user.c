@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vhost_user: the vhost-user back end for net devices (vhost_user.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vhost_user: vnicd as a vhost-user back end for virtio-net (issue 8).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_vhost_user: vnicd's vhost-user back end, driven by a scripted
  * front end over a real unix socket to a real vnicd (its real worker, a
