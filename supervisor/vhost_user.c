@@ -108,6 +108,8 @@ struct vu_endpoint {
 	struct event *ev_resume;      /* after the NIC is gone */
 	uint32_t backoff_ms;
 	struct vu_conn *conn;
+	unsigned conn_gen;            /* connections so far; the NIC's is nic_gen */
+	unsigned nic_gen;
 	struct nic *nic;
 	bool nic_stopping;
 	bool start_failed;            /* no new attempt until the front end changes something */
@@ -221,7 +223,9 @@ static void vu_nic_gone(struct nic *n)
 {
 	struct vu_endpoint *ep = n->owner;
 
-	if (ep->conn) {
+	/* Only for the connection that configured it: a new front end
+	 * brings its own bases. */
+	if (ep->conn && ep->nic_gen == ep->conn_gen) {
 		for (int i = 0; i < NIC_NUM_QUEUES; i++)
 			if (n->q[i].final_valid)
 				ep->conn->r[i].base = (uint16_t)n->q[i].final_avail;
@@ -414,6 +418,7 @@ static void vu_try_start(struct vu_endpoint *ep)
 		goto out_log;
 	}
 	ndups = 0; /* adopted */
+	ep->nic_gen = ep->conn_gen;
 	/* nic_start may already have failed and freed it (then gone() ran). */
 	ep->nic = nic_find(ep->sup, ep->cfg.id);
 	if (ep->nic && ep->nic->owner != ep)
@@ -1184,6 +1189,7 @@ static void vu_conn_open(struct vu_endpoint *ep, int fd)
 	}
 	event_add(c->ev_read, NULL);
 	ep->conn = c;
+	ep->conn_gen++;
 	ep->connects++;
 	ep->start_failed = false;
 	ep->backoff_ms = 0;
@@ -1231,10 +1237,11 @@ static void vu_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		}
 		return;
 	}
-	if (ep->conn || ep->nic_stopping) {
+	if (ep->conn) {
+		/* The previous front end's worker may still be stopping: the
+		 * new one's starts once it is reaped (vu_try_start). */
 		log_ratelimited(&vu_rl, LOG_LEVEL_WARN, "vhost-user %s: a second front end: refused "
-				"(one at a time%s)", ep->cfg.id,
-				ep->conn ? "" : "; the previous one's worker is still stopping");
+				"(one at a time)", ep->cfg.id);
 		close(fd);
 		return;
 	}
@@ -1258,11 +1265,6 @@ static void vu_client_try(evutil_socket_t x, short what, void *arg)
 	}
 	if (ep->conn)
 		return;
-	if (ep->nic) {
-		/* The previous session's worker is still stopping. */
-		vu_client_schedule(ep);
-		return;
-	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		vu_client_schedule(ep);
@@ -1662,6 +1664,7 @@ unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)
 			o->messages = ep->messages;
 			o->rejected = ep->rejected;
 			o->reconfigs = ep->reconfigs;
+			o->policy = &ep->cfg.policy;
 		}
 		n++;
 	}
