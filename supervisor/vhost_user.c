@@ -1544,6 +1544,12 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		snprintf(err, errlen, "tap %s: TUNSETPERSIST: %s", ep->ifname, strerror(-rc));
 		goto out_free;
 	}
+	/* The tap carries what the guest may send: the endpoint's MTU. */
+	rc = tap_set_mtu(ep->ifname, cfg->netns, cfg->mtu ? cfg->mtu : SUP_MTU_DEFAULT, err, errlen);
+	if (rc) {
+		tap_set_persist(ep->tap_fd, false);
+		goto out_free;
+	}
 	if (cfg->server) {
 		rc = vu_listen(ep, err, errlen);
 		if (rc) {

@@ -923,7 +923,7 @@ START_TEST(t_client_and_restart)
 	struct vnic_conn *c2;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char sdir[] = "/tmp/vnicd-vu-state.XXXXXX", fepath[100];
-	struct vnic_vhost_user_config cfg = { .id = "cl0", .tap_name = "vutc0" };
+	struct vnic_vhost_user_config cfg = { .id = "cl0", .tap_name = "vutc0", .mtu = 9000 };
 	char ifname[32], err[256];
 	struct timeval tv = { 5, 0 };
 	int lfd, pid;
@@ -943,9 +943,16 @@ START_TEST(t_client_and_restart)
 	for (int round = 0; round < 2; round++) {
 		st_vnicd_start(&v2, st_worker_path(), "--state-dir", sdir, NULL);
 		c2 = st_connect(&v2);
-		if (round == 0)
+		if (round == 0) {
+			char cmd[200];
+
 			ck_assert_msg(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err,
 							  sizeof(err)) == 0, "%s", err);
+			/* The tap has the endpoint's MTU. */
+			snprintf(cmd, sizeof(cmd), "ip -n %s link show vutc0 | grep -q 'mtu 9000'",
+				 netns);
+			ck_assert_int_eq(system(cmd), 0);
+		}
 		/* vnicd connects to us (round 1: from its state file). */
 		fe_mem_init(&f, false);
 		f.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
