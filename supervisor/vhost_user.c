@@ -649,6 +649,28 @@ static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
+/* The whole table by the rules every guest memory table obeys (memtable.h:
+ * fds open read-write, not write-sealed, large enough, no gpa overlap,
+ * page-aligned), unsealed files allowed: before anything changes. */
+static int check_table_rules(const struct vu_region *tab, unsigned count, char *err,
+			     size_t errlen)
+{
+	struct memtable_region_desc *d = calloc(count, sizeof(*d));
+	int rc;
+
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < count; i++)
+		d[i] = tab[i].d;
+	rc = memtable_validate_flags(d, count, MEMTABLE_UNSEALED_OK, err, errlen);
+	if (rc == 0)
+		rc = memtable_check_pages(d, count, err, errlen);
+	free(d);
+	return rc;
+}
+
 /* Region n of tab (size count) against the others: no gpa or uva overlap. */
 static int check_overlaps(const struct vu_region *tab, unsigned count, char *err, size_t errlen)
 {
@@ -706,7 +728,8 @@ static int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_
 		tmp[i].uva = t->r[i].uva;
 		from[i] = (int)i;
 	}
-	if (check_overlaps(tmp, t->nregions, sub, sizeof(sub))) {
+	if (check_overlaps(tmp, t->nregions, sub, sizeof(sub)) ||
+	    check_table_rules(tmp, t->nregions, sub, sizeof(sub))) {
 		snprintf(err, errlen, "SET_MEM_TABLE: %s", sub);
 		return -EINVAL;
 	}
@@ -736,7 +759,8 @@ static int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t 
 	tab->d = (struct memtable_region_desc){ .gpa = r->gpa, .size = r->size,
 						.offset = r->mmap_offset, .fd = m->fds[0] };
 	tab->uva = r->uva;
-	if (check_overlaps(c->reg, n + 1, sub, sizeof(sub))) {
+	if (check_overlaps(c->reg, n + 1, sub, sizeof(sub)) ||
+	    check_table_rules(c->reg, n + 1, sub, sizeof(sub))) {
 		tab->d.fd = -1;
 		snprintf(err, errlen, "ADD_MEM_REG: %s", sub);
 		return -EINVAL;

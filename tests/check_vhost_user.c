@@ -481,6 +481,20 @@ START_TEST(t_bad_messages)
 	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
 	bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, pipefd[0],
 		   "a pipe as memory");
+	{
+		char p[64];
+		int ro;
+
+		/* Read-only memory and a table not on page boundaries. */
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", f.memfd);
+		ro = open(p, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(ro, 0);
+		bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, ro,
+			   "a read-only fd");
+		close(ro);
+		bad_region(&f, (struct vu_mem_region){ GPA + 8, MEM - 8, uva_of(&f, 8), 8 }, f.memfd,
+			   "not page-aligned");
+	}
 	small = memfd_create("small", MFD_CLOEXEC);
 	ck_assert_int_eq(ftruncate(small, 4096), 0);
 	bad_region(&f, (struct vu_mem_region){ GPA, 8192, uva_of(&f, 0), 0 }, small,
