@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * virtio_net.h - the virtio-net contract every part of vnicd shares: the
  * feature bits (virtio 1.x 5.1.3 and transport bits, 6), the virtio-net

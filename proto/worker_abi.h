@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker_abi.h - what the supervisor and vnicd-worker agree on outside
  * worker.proto: the fd numbers the worker finds at exec, and the kinds of

@@ -201,32 +201,51 @@ int memtable_validate(const struct memtable_region_desc *d, unsigned n,
 }
 
 /* Map one region with a PROT_NONE guard page on each side. */
+/* The mapping granule of fd: the page, or the huge page of a hugetlbfs
+ * file (its st_blksize; fstat is allowed where fstatfs is not), which
+ * mmap requires for address, offset and length. */
+static size_t map_granule(int fd)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && st.st_blksize > (blksize_t)page &&
+	    st.st_blksize <= (blksize_t)(1 << 30) && !(st.st_blksize & (st.st_blksize - 1)))
+		return (size_t)st.st_blksize;
+	return page;
+}
+
+/* Map one region with an inaccessible guard (at least one granule) on
+ * each side. */
 static int map_region(const struct memtable_region_desc *d, struct mem_region *m,
 		      char *err, size_t errlen, unsigned i)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t aligned_off = d->offset & ~(uint64_t)(page - 1);
+	size_t gran = map_granule(d->fd);
+	uint64_t aligned_off = d->offset & ~(uint64_t)(gran - 1);
 	uint64_t delta = d->offset - aligned_off;
 	uint64_t len = delta + d->size;
 	size_t maplen, total;
-	uint8_t *base;
+	uint8_t *base, *start;
 	void *p;
 
 	/* Sizes were bounded by the memfd's real size in check_region. */
-	len = (len + page - 1) & ~(uint64_t)(page - 1);
-	if (len > SIZE_MAX - 2 * page) {
+	len = (len + gran - 1) & ~(uint64_t)(gran - 1);
+	if (len > SIZE_MAX - 3 * gran) {
 		set_err(err, errlen, "region %u: too large to map", i);
 		return -ENOMEM;
 	}
 	maplen = (size_t)len;
-	total = maplen + 2 * page;
+	/* Room to align the start to the granule with a guard before it
+	 * and after it. */
+	total = maplen + (gran == (size_t)sysconf(_SC_PAGESIZE) ? 2 : 3) * gran;
 	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED) {
 		set_err(err, errlen, "region %u: reserving %zu bytes: %s", i, total, strerror(errno));
 		return -ENOMEM;
 	}
+	start = (uint8_t *)(((uintptr_t)base + gran + gran - 1) & ~(uintptr_t)(gran - 1));
 	/* Never PROT_EXEC: guest memory is data to the device. */
-	p = mmap(base + page, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+	p = mmap(start, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 d->fd, (off_t)aligned_off);
 	if (p == MAP_FAILED) {
 		int e = errno;
@@ -237,7 +256,7 @@ static int map_region(const struct memtable_region_desc *d, struct mem_region *m
 	}
 	m->gpa = d->gpa;
 	m->size = d->size;
-	m->hva = base + page + delta;
+	m->hva = start + delta;
 	m->map_base = base;
 	m->map_len = total;
 	return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pbconv: the one place where protobuf messages (vmm.proto, the parts of
  * worker.proto that reuse them) become plain C and back. Everything else

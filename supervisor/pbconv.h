@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pbconv: protobuf <-> C for the supervisor, in one place (pbconv.c).
  */

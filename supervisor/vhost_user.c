@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vhost_user: the vhost-user back end for net devices (vhost_user.h).
  *
@@ -107,6 +108,8 @@ struct vu_endpoint {
 	struct event *ev_resume;      /* after the NIC is gone */
 	uint32_t backoff_ms;
 	struct vu_conn *conn;
+	unsigned conn_gen;            /* connections so far; the NIC's is nic_gen */
+	unsigned nic_gen;
 	struct nic *nic;
 	bool nic_stopping;
 	bool start_failed;            /* no new attempt until the front end changes something */
@@ -220,7 +223,9 @@ static void vu_nic_gone(struct nic *n)
 {
 	struct vu_endpoint *ep = n->owner;
 
-	if (ep->conn) {
+	/* Only for the connection that configured it: a new front end
+	 * brings its own bases. */
+	if (ep->conn && ep->nic_gen == ep->conn_gen) {
 		for (int i = 0; i < NIC_NUM_QUEUES; i++)
 			if (n->q[i].final_valid)
 				ep->conn->r[i].base = (uint16_t)n->q[i].final_avail;
@@ -413,6 +418,7 @@ static void vu_try_start(struct vu_endpoint *ep)
 		goto out_log;
 	}
 	ndups = 0; /* adopted */
+	ep->nic_gen = ep->conn_gen;
 	/* nic_start may already have failed and freed it (then gone() ran). */
 	ep->nic = nic_find(ep->sup, ep->cfg.id);
 	if (ep->nic && ep->nic->owner != ep)
@@ -643,6 +649,28 @@ static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
+/* The whole table by the rules every guest memory table obeys (memtable.h:
+ * fds open read-write, not write-sealed, large enough, no gpa overlap,
+ * page-aligned), unsealed files allowed: before anything changes. */
+static int check_table_rules(const struct vu_region *tab, unsigned count, char *err,
+			     size_t errlen)
+{
+	struct memtable_region_desc *d = calloc(count, sizeof(*d));
+	int rc;
+
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < count; i++)
+		d[i] = tab[i].d;
+	rc = memtable_validate_flags(d, count, MEMTABLE_UNSEALED_OK, err, errlen);
+	if (rc == 0)
+		rc = memtable_check_pages(d, count, err, errlen);
+	free(d);
+	return rc;
+}
+
 /* Region n of tab (size count) against the others: no gpa or uva overlap. */
 static int check_overlaps(const struct vu_region *tab, unsigned count, char *err, size_t errlen)
 {
@@ -700,7 +728,8 @@ static int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_
 		tmp[i].uva = t->r[i].uva;
 		from[i] = (int)i;
 	}
-	if (check_overlaps(tmp, t->nregions, sub, sizeof(sub))) {
+	if (check_overlaps(tmp, t->nregions, sub, sizeof(sub)) ||
+	    check_table_rules(tmp, t->nregions, sub, sizeof(sub))) {
 		snprintf(err, errlen, "SET_MEM_TABLE: %s", sub);
 		return -EINVAL;
 	}
@@ -730,7 +759,8 @@ static int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t 
 	tab->d = (struct memtable_region_desc){ .gpa = r->gpa, .size = r->size,
 						.offset = r->mmap_offset, .fd = m->fds[0] };
 	tab->uva = r->uva;
-	if (check_overlaps(c->reg, n + 1, sub, sizeof(sub))) {
+	if (check_overlaps(c->reg, n + 1, sub, sizeof(sub)) ||
+	    check_table_rules(c->reg, n + 1, sub, sizeof(sub))) {
 		tab->d.fd = -1;
 		snprintf(err, errlen, "ADD_MEM_REG: %s", sub);
 		return -EINVAL;
@@ -1183,6 +1213,7 @@ static void vu_conn_open(struct vu_endpoint *ep, int fd)
 	}
 	event_add(c->ev_read, NULL);
 	ep->conn = c;
+	ep->conn_gen++;
 	ep->connects++;
 	ep->start_failed = false;
 	ep->backoff_ms = 0;
@@ -1230,10 +1261,11 @@ static void vu_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		}
 		return;
 	}
-	if (ep->conn || ep->nic_stopping) {
+	if (ep->conn) {
+		/* The previous front end's worker may still be stopping: the
+		 * new one's starts once it is reaped (vu_try_start). */
 		log_ratelimited(&vu_rl, LOG_LEVEL_WARN, "vhost-user %s: a second front end: refused "
-				"(one at a time%s)", ep->cfg.id,
-				ep->conn ? "" : "; the previous one's worker is still stopping");
+				"(one at a time)", ep->cfg.id);
 		close(fd);
 		return;
 	}
@@ -1257,11 +1289,6 @@ static void vu_client_try(evutil_socket_t x, short what, void *arg)
 	}
 	if (ep->conn)
 		return;
-	if (ep->nic) {
-		/* The previous session's worker is still stopping. */
-		vu_client_schedule(ep);
-		return;
-	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		vu_client_schedule(ep);
@@ -1541,6 +1568,12 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		snprintf(err, errlen, "tap %s: TUNSETPERSIST: %s", ep->ifname, strerror(-rc));
 		goto out_free;
 	}
+	/* The tap carries what the guest may send: the endpoint's MTU. */
+	rc = tap_set_mtu(ep->ifname, cfg->netns, cfg->mtu ? cfg->mtu : SUP_MTU_DEFAULT, err, errlen);
+	if (rc) {
+		tap_set_persist(ep->tap_fd, false);
+		goto out_free;
+	}
 	if (cfg->server) {
 		rc = vu_listen(ep, err, errlen);
 		if (rc) {
@@ -1661,6 +1694,7 @@ unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)
 			o->messages = ep->messages;
 			o->rejected = ep->rejected;
 			o->reconfigs = ep->reconfigs;
+			o->policy = &ep->cfg.policy;
 		}
 		n++;
 	}

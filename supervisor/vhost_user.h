@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vhost_user: vnicd as a vhost-user back end for virtio-net (issue 8).
  *
@@ -42,6 +43,7 @@ struct vu_status {
 	const char *id, *path, *state, *last_error;
 	bool server;
 	struct nic *nic;        /* the running NIC, or NULL */
+	const struct nic_policy *policy;
 	uint64_t connects, messages, rejected, reconfigs;
 };
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vhost_user_msg: framing, the request table and the checks every message
  * passes before a handler sees it (see vhost_user_msg.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vhost_user_msg: the vhost-user wire format (QEMU docs/interop/
  * vhost-user.rst) as vnicd's back end speaks it, and the table that says,

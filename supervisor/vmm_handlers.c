@@ -353,6 +353,8 @@ static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *
 		b->ns.id = (char *)(uintptr_t)v->id;
 		b->ns.state = VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
 		b->ns.last_error = (char *)(uintptr_t)v->last_error;
+		pbconv_policy_to(v->policy, &b->pol);
+		b->ns.policy = &b->pol;
 	}
 	snprintf(b->vhost_mode, sizeof(b->vhost_mode), "%s", v->server ? "server" : "client");
 	b->ns.vhost_path = (char *)(uintptr_t)v->path;

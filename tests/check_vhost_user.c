@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_vhost_user: vnicd's vhost-user back end, driven by a scripted
  * front end over a real unix socket to a real vnicd (its real worker, a
@@ -420,13 +421,23 @@ static void bad_region(struct fe *f, struct vu_mem_region r, int fd, const char 
 
 START_TEST(t_bad_messages)
 {
-	struct fe f;
-	int with_ep, pipefd[2], small, evfd;
+	struct fe f, other;
+	int with_ep, pipefd[2], small, evfd, other_pid;
 	struct vu_mem_table t = { .nregions = 2 };
 	struct vu_vring_addr a;
+	char path0[sizeof(sockpath)];
 	uint64_t v;
 
 	NEED_PREREQS();
+	/* Another endpoint with a running worker must not notice. */
+	memcpy(path0, sockpath, sizeof(path0));
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu1.sock", vd.dir),
+			 (int)sizeof(sockpath));
+	add_endpoint("vu1", "vut1", true);
+	fe_mem_init(&other, true);
+	fe_start(&other);
+	other_pid = wait_worker("vu1");
+	memcpy(sockpath, path0, sizeof(path0));
 	with_ep = st_fd_count(vd.pid);
 	fe_mem_init(&f, false); /* unsealed, as DPDK passes it */
 	fe_negotiate(&f);
@@ -470,6 +481,20 @@ START_TEST(t_bad_messages)
 	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
 	bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, pipefd[0],
 		   "a pipe as memory");
+	{
+		char p[64];
+		int ro;
+
+		/* Read-only memory and a table not on page boundaries. */
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", f.memfd);
+		ro = open(p, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(ro, 0);
+		bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, ro,
+			   "a read-only fd");
+		close(ro);
+		bad_region(&f, (struct vu_mem_region){ GPA + 8, MEM - 8, uva_of(&f, 8), 8 }, f.memfd,
+			   "not page-aligned");
+	}
 	small = memfd_create("small", MFD_CLOEXEC);
 	ck_assert_int_eq(ftruncate(small, 4096), 0);
 	bad_region(&f, (struct vu_mem_region){ GPA, 8192, uva_of(&f, 0), 0 }, small,
@@ -572,7 +597,14 @@ START_TEST(t_bad_messages)
 
 		ck_assert_int_eq(ep_pid("vu0", state, sizeof(state)), 0);
 		ck_assert_str_eq(state, "listening");
+		/* The other endpoint: the same worker, running, answering. */
+		ck_assert_int_eq(ep_pid("vu1", state, sizeof(state)), other_pid);
+		ck_assert_str_eq(state, "running");
+		ck_assert(fe_get_u64(other.fd, VU_GET_FEATURES) & F_V1);
 	}
+	fe_mem_free(&other);
+	ck_assert_int_eq(vnic_remove_endpoint(ctl, "vu1", 0, NULL), 0);
+	ck_assert(!st_pid_alive(other_pid));
 }
 END_TEST
 
@@ -905,7 +937,7 @@ START_TEST(t_client_and_restart)
 	struct vnic_conn *c2;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char sdir[] = "/tmp/vnicd-vu-state.XXXXXX", fepath[100];
-	struct vnic_vhost_user_config cfg = { .id = "cl0", .tap_name = "vutc0" };
+	struct vnic_vhost_user_config cfg = { .id = "cl0", .tap_name = "vutc0", .mtu = 9000 };
 	char ifname[32], err[256];
 	struct timeval tv = { 5, 0 };
 	int lfd, pid;
@@ -925,9 +957,16 @@ START_TEST(t_client_and_restart)
 	for (int round = 0; round < 2; round++) {
 		st_vnicd_start(&v2, st_worker_path(), "--state-dir", sdir, NULL);
 		c2 = st_connect(&v2);
-		if (round == 0)
+		if (round == 0) {
+			char cmd[200];
+
 			ck_assert_msg(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err,
 							  sizeof(err)) == 0, "%s", err);
+			/* The tap has the endpoint's MTU. */
+			snprintf(cmd, sizeof(cmd), "ip -n %s link show vutc0 | grep -q 'mtu 9000'",
+				 netns);
+			ck_assert_int_eq(system(cmd), 0);
+		}
 		/* vnicd connects to us (round 1: from its state file). */
 		fe_mem_init(&f, false);
 		f.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);

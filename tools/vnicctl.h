@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vnicctl: the pieces its subcommands share. */
 #ifndef VNIC_VNICCTL_H
 #define VNIC_VNICCTL_H

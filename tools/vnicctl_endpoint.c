@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnicctl add / remove: vhost-user endpoints (issue 8).
  *
