@@ -32,6 +32,7 @@
 
 #include "fault.h"
 #include "supervisor.h"
+#include "version.h"
 
 #ifndef VNICD_WORKER_PATH
 #define VNICD_WORKER_PATH "/usr/local/libexec/vnicd/vnicd-worker"
@@ -57,7 +58,8 @@ static void usage(FILE *f)
 		"  --restart-max N   restarts of a crashed worker allowed within %d s, 0..%d;\n"
 		"                    one more death leaves the NIC FAILED (default %d)\n"
 		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
-		"                    or repeat chains in flight (for measuring its cost; default on)\n",
+		"                    or repeat chains in flight (for measuring its cost; default on)\n"
+		"  --version         print the version and exit\n",
 		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, SUP_RESTART_WINDOW_MS / 1000,
 		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT);
 }
@@ -245,6 +247,7 @@ int main(int argc, char **argv)
 		{ "restart-max", required_argument, NULL, 'R' },
 		{ "inflight", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sup s;
@@ -327,6 +330,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return 0;
+		case 'V': return vnic_print_version("vnicd");
 		default: usage(stderr); return 2;
 		}
 	}

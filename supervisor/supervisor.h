@@ -156,6 +156,9 @@ struct nic {
 	struct timespec t_died;
 	uint64_t restart_us;        /* the last restart's death -> READY */
 	char last_error[192];
+	/* The uid and gid its workers run as (supervisor/uidrange.c); 0:
+	 * none allocated (--sandbox=off). Kept across restarts. */
+	uint32_t worker_uid, worker_gid;
 };
 
 TAILQ_HEAD(nic_list, nic);
@@ -234,6 +237,9 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+/* admin.c */
+void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			      struct wire_fds *fds);
 /* Replies for NIC operations that complete later (nic.c calls these). */
 void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);

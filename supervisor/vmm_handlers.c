@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin.h"
 #include "supervisor.h"
 #include "vring.h"
 #include "workers/stats.h"
@@ -52,7 +53,7 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	const Vnic__Vmm__Hello *h = r->hello;
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__HelloReply hr;
-	char server[64];
+	char server[64], version[] = PACKAGE_VERSION;
 
 	if (h->min_version > WIRE_VMM_VERSION || h->max_version < WIRE_VMM_VERSION) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
@@ -75,6 +76,10 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.max_queue_size = VRING_MAX_SIZE;
 	hr.max_message_size = WIRE_VMM_MSG_MAX;
 	hr.max_fds = WIRE_MAX_FDS;
+	hr.version_major = PACKAGE_VERSION_MAJOR;
+	hr.version_minor = PACKAGE_VERSION_MINOR;
+	hr.version_patch = PACKAGE_VERSION_PATCH;
+	hr.version_string = version;
 	rep.request_id = r->request_id;
 	rep.code = VNIC__VMM__STATUS__STATUS_OK;
 	rep.error = empty_str;
@@ -390,6 +395,7 @@ struct nic_status_buf {
 	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
 	struct stats_queue_snapshot snap[NIC_NUM_QUEUES];
 	char names[NIC_NUM_QUEUES][8];
+	struct admin_status_buf admin;
 };
 
 static void fill_status(struct nic *n, struct nic_status_buf *b)
@@ -411,6 +417,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.sandboxed = n->sandboxed;
 	b->ns.start_us = n->start_us;
 	b->ns.restart_us = n->restart_us;
+	admin_fill_status(n, &b->ns, &b->admin);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		Vnic__Vmm__QueueStatus *q = &b->qs[i];
 		struct stats_queue_snapshot *sn = &b->snap[i];

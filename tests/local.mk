@@ -116,3 +116,7 @@ dist_check_SCRIPTS += tests/lifecycle.sh
 if FAULT_INJECTION
 TESTS += tests/lifecycle.sh
 endif
+
+# Administration (issue 10): versions, vnicctl as an operator's tool.
+dist_check_SCRIPTS += tests/admin_cli.sh
+TESTS += tests/admin_cli.sh
