@@ -29,7 +29,7 @@ void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__LogLevelReply lr;
 	enum log_level old = log_get_level(), lv;
-	char empty[1] = "", oldname[16], newname[16];
+	char empty[1] = "", oldname[16], newname[16], why[96];
 
 	if (!admin_conn_is_admin(c)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_PERMISSION_DENIED,
@@ -43,10 +43,9 @@ void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 				     sl->level);
 		return;
 	}
-	log_set_level(lv);
-	/* At warn so that the change shows whatever the new level is. */
-	log_warn("conn %u (pid %d uid %u): log level %s -> %s", c->id, (int)c->pid,
-		 (unsigned)c->uid, log_level_name(old), log_level_name(lv));
+	snprintf(why, sizeof(why), "conn %u (pid %d uid %u)", c->id, (int)c->pid,
+		 (unsigned)c->uid);
+	log_change_level(lv, why);
 	snprintf(oldname, sizeof(oldname), "%s", log_level_name(old));
 	snprintf(newname, sizeof(newname), "%s", log_level_name(lv));
 	vnic__vmm__reply__init(&rep);

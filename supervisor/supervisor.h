@@ -198,8 +198,14 @@ struct sup {
 	gid_t group;
 	const char *group_name;
 	int listen_fd;
+	bool socket_activated;        /* listen_fd came from LISTEN_FDS: never unlinked */
 	struct event *ev_listen;
-	struct event *ev_sigterm, *ev_sigint;
+	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
+	/* Configuration file (daemon.h), re-read on SIGHUP. */
+	const char *conf_path;
+	bool conf_explicit;           /* --config given: it must exist */
+	bool level_from_cmdline;      /* --log-level given: wins at start */
+	enum log_level start_level;
 	struct event *ev_shutdown;    /* backstop timer during shutdown */
 	struct conn_list conns;
 	struct nic_list nics;

@@ -707,14 +707,16 @@ START_TEST(vnicctl_status_json_and_table)
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --json", ctl, lv.sock);
 	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
-	ck_assert_msg(!strncmp(out, "{\"nics\":[{\"id\":\"q\\\"u\\\\o\",\"state\":\"RUNNING\"", 40),
+	ck_assert_msg(!strncmp(out, "{\"schema\":1,", 11), "%s", out);
+	ck_assert_msg(strstr(out, "\"nics\":[{\"id\":\"q\\\"u\\\\o\",\"state\":\"RUNNING\""),
 		      "%s", out);
 	snprintf(want, sizeof(want), "\"pid\":%d,", (int)n.pid);
 	ck_assert_msg(strstr(out, want), "%s", out);
 	ck_assert_msg(strstr(out, "\"queues\":[{\"name\":\"rx0\",\"packets\":0,"), "%s", out);
 	ck_assert_msg(strstr(out, "{\"name\":\"tx0\","), "%s", out);
 	ck_assert_msg(strstr(out, "\"broken\":false,\"broken_reason\":\"\"}"), "%s", out);
-	ck_assert_msg(strstr(out, "\"policy\":\"bh\",\"restarts\":0,\"uptime_s\":"), "%s", out);
+	ck_assert_msg(strstr(out, "\"policy\":\"bh\","), "%s", out);
+	ck_assert_msg(strstr(out, "\"restarts\":0,\"uptime_s\":"), "%s", out);
 	ck_assert_msg(out[strlen(out) - 1] == '\n' && !strchr(out, '\n')[1], "one line: %s", out);
 	/* A JSON parser agrees, where there is one. */
 	if (access("/usr/bin/python3", X_OK) == 0) {
@@ -733,6 +735,7 @@ START_TEST(vnicctl_status_json_and_table)
 		 ctl, lv.sock);
 	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "PKT/S"), "second print shows rates: %s", out);
+	ck_assert_msg(strstr(out, "--- 20") && strstr(out, "Z\n"), "--watch prints a UTC time: %s", out);
 
 	/* No socket: one line on stderr, exit 1. */
 	snprintf(cmd, sizeof(cmd), "%s --socket %s/none status 2>&1", ctl, lv.dir);
