@@ -33,6 +33,7 @@
 
 #include "daemon.h"
 #include "fault.h"
+#include "sdnotify.h"
 #include "supervisor.h"
 #include "version.h"
 
@@ -227,6 +228,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	log_info("signal %d: stopping %u NIC(s)", (int)sig, s->nnics);
 	s->shutting_down = true;
+	sdnotify_stopping(s);
 	/* No new clients; the socket disappears now. */
 	event_del(s->ev_listen);
 	close(s->listen_fd);
@@ -443,8 +445,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* stderr until vnicd detaches: every error before that is seen. */
+	/* stderr until vnicd detaches: every error before that is seen;
+	 * under systemd (stderr is the journal) the journal from the start. */
 	log_init("vnicd", level, false);
+	sdnotify_journal_setup("vnicd");
 	s.start_level = level;
 	if (!s.conf_path)
 		s.conf_path = DAEMON_CONF_DEFAULT;
@@ -499,6 +503,7 @@ int main(int argc, char **argv)
 		 s.worker_user ? s.worker_user : "(worker default)", s.sandbox_off ? "OFF" : "on",
 		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
+	sdnotify_ready(&s);
 	event_base_dispatch(s.base);
 
 	while ((c = TAILQ_FIRST(&s.conns)))
@@ -511,6 +516,7 @@ int main(int argc, char **argv)
 	}
 	if (s.ev_shutdown)
 		event_free(s.ev_shutdown);
+	sdnotify_free(&s);
 	event_free(s.ev_listen);
 	event_free(s.ev_sigterm);
 	event_free(s.ev_sigint);

@@ -207,6 +207,8 @@ struct sup {
 	bool level_from_cmdline;      /* --log-level given: wins at start */
 	enum log_level start_level;
 	struct event *ev_shutdown;    /* backstop timer during shutdown */
+	struct event *ev_notify;      /* sd_notify STATUS refresh (sdnotify.c) */
+	char notify_status[300];      /* the last STATUS= sent */
 	struct conn_list conns;
 	struct nic_list nics;
 	unsigned nnics;

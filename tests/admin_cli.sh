@@ -35,7 +35,7 @@ grep -q 'no NIC "nonesuch"' "$E2E_TMP/err" || e2e_die "status of a missing NIC: 
 # Two NICs with traffic; while they run: the owner's pid (vnic-bench, the
 # parent of the hook's shell), list, status of one, the JSON.
 hook="echo \$PPID > $E2E_TMP/owner.pid; $VNICCTL --socket $E2E_SOCK --json status > $E2E_TMP/status.json && $VNICCTL --socket $E2E_SOCK list > $E2E_TMP/list.txt && $VNICCTL --socket $E2E_SOCK status bench\$PPID-1 > $E2E_TMP/one.txt"
-e2e_bench traffic --nics 2 --backend socket --direction both --size 256 --seconds 5 --count 200 \
+e2e_bench traffic --nics 2 --backend socket --direction h2g --size 256 --seconds 5 --count 200 \
 	--before-remove "$hook" >/dev/null || e2e_die "vnic-bench traffic failed"
 python3 - "$E2E_TMP/status.json" "$(cat "$E2E_TMP/owner.pid")" "$(id -u)" <<'PY' || e2e_die "status JSON: wrong fields"
 import json, re, sys

@@ -118,5 +118,6 @@ TESTS += tests/lifecycle.sh
 endif
 
 # Administration (issue 10): versions, vnicctl as an operator's tool.
-dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh
-TESTS += tests/admin_cli.sh tests/admin_daemon.sh
+dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh
+EXTRA_DIST += tests/sd_helper.py
+TESTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh
