@@ -48,14 +48,16 @@ static void usage(FILE *f)
 		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
 		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
-		"             [--inflight=on|off] [--config PATH]\n"
+		"             [--inflight=on|off] [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
 		"  --log-level L     default info\n"
 		"  --worker PATH     vnicd-worker binary (default $VNICD_WORKER, else %s)\n"
-		"  --user USER       workers run as USER (default: \"vnicd\" if it exists, else\n"
-		"                    \"nobody\")\n"
+		"  --uid-range R     each NIC's worker runs as its own uid and gid from R,\n"
+		"                    FIRST-LAST or FIRST:COUNT, ids no passwd/group entry uses\n"
+		"                    (default %s)\n"
+		"  --user USER       instead: every worker runs as USER\n"
 		"  --sandbox=on|off  off: workers run WITHOUT seccomp, uid drop or empty root;\n"
 		"                    for debugging only (default on)\n"
 		"  --restart-max N   restarts of a crashed worker allowed within %d s, 0..%d;\n"
@@ -65,7 +67,7 @@ static void usage(FILE *f)
 		"  --config PATH     configuration file, read at start and on SIGHUP\n"
 		"                    (default %s when it exists)\n"
 		"  --version         print the version and exit\n",
-		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, SUP_RESTART_WINDOW_MS / 1000,
+		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, UIDRANGE_DEFAULT, SUP_RESTART_WINDOW_MS / 1000,
 		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT, DAEMON_CONF_DEFAULT);
 }
 
@@ -343,6 +345,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'C' },
+		{ "uid-range", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sup s;
@@ -352,6 +355,8 @@ int main(int argc, char **argv)
 	struct vmm_conn *c;
 	char err[320];
 	int opt, nlisten;
+	uint32_t range_first = UIDRANGE_DEFAULT_FIRST, range_count = UIDRANGE_DEFAULT_COUNT;
+	bool have_range = false;
 
 	/* Inherited fds: only stdio and systemd's sockets (LISTEN_FDS) stay. */
 	nlisten = daemon_listen_fds();
@@ -394,19 +399,31 @@ int main(int argc, char **argv)
 			}
 			s.level_from_cmdline = true;
 			break;
+		case 'U':
+			if (uidrange_parse(optarg, &range_first, &range_count, err, sizeof(err)) < 0) {
+				fprintf(stderr, "vnicd: %s\n", err);
+				return 2;
+			}
+			have_range = true;
+			break;
 		case 'C':
 			s.conf_path = optarg;
 			s.conf_explicit = true;
 			break;
 		case 'w': s.worker_path = optarg; break;
-		case 'u':
+		case 'u': {
 			/* Checked here so a typo fails at start, not at AddNic. */
-			if (!optarg[0] || strlen(optarg) > 32 || !getpwnam(optarg)) {
+			struct passwd *pw = optarg[0] && strlen(optarg) <= 32 ? getpwnam(optarg) : NULL;
+
+			if (!pw) {
 				fprintf(stderr, "vnicd: --user %s: no such user\n", optarg);
 				return 2;
 			}
 			s.worker_user = optarg;
+			s.worker_user_uid = pw->pw_uid;
+			s.worker_user_gid = pw->pw_gid;
 			break;
+		}
 		case 'S':
 			if (!strcmp(optarg, "on")) {
 				s.sandbox_off = false;
@@ -461,6 +478,16 @@ int main(int argc, char **argv)
 		log_error("not starting: %s", err);
 		return 1;
 	}
+	if (have_range && (s.worker_user || s.sandbox_off)) {
+		fprintf(stderr, "vnicd: --uid-range goes with neither --user nor --sandbox=off\n");
+		return 2;
+	}
+	s.uid_per_nic = !s.worker_user && !s.sandbox_off;
+	if (s.uid_per_nic &&
+	    uidrange_init(&s.uids, range_first, range_count, err, sizeof(err)) < 0) {
+		log_error("not starting: %s", err);
+		return 1;
+	}
 	if (!daemon_has_net_admin())
 		log_warn("no CAP_NET_ADMIN: tap backends will fail (socket backends work)");
 	if (s.sandbox_off)
@@ -498,9 +525,13 @@ int main(int argc, char **argv)
 	event_add(s.ev_listen, NULL);
 	event_add(s.ev_sigterm, NULL);
 	event_add(s.ev_sigint, NULL);
+	if (s.uid_per_nic)
+		snprintf(err, sizeof(err), "a uid per NIC from %u-%u", s.uids.first,
+			 s.uids.first + s.uids.count - 1);
+	else
+		snprintf(err, sizeof(err), "%s", s.worker_user ? s.worker_user : "(none: sandbox off)");
 	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s, "
-		 "inflight %s)", s.socket_path, s.worker_path,
-		 s.worker_user ? s.worker_user : "(worker default)", s.sandbox_off ? "OFF" : "on",
+		 "inflight %s)", s.socket_path, s.worker_path, err, s.sandbox_off ? "OFF" : "on",
 		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
 	sdnotify_ready(&s);
@@ -522,6 +553,7 @@ int main(int argc, char **argv)
 	event_free(s.ev_sigint);
 	event_free(s.ev_sighup);
 	event_base_free(s.base);
+	uidrange_fini(&s.uids);
 	log_info("exit");
 	return 0;
 }

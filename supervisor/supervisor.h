@@ -26,6 +26,7 @@
 
 #include "log.h"
 #include "nic_state.h"
+#include "uidrange.h"
 #include "validate.h"
 #include "wire.h"
 #include "worker_spawn.h"
@@ -159,6 +160,7 @@ struct nic {
 	/* The uid and gid its workers run as (supervisor/uidrange.c); 0:
 	 * none allocated (--sandbox=off). Kept across restarts. */
 	uint32_t worker_uid, worker_gid;
+	char worker_user[16];       /* worker_uid as --user, "" when not from the range */
 };
 
 TAILQ_HEAD(nic_list, nic);
@@ -218,7 +220,12 @@ struct sup {
 	/* Worker options (issue 4): --user (NULL: the worker's default) and
 	 * --sandbox=off (debugging only, loud). */
 	const char *worker_user;
+	uint32_t worker_user_uid, worker_user_gid; /* --user's ids, for status */
 	bool sandbox_off;
+	/* A uid and gid per NIC from --uid-range (uidrange.h); off with
+	 * --user or --sandbox=off. */
+	bool uid_per_nic;
+	struct uidrange uids;
 	unsigned restart_max;         /* --restart-max; 0: never restart */
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 #ifdef VNIC_FAULT_INJECTION

@@ -244,7 +244,9 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 	rc = nic_start(s, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
 	if (rc) {
 		log_warn("conn %u: AddNic \"%s\" failed: %s", c->id, spec.id, err);
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -ENOSPC ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+						   : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
 				     "%s", err);
 	}
 out:

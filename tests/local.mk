@@ -118,6 +118,6 @@ TESTS += tests/lifecycle.sh
 endif
 
 # Administration (issue 10): versions, vnicctl as an operator's tool.
-dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh
+dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh tests/admin_uid.sh
 EXTRA_DIST += tests/sd_helper.py
-TESTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh
+TESTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh tests/admin_uid.sh
