@@ -21,6 +21,16 @@ bool admin_conn_is_admin(const struct vmm_conn *c)
 	return c->uid == 0 || c->uid == geteuid();
 }
 
+struct vmm_conn *admin_conn_by_id(struct sup *s, unsigned id)
+{
+	struct vmm_conn *c;
+
+	TAILQ_FOREACH(c, &s->conns, link)
+		if (c->id == id && !c->closing)
+			return c;
+	return NULL;
+}
+
 void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds)
 {

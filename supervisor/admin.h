@@ -16,6 +16,11 @@ struct vmm_conn;
 /* uid 0 or vnicd's own uid: may change daemon-wide settings. */
 bool admin_conn_is_admin(const struct vmm_conn *c);
 
+/* admin_conn_by_id - the live connection with this id, or NULL (it
+ * closed): replies to an administrator's request on someone else's NIC. */
+struct sup;
+struct vmm_conn *admin_conn_by_id(struct sup *s, unsigned id);
+
 /* Storage for the strings of one NicStatus's admin fields. */
 struct admin_status_buf {
 	char owner_path[108];

@@ -143,6 +143,7 @@ struct nic {
 	uint64_t remove_req;
 	bool policy_pending;        /* SetPolicy sent to the worker, PolicySet awaited */
 	uint64_t policy_req;
+	unsigned policy_conn_id;    /* an administrator's connection asked (admin.c); 0: the owner */
 	struct nic_policy policy_new;
 	struct timespec remove_t0;
 	bool deadline_missed;

@@ -506,6 +506,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 {
 	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
 	struct nic *n = nic_find(c->sup, sp->id);
+	bool admin = n && n->conn != c && admin_conn_is_admin(c); /* vnicctl set-policy */
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__SetPolicy wsp;
 	Vnic__Vmm__Policy pol;
@@ -513,7 +514,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	char err[128];
 	int rc;
 
-	if (!n || n->conn != c) {
+	if (!n || (n->conn != c && !admin)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", sp->id);
 		return;
@@ -574,15 +575,20 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	n->policy_new = p;
 	n->policy_pending = true;
 	n->policy_req = r->request_id;
+	n->policy_conn_id = admin ? c->id : 0;
 }
 
 void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error)
 {
+	struct vmm_conn *c;
+
 	if (!n->policy_pending)
 		return;
 	n->policy_pending = false;
-	if (n->conn)
-		vmm_conn_reply_error(n->conn, n->policy_req, code, "%s", error ? error : "");
+	/* An administrator's SetPolicy is answered on its own connection. */
+	c = n->policy_conn_id ? admin_conn_by_id(n->sup, n->policy_conn_id) : n->conn;
+	if (c)
+		vmm_conn_reply_error(c, n->policy_req, code, "%s", error ? error : "");
 }
 
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
