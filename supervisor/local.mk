@@ -18,7 +18,8 @@ supervisor_vnicd_SOURCES = \
 	supervisor/admin.c supervisor/admin.h \
 	supervisor/daemon.c supervisor/daemon.h \
 	supervisor/sdnotify.c supervisor/sdnotify.h \
-	supervisor/uidrange.c supervisor/uidrange.h
+	supervisor/uidrange.c supervisor/uidrange.h \
+	supervisor/nic_log.c
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)

@@ -75,6 +75,16 @@ struct stats_page;
 struct sup;
 struct vmm_conn;
 
+/* Per-NIC log buckets (nic_log.c). */
+enum nic_rl {
+	NIC_RL_WORKER_LOG,   /* Log messages the worker relays: 50 per 5 s */
+	NIC_RL_QUEUE_BROKEN, /* QueueBroken reports: 10 per 5 s */
+	NIC_RL_COUNT,
+};
+#define NIC_RL_WINDOW_MS 5000
+#define NIC_RL_WORKER_LOG_BURST 50
+#define NIC_RL_QUEUE_BROKEN_BURST 10
+
 struct nic_queue {
 	uint32_t index;   /* virtqueue index (slot from nic_queue_slot) */
 	uint32_t size;
@@ -162,6 +172,10 @@ struct nic {
 	 * none allocated (--sandbox=off). Kept across restarts. */
 	uint32_t worker_uid, worker_gid;
 	char worker_user[16];       /* worker_uid as --user, "" when not from the range */
+	/* Log rate limits of this NIC's guest- or worker-triggered lines
+	 * (nic_log.c): its own buckets, so a flood hides no other NIC. */
+	struct log_ratelimit rl[NIC_RL_COUNT];
+	bool rl_ready;
 };
 
 TAILQ_HEAD(nic_list, nic);
@@ -302,6 +316,9 @@ void nic_free_all(struct sup *s);
 struct stats_queue_snapshot;
 void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *out);
 uint64_t nic_uptime_s(const struct nic *n);
+
+/* nic_log.c: the NIC's own bucket for lines of kind @which. */
+struct log_ratelimit *nic_log_ratelimit(struct nic *n, enum nic_rl which);
 
 /* monitor.c: messages from a worker, through the permission table. */
 void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);
