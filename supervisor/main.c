@@ -488,6 +488,14 @@ int main(int argc, char **argv)
 		log_error("not starting: %s", err);
 		return 1;
 	}
+	{
+		unsigned long nofile = daemon_raise_nofile();
+
+		/* SUP_MAX_NICS NICs need about 11 fds each, plus clients. */
+		if (nofile < SUP_MAX_NICS * 11ul + SUP_MAX_CONNS + 64)
+			log_warn("RLIMIT_NOFILE is %lu: fewer than %d NICs will fit (raise the hard "
+				 "limit, e.g. LimitNOFILE=)", nofile, SUP_MAX_NICS);
+	}
 	if (!daemon_has_net_admin())
 		log_warn("no CAP_NET_ADMIN: tap backends will fail (socket backends work)");
 	if (s.sandbox_off)

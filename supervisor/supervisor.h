@@ -171,7 +171,7 @@ struct nic {
 	/* The uid and gid its workers run as (supervisor/uidrange.c); 0:
 	 * none allocated (--sandbox=off). Kept across restarts. */
 	uint32_t worker_uid, worker_gid;
-	char worker_user[16];       /* worker_uid as --user, "" when not from the range */
+	char worker_user[24];       /* "UID:GID" for --user, "" when not from the range */
 	/* Log rate limits of this NIC's guest- or worker-triggered lines
 	 * (nic_log.c): its own buckets, so a flood hides no other NIC. */
 	struct log_ratelimit rl[NIC_RL_COUNT];

@@ -15,7 +15,7 @@ tools_vnicctl_LDADD = libvnic.la $(JSONC_LIBS)
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
 tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
-	tools/frames.c tools/frames.h
+	tools/frames.c tools/frames.h tools/bench_scale.c
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
-EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh
+EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh

@@ -30,6 +30,8 @@ static const struct bench_cmd {
 	  bench_traffic_main, bench_traffic_usage },
 	{ "hostile", "a guest posts a looping TX chain: needs-reset, other NICs unaffected",
 	  bench_hostile_main, bench_hostile_usage },
+	{ "scale", "N NICs on one vnicd: add, frames, status of all, remove; times and memory",
+	  bench_scale_main, bench_scale_usage },
 };
 
 const char *bench_socket_path;
