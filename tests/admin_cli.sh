@@ -91,6 +91,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && getent group nogr
 		e2e_die "a member of --group changed the log level"
 	fi
 	grep -q 'may not change the log level' "$E2E_TMP/err" || e2e_die "refusal said: $(cat "$E2E_TMP/err")"
+	# ... nor the policy of a NIC another connection (root's vnic-bench) owns.
+	e2e_bench traffic --nics 1 --backend socket --direction h2g --size 64 --seconds 5 --count 10 \
+		--before-remove "setpriv --reuid=65534 --regid=$gid --clear-groups $VNICCTL --socket $E2E_SOCK set-policy bench\$PPID-0 --budget-packets 9 2>$E2E_TMP/sp.err; echo \$? > $E2E_TMP/sp.rc" \
+		>/dev/null || e2e_die "traffic with a --group member"
+	[ "$(cat "$E2E_TMP/sp.rc")" = 1 ] && grep -q 'no NIC .* on this connection' "$E2E_TMP/sp.err" ||
+		e2e_die "a member of --group set another's policy: rc $(cat "$E2E_TMP/sp.rc"), $(cat "$E2E_TMP/sp.err")"
 	e2e_stop_vnicd
 else
 	e2e_log "not root or no setpriv/nogroup: the --group refusal is not tested"
