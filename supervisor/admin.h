@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * admin: operator requests (SetLogLevel) and the owner/device fields of
  * NicStatus. See admin.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * daemon: what vnicd checks and cleans before it serves (issue 10).
  * Contracts in daemon.h.

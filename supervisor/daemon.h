@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * daemon: vnicd's start-up checks and hygiene (issue 10).
  *

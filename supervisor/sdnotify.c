@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sdnotify: sd_notify and journal logging for vnicd. See sdnotify.h.
  */

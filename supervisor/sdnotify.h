@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sdnotify: vnicd under systemd (issue 10).
  *

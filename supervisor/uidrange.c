@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * uidrange: a uid and gid per NIC. See uidrange.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * uidrange: one uid and gid per NIC, from a range vnicd owns (issue 10).
  *

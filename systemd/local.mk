@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # systemd/: vnicd.service (Type=notify), vnicd.socket (socket activation),
 # the sysusers.d and tmpfiles.d entries. Installed into the directories
 # configure found in systemd.pc (under ${prefix}); --with-systemdsystemunitdir=no

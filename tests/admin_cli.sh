@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The operator's view (issue 10): --version on every program equals
 # configure's version (and libvnic.h's macros); vnicctl list / status ID /
 # status --json (schema, vnicd's version, owner pid and uid, backend, MAC,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Daemon hygiene (issue 10): every error before vnicd detaches is a line
 # on stderr and a non-zero exit (missing socket directory, socket in use,
 # missing worker, missing privileges); SIGHUP re-reads the configuration

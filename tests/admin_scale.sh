@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Scale, small (issue 10): vnic-bench scale adds 8 NICs on one
 # connection, passes checked frames each way on every one, lists the
 # status of all (every NIC RUNNING) and removes them; then vnicd's fds

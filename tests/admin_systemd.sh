@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # vnicd under systemd (issue 10), on a host without systemd as PID 1:
 #  - the units pass `systemd-analyze verify`; the sysusers.d and tmpfiles.d
 #    entries create the vnicd user/group and directories in a scratch root;

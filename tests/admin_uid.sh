@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A uid per NIC (issue 10): each worker runs as its own uid and gid from
 # --uid-range; two running workers have different ids (/proc/PID/status)
 # and a process with one worker's uid cannot signal the other; a restarted

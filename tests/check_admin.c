@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_admin: administration pieces of vnicd (issue 10) that need a
  * real vnicd but no root:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Test helper for tests/admin_systemd.sh: plays systemd's part.
 
   sd_helper.py notify SOCK OUT CONTROL SECONDS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnic-bench scale: many NICs on one vnicd (issue 10).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench_scale.sh BUILD_DIR [REPS]: vnic-bench scale at N = 1, 64 and 256
 # NICs against one fresh vnicd per run, the three sizes alternating, REPS
 # rounds (default 3); prints min / median / max of each figure per N and
