@@ -4,7 +4,8 @@
  *
  *   vnic-bench [--socket PATH] scale --nics N [--frames F] [--status-reps R]
  *
- * One VMM connection adds N NICs (socket backend, one simulated guest
+ * ceil(N / 32) VMM connections (32 NICs each: vnicd limits one
+ * connection's share of its NICs) add N NICs (socket backend, one simulated guest
  * each), passes F checked frames each way on every NIC, takes the status
  * of all NICs R times (vnic_status: every page), and removes them all.
  * Printed: the time of each step; vnicd's RSS and PSS before and with the
@@ -33,9 +34,13 @@
 #define SC_FRAME_LEN 128u
 #define SC_MAX_NICS 1024u
 #define SC_TIMEOUT_NS (20ull * 1000 * 1000 * 1000)
+/* NICs per VMM connection: vnicd gives one connection a share of its NIC
+ * budget (a quarter), so N NICs come from ceil(N / SC_PER_CONN) "VMMs". */
+#define SC_PER_CONN 32u
 
 struct sc_nic {
 	char id[64];
+	struct vnic_conn *conn;     /* the VMM connection that owns it */
 	struct guest *g;
 	int host_fd;
 	uint8_t host_mac[6];
@@ -47,7 +52,7 @@ struct sc_nic {
 void bench_scale_usage(FILE *f)
 {
 	fprintf(f, "usage: vnic-bench [--socket PATH] scale --nics N [--frames F] [--status-reps R]\n"
-		   "  N NICs on one connection: add, F frames each way per NIC (default 4),\n"
+		   "  N NICs from N/32 connections: add, F frames each way per NIC (default 4),\n"
 		   "  R status listings of all NICs (default 10), remove; prints the time of\n"
 		   "  each step, vnicd's memory and each worker's PSS\n");
 }
@@ -250,7 +255,8 @@ static void sc_pss(struct sc_nic *nics, unsigned nn, bool busy, double *mn, doub
 int bench_scale_main(int argc, char **argv)
 {
 	unsigned long nn = 0, frames = 4, reps = 10;
-	struct vnic_conn *conn = NULL;
+	struct vnic_conn *conn = NULL, **conns = NULL;
+	unsigned nconns = 0;
 	struct sc_nic *nics = NULL;
 	struct vnic_status *st = NULL;
 	struct ucred cred;
@@ -290,17 +296,29 @@ int bench_scale_main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < nn; i++)
 		nics[i].host_fd = -1;
-	rc = vnic_connect(bench_socket_path, &conn);
-	if (rc) {
-		fprintf(stderr, "vnic-bench: connect: %s\n", strerror(-rc));
-		rc = 1;
+	nconns = (unsigned)((nn + SC_PER_CONN - 1) / SC_PER_CONN);
+	conns = calloc(nconns, sizeof(*conns));
+	if (!conns)
 		goto out;
+	for (unsigned i = 0; i < nconns; i++) {
+		rc = vnic_connect(bench_socket_path, &conns[i]);
+		if (rc) {
+			fprintf(stderr, "vnic-bench: connect: %s\n", strerror(-rc));
+			rc = 1;
+			goto out;
+		}
+		rc = 1;
+		vnic_set_timeout(conns[i], 30000);
+		if (vnic_hello(conns[i], "vnic-bench scale", NULL)) {
+			fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(conns[i]));
+			goto out;
+		}
 	}
-	rc = 1;
-	vnic_set_timeout(conn, 30000);
-	if (vnic_hello(conn, "vnic-bench scale", NULL) ||
-	    getsockopt(vnic_fd(conn), SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-		fprintf(stderr, "vnic-bench: hello: %s\n", vnic_last_error(conn));
+	conn = conns[0];
+	for (unsigned i = 0; i < nn; i++)
+		nics[i].conn = conns[i / SC_PER_CONN];
+	if (getsockopt(vnic_fd(conn), SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		fprintf(stderr, "vnic-bench: SO_PEERCRED: %s\n", strerror(errno));
 		goto out;
 	}
 	fds0 = fd_count(cred.pid);
@@ -309,7 +327,7 @@ int bench_scale_main(int argc, char **argv)
 
 	t0 = bench_now_ns();
 	for (; added < nn; added++)
-		if (sc_add(conn, &nics[added], added) < 0)
+		if (sc_add(nics[added].conn, &nics[added], added) < 0)
 			goto out_remove;
 	add_ms = ms_since(t0);
 	if (vnic_status(conn, &st)) {
@@ -355,15 +373,16 @@ int bench_scale_main(int argc, char **argv)
 
 	t0 = bench_now_ns();
 	for (unsigned i = 0; i < added; i++)
-		if (vnic_remove_nic(conn, nics[i].id, 0, NULL)) {
-			fprintf(stderr, "vnic-bench: RemoveNic %s: %s\n", nics[i].id, vnic_last_error(conn));
+		if (vnic_remove_nic(nics[i].conn, nics[i].id, 0, NULL)) {
+			fprintf(stderr, "vnic-bench: RemoveNic %s: %s\n", nics[i].id,
+				vnic_last_error(nics[i].conn));
 			goto out_remove;
 		}
 	remove_ms = ms_since(t0);
 	added = 0;
 
-	printf("vnic-bench scale: %lu NICs, %lu frames each way per NIC, %lu status listings\n", nn,
-	       frames, reps);
+	printf("vnic-bench scale: %lu NICs on %u connections, %lu frames each way per NIC, "
+	       "%lu status listings\n", nn, nconns, frames, reps);
 	printf("  add all:     %9.1f ms (%.2f ms per NIC, AddNic -> worker READY)\n", add_ms,
 	       add_ms / (double)nn);
 	printf("  frames:      %9.1f ms (%lu checked frames)\n", frames_ms, 2 * frames * nn);
@@ -386,10 +405,12 @@ int bench_scale_main(int argc, char **argv)
 	rc = 0;
 out_remove:
 	for (unsigned i = 0; i < added; i++)
-		vnic_remove_nic(conn, nics[i].id, 0, NULL);
+		vnic_remove_nic(nics[i].conn, nics[i].id, 0, NULL);
 out:
 	vnic_status_free(st);
-	vnic_close(conn);
+	for (unsigned i = 0; conns && i < nconns; i++)
+		vnic_close(conns[i]);
+	free(conns);
 	if (nics) {
 		for (unsigned i = 0; i < nn; i++) {
 			guest_free(nics[i].g);
