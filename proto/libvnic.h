@@ -235,6 +235,39 @@ int vnic_set_policy(struct vnic_conn *conn, const char *id, const struct vnic_po
 int vnic_remove_nic(struct vnic_conn *conn, const char *id, uint32_t deadline_ms,
 		    struct vnic_remove_result *ret);
 
+/* A vhost-user endpoint: vnicd is the vhost-user back end on @path. */
+struct vnic_vhost_user_config {
+	const char *id;             /* as vnic_nic_config's */
+	const char *path;           /* absolute unix socket path, < 108 bytes */
+	bool server;                /* true: vnicd listens; false: vnicd connects (and reconnects) */
+	const char *tap_name;       /* NULL/"": the kernel chooses (tapN) */
+	const char *netns;          /* NULL/"": vnicd's own; else an existing /run/netns/<netns> */
+	bool mac_set;               /* false: a locally administered MAC derived from the id */
+	uint8_t mac[6];
+	uint32_t mtu;               /* 0: 1500 */
+	struct vnic_policy policy;
+};
+
+/*
+ * vnic_add_vhost_user - create a vhost-user endpoint. Server mode: answered
+ * once @path accepts connections. The endpoint does not belong to this
+ * connection: it lives until vnic_remove_endpoint, and across vnicd
+ * restarts (vnicd's state directory).
+ * @ifname, @ifname_len: the tap's name (may be NULL/0).
+ * Returns: 0, a negative errno, or a positive status code
+ * (VNIC_STATUS_ALREADY_EXISTS, VNIC_STATUS_INVALID_ARGUMENT, ...).
+ */
+int vnic_add_vhost_user(struct vnic_conn *conn, const struct vnic_vhost_user_config *cfg,
+			char *ifname, size_t ifname_len, char *err, size_t errlen);
+
+/*
+ * vnic_remove_endpoint - remove a vhost-user endpoint: the front end is
+ * disconnected and the worker reaped before the answer.
+ * Returns: 0, a negative errno, VNIC_STATUS_NOT_FOUND, ...
+ */
+int vnic_remove_endpoint(struct vnic_conn *conn, const char *id, uint32_t deadline_ms,
+			 uint64_t *latency_us);
+
 enum vnic_nic_state {
 	VNIC_NIC_UNSPECIFIED = 0,
 	VNIC_NIC_STARTING = 1,
@@ -243,6 +276,8 @@ enum vnic_nic_state {
 	VNIC_NIC_GONE = 4,
 	VNIC_NIC_FAILED = 5,
 	VNIC_NIC_RESTARTING = 6,
+	VNIC_NIC_STALLED = 7,     /* no heartbeat while it had work: being killed
+	                             and restarted (issue 11) */
 };
 
 /* "STARTING", "RUNNING", ... */
@@ -280,6 +315,13 @@ struct vnic_nic_status {
 	uint64_t features;   /* negotiated (acked) VNIC_F_* bits */
 	uint32_t worker_uid, worker_gid; /* 0: vnicd's own (--sandbox=off) */
 	uint32_t mtu;
+	/* vhost-user endpoints only (vhost_path[0] == 0 otherwise). An
+	 * endpoint with no worker is STARTING with pid 0. */
+	char vhost_path[108];
+	char vhost_mode[8];          /* "server" or "client" */
+	char vhost_state[16];        /* listening, connecting, negotiating, running, stopping */
+	uint64_t vhost_connects, vhost_messages, vhost_rejected, vhost_reconfigs;
+	char vhost_last_error[192];
 };
 
 struct vnic_status {
@@ -315,6 +357,9 @@ enum vnic_event_type {
 	                                     DEVICE_NEEDS_RESET, config interrupt */
 	VNIC_EVENT_NIC_RESTARTED = 3,
 	VNIC_EVENT_NIC_STATE_CHANGED = 4,
+	VNIC_EVENT_NIC_STALLED = 5,       /* the worker stopped beating while it had
+	                                     work; STALLED, then restarted (a
+	                                     NIC_FAILED and state changes follow) */
 };
 
 struct vnic_event {
@@ -328,6 +373,7 @@ struct vnic_event {
 	uint32_t restarts;      /* NIC_RESTARTED: restarts so far, this one included */
 	uint64_t restart_us;    /* NIC_RESTARTED: death noticed -> new worker READY */
 	enum vnic_nic_state old_state, new_state; /* NIC_STATE_CHANGED */
+	uint32_t silent_ms;     /* NIC_STALLED: how long the heartbeat stood still */
 };
 
 /* The callback gets an event valid during the call only. */

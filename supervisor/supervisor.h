@@ -55,6 +55,28 @@ struct stats_page;
 #define SUP_STATUS_PAGE 32          /* NICs per StatusReply (keeps replies < 64 KiB) */
 #define SUP_MTU_DEFAULT 1500
 
+/* fd budgets (issue 11 item 1, limits.c): derived at start from
+ * RLIMIT_NOFILE, raised to its hard limit. SUP_MAX_NICS and SUP_MAX_CONNS
+ * above are ceilings; the limits in struct sup_limits apply. */
+#define SUP_FD_RESERVE 32        /* vnicd's own: listener, epoll, signals, log, a tap */
+#define SUP_NIC_OWN_FDS 6        /* per NIC: stats, inflight, ctrl, pidfd, report, tap */
+#define SUP_NIC_MIN_VMM_FDS 6    /* per NIC from the VMM: 1 memfd, 4 eventfds, 1 backend */
+#define SUP_CONN_NICS_MIN 4      /* a connection may always have this many NICs */
+#define SUP_ACCEPT_RETRY_MS 100  /* listener off this long after EMFILE & co. */
+
+/* Liveness watchdog (issue 11 item 9, watchdog.c). */
+#define SUP_WATCHDOG_MS 500      /* how often heartbeats are compared */
+#define SUP_STALL_MS 2000        /* no heartbeat this long, with work pending: STALLED */
+
+struct sup_limits {
+	uint64_t nofile;     /* RLIMIT_NOFILE after raising it */
+	unsigned max_conns;  /* connected clients */
+	unsigned max_nics;   /* NICs in all */
+	unsigned vmm_fds;    /* fds all NICs may hold for their VMMs */
+	unsigned conn_fds;   /* ... one connection's NICs */
+	unsigned conn_nics;  /* NICs of one connection */
+};
+
 /* Crash restart policy (issue 5, guarantee 3). A worker that dies while
  * its NIC is RUNNING (or while its replacement starts) is restarted on
  * the same fds. The k-th death within SUP_RESTART_WINDOW_MS waits
@@ -74,6 +96,47 @@ struct stats_page;
 
 struct sup;
 struct vmm_conn;
+struct nic;
+struct vu_state;
+
+/* How an operation the owner asked for ended (no protobuf here: each
+ * owner maps it to its own protocol). */
+enum nic_result {
+	NIC_RES_OK = 0,
+	NIC_RES_UNAVAILABLE,   /* the worker could not start / exited first */
+	NIC_RES_DEADLINE,      /* the worker missed its stop deadline: killed, reaped */
+};
+
+/*
+ * A NIC's owner: who created it and hears what happens to it. nic.c knows
+ * only this table; the protobuf control channel (vmm_handlers.c) is one
+ * owner, a vhost-user endpoint (vhost_user.c) another. Every callback may
+ * be NULL. The owner pointer is n->owner; nic_detach_owner() clears it.
+ *  added         - the first worker is READY (NIC_RES_OK), or the start
+ *                  failed (the NIC is freed right after)
+ *  removed       - a stop the owner asked for (nic_stop with
+ *                  remove_pending) finished: the worker is reaped
+ *  policy_set    - the pending SetPolicy was applied or failed
+ *  failed        - the worker died (restart or FAILED follows)
+ *  restarted     - a replacement worker is READY
+ *  state_changed - every transition once added(OK) was called
+ *  queue_reset   - the worker reported a broken queue
+ *  stalled       - the watchdog killed a worker that stopped answering
+ *  gone          - the NIC is about to be freed (last call)
+ */
+struct nic_owner_ops {
+	const char *kind;
+	void (*added)(struct nic *n, enum nic_result r, const char *error);
+	void (*removed)(struct nic *n, enum nic_result r, const char *error);
+	void (*policy_set)(struct nic *n, enum nic_result r, const char *error);
+	void (*failed)(struct nic *n, int sig, int exit_status, int syscall_nr);
+	void (*restarted)(struct nic *n);
+	void (*state_changed)(struct nic *n, enum nic_state old, enum nic_state st,
+			      const char *why);
+	void (*queue_reset)(struct nic *n, uint32_t queue, const char *reason);
+	void (*stalled)(struct nic *n, uint64_t silent_ms);
+	void (*gone)(struct nic *n);
+};
 
 /* Per-NIC log buckets (nic_log.c). */
 enum nic_rl {
@@ -102,7 +165,8 @@ struct nic_queue {
 struct nic {
 	TAILQ_ENTRY(nic) link;
 	struct sup *sup;
-	struct vmm_conn *conn;      /* owner; NULL once it disconnected */
+	const struct nic_owner_ops *ops; /* the owner's callbacks */
+	void *owner;                /* the owner's object; NULL once detached */
 	char id[VALIDATE_ID_MAX + 1];
 	enum nic_state state;
 
@@ -118,6 +182,8 @@ struct nic {
 	struct memtable_region_desc *regions; /* fds owned */
 	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
 	int backend_fd;             /* owned */
+	bool memory_unsealed_ok;    /* vhost-user memory (worker.proto Config) */
+	bool base_from_used_idx;    /* vhost-user resumption (worker.proto Config) */
 
 	/* Stats page: a memfd shared with the worker, read lock-free here. */
 	int stats_fd;
@@ -145,7 +211,7 @@ struct nic {
 	bool ctrl_closed;           /* the worker closed its control socket */
 	char exit_desc[160];
 
-	/* Requests waiting for this NIC (request_id, or 0 for none). */
+	/* Requests waiting for this NIC (the owner's request ids). */
 	bool add_pending;
 	uint64_t add_req;
 	bool announced;             /* AddNic was answered OK: events flow */
@@ -166,6 +232,10 @@ struct nic {
 	struct timespec deaths[SUP_RESTART_MAX_LIMIT + 1];
 	unsigned ndeaths;           /* entries used in deaths[] (oldest first) */
 	struct timespec t_died;
+	uint64_t hb_last;           /* watchdog: last heartbeat seen, and when */
+	struct timespec hb_t;
+	pid_t hb_pid;               /* the worker hb_last belongs to */
+	unsigned mon_once;          /* monitor.c: ONCE rows seen from this worker (bit per row) */
 	uint64_t restart_us;        /* the last restart's death -> READY */
 	char last_error[192];
 	/* The uid and gid its workers run as (supervisor/uidrange.c); 0:
@@ -232,6 +302,19 @@ struct sup {
 	unsigned nconns;
 	unsigned next_conn_id;
 	bool shutting_down;
+	/* vhost-user endpoints (vhost_user.c) and where they are saved
+	 * (--state-dir; NULL: nowhere). */
+	struct vu_state *vu;
+	const char *state_dir;
+	/* Called whenever a NIC is freed (main.c: exit once shutdown is done). */
+	void (*nic_gone)(struct sup *s);
+	/* Answers an administrator's SetPolicy on another's NIC (vmm_handlers.c). */
+	void (*admin_policy_set)(struct nic *n, enum nic_result r, const char *error);
+	struct sup_limits lim;        /* limits.c */
+	struct event *ev_accept_retry;
+	bool accept_paused;           /* listener out of the loop after EMFILE */
+	uint64_t accept_pauses;
+	struct event *ev_watchdog;    /* watchdog.c */
 	/* Worker options (issue 4): --user (NULL: the worker's default) and
 	 * --sandbox=off (debugging only, loud). */
 	const char *worker_user;
@@ -270,16 +353,12 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 /* admin.c */
 void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds);
-/* Replies for NIC operations that complete later (nic.c calls these). */
-void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
-void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
-/* vmm_reply_set_policy - answer the pending SetPolicy (no-op without one). */
-void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error);
-void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
-void vmm_event_nic_restarted(struct nic *n);
-void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
-void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
-			     const char *why);
+void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			       struct wire_fds *fds);
+void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+				struct wire_fds *fds);
+/* The control channel as a NIC owner (n->owner is the vmm_conn). */
+extern const struct nic_owner_ops vmm_nic_owner;
 
 /* nic.c */
 struct nic *nic_find(struct sup *s, const char *id);
@@ -295,18 +374,24 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why);
 int nic_worker_ready(struct nic *n, bool sandboxed);
 /* nic_policy_resolve - fill in defaults so a worker gets concrete values. */
 void nic_policy_resolve(struct nic_policy *p);
-/* nic_start - adopt the validated spec's fds (set to -1 in the frame),
- * open the backend, spawn the worker, send Config; the AddNic reply
- * follows on READY or failure. Returns 0 or a negative errno with err
- * filled (then nothing was adopted and no NIC exists). */
-int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
+/* nic_start - adopt the validated spec's fds (set to -1 in the frame;
+ * fds == NULL: the spec's fds are the caller's own and pass to the NIC
+ * as they are, lay unused), open the backend, spawn the worker, send
+ * Config; the owner's added() follows on READY or failure. Returns 0 or
+ * a negative errno with err filled (then nothing was adopted and no NIC
+ * exists). */
+int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen);
 /* nic_stop - begin a stop: Stop to the worker and a deadline, or a kill
  * for a worker not yet READY; a NIC with no worker is freed at once. */
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
-/* nic_detach_conn - the owner went away: stop each of its NICs. */
-void nic_detach_conn(struct sup *s, struct vmm_conn *c);
+/* nic_detach_owner - the owner went away: stop each of its NICs. */
+void nic_detach_owner(struct sup *s, void *owner);
+/* Tell the owner (each checks and clears the matching pending flag). */
+void nic_notify_removed(struct nic *n, enum nic_result r, const char *error);
+void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error);
+void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason);
 /* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it
  * unless it exits within SUP_CTRL_GRACE_MS. */
 void nic_ctrl_closed(struct nic *n);
@@ -323,7 +408,31 @@ struct log_ratelimit *nic_log_ratelimit(struct nic *n, enum nic_rl which);
 /* monitor.c: messages from a worker, through the permission table. */
 void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);
 
-/* main.c */
-void sup_maybe_exit(struct sup *s);
+
+/* limits.c (issue 11 item 1) */
+/* sup_limits_derive - every bound from an fd limit (pure; see limits.c). */
+void sup_limits_derive(uint64_t nofile, struct sup_limits *l);
+/* sup_limits_init - raise RLIMIT_NOFILE to its hard limit, derive s->lim. */
+void sup_limits_init(struct sup *s);
+/* sup_budget_check - may connection c add a NIC carrying nfds fds?
+ * Returns: 0, or -ENOSPC with err filled (answer RESOURCE_EXHAUSTED). */
+int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nfds, char *err,
+		     size_t errlen);
+/* sup_accept_pause - accept failed with errnum (EMFILE & co.): listener
+ * off, back after SUP_ACCEPT_RETRY_MS or at sup_accept_resume. */
+void sup_accept_pause(struct sup *s, int errnum);
+/* sup_accept_resume - an fd was freed: listen again (no-op if not paused). */
+void sup_accept_resume(struct sup *s);
+
+/* watchdog.c (issue 11 item 9) */
+/* sup_watchdog_start - the periodic heartbeat check of every worker. */
+int sup_watchdog_start(struct sup *s);
+/* nic_close_vmm_fds (nic.c) - close the NIC's memfds, eventfds, backend,
+ * stats page and inflight region now (before a reply that says they are
+ * free); nic_free closes nothing twice. */
+void nic_close_vmm_fds(struct nic *n);
+/* nic_stalled (nic.c) - the worker stopped beating: STALLED, kill; its
+ * reap restarts it under the usual backoff. */
+void nic_stalled(struct nic *n, uint64_t silent_ms);
 
 #endif

@@ -42,11 +42,11 @@ static unsigned tap_offloads(uint64_t f)
 {
 	unsigned o = 0;
 
-	if (f & (1ull << VNET_F_GUEST_CSUM)) {
+	if (f & (1ull << VIRTIO_NET_F_GUEST_CSUM)) {
 		o |= TUN_F_CSUM;
-		if (f & (1ull << VNET_F_GUEST_TSO4))
+		if (f & (1ull << VIRTIO_NET_F_GUEST_TSO4))
 			o |= TUN_F_TSO4;
-		if (f & (1ull << VNET_F_GUEST_TSO6))
+		if (f & (1ull << VIRTIO_NET_F_GUEST_TSO6))
 			o |= TUN_F_TSO6;
 	}
 	return o;
@@ -144,4 +144,9 @@ out_close_target:
 out_close_self:
 	close(self);
 	return rc;
+}
+
+int tap_set_persist(int fd, bool on)
+{
+	return ioctl(fd, TUNSETPERSIST, on ? 1 : 0) < 0 ? -errno : 0;
 }

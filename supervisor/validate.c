@@ -38,14 +38,14 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 uint64_t validate_nic_offered(enum nic_backend_type backend)
 {
-	uint64_t f = BIT(VNET_F_VERSION_1) | BIT(VNET_F_EVENT_IDX) |
-		     BIT(VNET_F_INDIRECT_DESC) | BIT(VNET_F_MRG_RXBUF) |
-		     BIT(VNET_F_MAC) | BIT(VNET_F_MTU);
+	uint64_t f = BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_F_EVENT_IDX) |
+		     BIT(VIRTIO_F_INDIRECT_DESC) | BIT(VIRTIO_NET_F_MRG_RXBUF) |
+		     BIT(VIRTIO_NET_F_MAC) | BIT(VIRTIO_NET_F_MTU);
 
 	if (backend == NIC_BACKEND_TAP || backend == NIC_BACKEND_TAP_FD)
-		f |= BIT(VNET_F_CSUM) | BIT(VNET_F_GUEST_CSUM) |
-		     BIT(VNET_F_HOST_TSO4) | BIT(VNET_F_HOST_TSO6) |
-		     BIT(VNET_F_GUEST_TSO4) | BIT(VNET_F_GUEST_TSO6);
+		f |= BIT(VIRTIO_NET_F_CSUM) | BIT(VIRTIO_NET_F_GUEST_CSUM) |
+		     BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6) |
+		     BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6);
 	return f;
 }
 
@@ -120,15 +120,15 @@ int validate_features(uint64_t features, enum nic_backend_type backend,
 		return fail(err, errlen, -ENOTSUP,
 			    "features 0x%llx were not offered (offered 0x%llx for this backend)",
 			    (unsigned long long)extra, (unsigned long long)offered);
-	if (!(features & BIT(VNET_F_VERSION_1)))
+	if (!(features & BIT(VIRTIO_F_VERSION_1)))
 		return fail(err, errlen, -ENOTSUP,
 			    "VIRTIO_F_VERSION_1 (bit 32) is required: legacy devices are not supported");
 	/* Spec 5.1.3.1: TSO needs the matching checksum offload. */
-	if ((features & (BIT(VNET_F_HOST_TSO4) | BIT(VNET_F_HOST_TSO6))) &&
-	    !(features & BIT(VNET_F_CSUM)))
+	if ((features & (BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6))) &&
+	    !(features & BIT(VIRTIO_NET_F_CSUM)))
 		return fail(err, errlen, -EINVAL, "HOST_TSO4/6 require VIRTIO_NET_F_CSUM (spec 5.1.3.1)");
-	if ((features & (BIT(VNET_F_GUEST_TSO4) | BIT(VNET_F_GUEST_TSO6))) &&
-	    !(features & BIT(VNET_F_GUEST_CSUM)))
+	if ((features & (BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6))) &&
+	    !(features & BIT(VIRTIO_NET_F_GUEST_CSUM)))
 		return fail(err, errlen, -EINVAL,
 			    "GUEST_TSO4/6 require VIRTIO_NET_F_GUEST_CSUM (spec 5.1.3.1)");
 	return 0;
@@ -254,6 +254,29 @@ int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
 	return 0;
 }
 
+/* 1 semaphore, 0 plain, -1 unknown (no such fdinfo line). */
+static int eventfd_is_semaphore(int fd)
+{
+	char path[64], line[128];
+	FILE *f;
+	int r = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned v;
+
+		if (sscanf(line, "eventfd-semaphore: %u", &v) == 1) {
+			r = v != 0;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
 /* The kernel names an anonymous inode's file "anon_inode:[eventfd]". */
 int validate_eventfd(int fd, char *err, size_t errlen)
 {
@@ -269,6 +292,14 @@ int validate_eventfd(int fd, char *err, size_t errlen)
 	target[n] = '\0';
 	if (strcmp(target, "anon_inode:[eventfd]"))
 		return fail(err, errlen, -EINVAL, "fd is %s, not an eventfd", target);
+	/* EFD_SEMAPHORE: every read takes 1 from the count, so a count of
+	 * 2^40 stays readable for ever (issue 11 item 10). The kernel says so
+	 * in fdinfo (Linux 6.x "eventfd-semaphore:"); where it does not, the
+	 * worker's one-read-per-edge kick handling still bounds the work. */
+	if (eventfd_is_semaphore(fd) == 1)
+		return fail(err, errlen, -EINVAL,
+			    "eventfd is in semaphore mode (EFD_SEMAPHORE): kick and call "
+			    "eventfds must be plain counters");
 	return 0;
 }
 
@@ -345,7 +376,10 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		return rc;
 
 	/* C6, F1, F2: the memory table as a whole. */
-	rc = memtable_validate(s->regions, s->nregions, sub, sizeof(sub));
+	rc = memtable_validate_flags(s->regions, s->nregions,
+				     s->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, sub, sizeof(sub));
+	if (rc == 0)
+		rc = memtable_check_pages(s->regions, s->nregions, sub, sizeof(sub));
 	if (rc)
 		return fail(err, errlen, rc, "memory table: %s", sub);
 
