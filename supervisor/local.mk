@@ -19,7 +19,8 @@ supervisor_vnicd_SOURCES = \
 	supervisor/daemon.c supervisor/daemon.h \
 	supervisor/sdnotify.c supervisor/sdnotify.h \
 	supervisor/uidrange.c supervisor/uidrange.h \
-	supervisor/nic_log.c
+	supervisor/nic_log.c \
+	supervisor/limits.c supervisor/watchdog.c
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)

@@ -488,14 +488,6 @@ int main(int argc, char **argv)
 		log_error("not starting: %s", err);
 		return 1;
 	}
-	{
-		unsigned long nofile = daemon_raise_nofile();
-
-		/* SUP_MAX_NICS NICs need about 11 fds each, plus clients. */
-		if (nofile < SUP_MAX_NICS * 11ul + SUP_MAX_CONNS + 64)
-			log_warn("RLIMIT_NOFILE is %lu: fewer than %d NICs will fit (raise the hard "
-				 "limit, e.g. LimitNOFILE=)", nofile, SUP_MAX_NICS);
-	}
 	if (!daemon_has_net_admin())
 		log_warn("no CAP_NET_ADMIN: tap backends will fail (socket backends work)");
 	if (s.sandbox_off)
@@ -503,6 +495,8 @@ int main(int argc, char **argv)
 			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
 			 "process. For debugging only. ***");
 	signal(SIGPIPE, SIG_IGN);
+	/* RLIMIT_NOFILE to its hard limit; every bound from it (limits.c). */
+	sup_limits_init(&s);
 
 	if (nlisten ? adopt_listen_fd(&s, nlisten) < 0 : listen_socket(&s) < 0)
 		return 1;
@@ -527,7 +521,8 @@ int main(int argc, char **argv)
 	s.ev_sigterm = evsignal_new(s.base, SIGTERM, signal_cb, &s);
 	s.ev_sigint = evsignal_new(s.base, SIGINT, signal_cb, &s);
 	s.ev_sighup = evsignal_new(s.base, SIGHUP, sighup_cb, &s);
-	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || !s.ev_sighup)
+	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || !s.ev_sighup ||
+	    sup_watchdog_start(&s) < 0)
 		fatalx("event_new failed");
 	event_add(s.ev_sighup, NULL);
 	event_add(s.ev_listen, NULL);
@@ -556,6 +551,10 @@ int main(int argc, char **argv)
 	if (s.ev_shutdown)
 		event_free(s.ev_shutdown);
 	sdnotify_free(&s);
+	if (s.ev_accept_retry)
+		event_free(s.ev_accept_retry);
+	if (s.ev_watchdog)
+		event_free(s.ev_watchdog);
 	event_free(s.ev_listen);
 	event_free(s.ev_sigterm);
 	event_free(s.ev_sigint);
