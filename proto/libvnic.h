@@ -115,6 +115,8 @@ struct vnic_hello_info {
 	uint32_t version;
 	char server[64];
 	uint64_t device_features; /* bits the device supports (tap backend) */
+	/* max_regions: what one AddNic can carry with any backend (248: one
+	 * frame's 253 fds less 2 eventfds per queue and a backend fd). */
 	uint32_t max_regions, max_queues, max_queue_size, max_message_size, max_fds;
 	/* vnicd's release; 0.0.0 and "" from a vnicd older than 0.1.0. */
 	uint32_t vnicd_major, vnicd_minor, vnicd_patch;

@@ -53,20 +53,6 @@ int daemon_close_inherited(int keep_from, int keep_n)
 	return 0;
 }
 
-unsigned long daemon_raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return 0;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return (unsigned long)rl.rlim_cur;
-}
-
 static bool cap_has(const struct __user_cap_data_struct *d, int cap)
 {
 	return d[cap / 32].effective & (1u << (cap % 32));

@@ -32,10 +32,6 @@ int daemon_listen_fds(void);
  * [keep_from, keep_from + keep_n). Returns: 0 or a negative errno. */
 int daemon_close_inherited(int keep_from, int keep_n);
 
-/* daemon_raise_nofile - RLIMIT_NOFILE soft limit up to the hard one (vnicd
- * holds about 11 fds per NIC, README "Limits"). Returns: the new soft limit. */
-unsigned long daemon_raise_nofile(void);
-
 /* daemon_check_worker - the worker binary exists and is executable.
  * Returns: 0, or a negative errno with err filled (one line). */
 int daemon_check_worker(const char *path, char *err, size_t errlen);

@@ -1505,6 +1505,33 @@ START_TEST(worker_i5_509_regions)
 }
 END_TEST
 
+/* Issue 11 item 7, the worker's side of the rule: a Config whose region
+ * is not page-aligned is refused (Error, exit 1), never mapped with its
+ * rings at misaligned host addresses. */
+START_TEST(worker_i7_misaligned_region_error)
+{
+	Vnic__Vmm__MemRegion reg, *regp = &reg;
+	Vnic__Worker__WorkerMessage *m;
+	int status;
+
+	sim_init(F_V1);
+	vnic__vmm__mem_region__init(&reg);
+	reg.gpa = GPA_BASE;
+	reg.offset = 0x801;
+	reg.size = GUEST_SIZE - 0x1000;
+	send_config_table(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET, 1, &regp);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
+	ck_assert_msg(strstr(m->error->text, "4096-byte page"), "%s", m->error->text);
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 1);
+	sim_free();
+}
+END_TEST
+
 static Suite *worker_suite(void)
 {
 	Suite *s = suite_create("worker");
@@ -1527,6 +1554,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_i10_semaphore_kick_no_spin);
 	tcase_add_test(tc, worker_i9_saturated_blocking_call_fd);
 	tcase_add_test(tc, worker_i5_509_regions);
+	tcase_add_test(tc, worker_i7_misaligned_region_error);
 	suite_add_tcase(s, tc);
 	return s;
 }
