@@ -12,7 +12,9 @@ libvnicsup_la_SOURCES = \
 	supervisor/limits.c supervisor/watchdog.c \
 	supervisor/pbconv.c supervisor/pbconv.h \
 	supervisor/vhost_user.c supervisor/vhost_user.h \
-	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h
+	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h \
+	supervisor/uidrange.c supervisor/uidrange.h \
+	supervisor/nic_log.c
 libvnicsup_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnicsup_la_LIBADD = libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
@@ -21,11 +23,15 @@ libvnicsup_la_LIBADD = libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_L
 sbin_PROGRAMS += supervisor/vnicd
 supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
-	supervisor/vmm_conn.c supervisor/vmm_handlers.c
+	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
+	supervisor/admin.c supervisor/admin.h \
+	supervisor/daemon.c supervisor/daemon.h \
+	supervisor/sdnotify.c supervisor/sdnotify.h
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
-supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
+supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) \
+	$(LIBSYSTEMD_LIBS)
 
 # libvnic: the client library a VMM links (sources in proto/ beside the
 # protocol; built from here so proto/local.mk stays the protocol's).

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin.h"
 #include "pbconv.h"
 #include "supervisor.h"
 #include "vhost_user.h"
@@ -55,7 +56,7 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	const Vnic__Vmm__Hello *h = r->hello;
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__HelloReply hr;
-	char server[64];
+	char server[64], version[] = PACKAGE_VERSION;
 
 	if (h->min_version > WIRE_VMM_VERSION || h->max_version < WIRE_VMM_VERSION) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
@@ -80,6 +81,10 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.max_queue_size = VRING_MAX_SIZE;
 	hr.max_message_size = WIRE_VMM_MSG_MAX;
 	hr.max_fds = WIRE_MAX_FDS;
+	hr.version_major = PACKAGE_VERSION_MAJOR;
+	hr.version_minor = PACKAGE_VERSION_MINOR;
+	hr.version_patch = PACKAGE_VERSION_PATCH;
+	hr.version_string = version;
 	rep.request_id = r->request_id;
 	rep.code = VNIC__VMM__STATUS__STATUS_OK;
 	rep.error = empty_str;
@@ -158,7 +163,9 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 	rc = nic_start(s, &vmm_nic_owner, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
 	if (rc) {
 		log_warn("conn %u: AddNic \"%s\" failed: %s", c->id, spec.id, err);
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -ENOSPC ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+						   : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
 				     "%s", err);
 	}
 out:
@@ -300,6 +307,7 @@ struct nic_status_buf {
 	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
 	struct stats_queue_snapshot snap[NIC_NUM_QUEUES];
 	char names[NIC_NUM_QUEUES][8];
+	struct admin_status_buf admin;
 };
 
 static void fill_status(struct nic *n, struct nic_status_buf *b)
@@ -317,6 +325,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.sandboxed = n->sandboxed;
 	b->ns.start_us = n->start_us;
 	b->ns.restart_us = n->restart_us;
+	admin_fill_status(n, &b->ns, &b->admin);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		Vnic__Vmm__QueueStatus *q = &b->qs[i];
 		struct stats_queue_snapshot *sn = &b->snap[i];
@@ -358,6 +367,7 @@ static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *
 	}
 	snprintf(b->vhost_mode, sizeof(b->vhost_mode), "%s", v->server ? "server" : "client");
 	b->ns.vhost_path = (char *)(uintptr_t)v->path;
+	b->ns.owner_path = (char *)(uintptr_t)v->path; /* NicStatus 22: the owner */
 	b->ns.vhost_mode = b->vhost_mode;
 	b->ns.vhost_state = (char *)(uintptr_t)v->state;
 	b->ns.vhost_connects = v->connects;
@@ -526,10 +536,23 @@ void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 				     "endpoint %.64s is already being removed", rm->id);
 }
 
+/* An administrator's SetPolicy (vnicctl set-policy) on a NIC it does not
+ * own is answered on its own connection (by id: it may have closed). */
+static void vmm_admin_policy_set(struct nic *n, enum nic_result res, const char *error)
+{
+	struct vmm_conn *c = admin_conn_by_id(n->sup, n->policy_conn_id);
+
+	n->policy_conn_id = 0;
+	if (c)
+		vmm_conn_reply_error(c, n->policy_req, pbconv_result(res), "%s", error ? error : "");
+}
+
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
 	struct nic *n = nic_find(c->sup, sp->id);
+	bool own = n && n->ops == &vmm_nic_owner && n->owner == c;
+	bool admin = n && !own && admin_conn_is_admin(c); /* vnicctl set-policy */
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__SetPolicy wsp;
 	Vnic__Vmm__Policy pol;
@@ -537,7 +560,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	char err[128];
 	int rc;
 
-	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
+	if (!n || (!own && !admin)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", sp->id);
 		return;
@@ -588,6 +611,9 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	n->policy_new = p;
 	n->policy_pending = true;
 	n->policy_req = r->request_id;
+	n->policy_conn_id = admin ? c->id : 0;
+	if (admin)
+		c->sup->admin_policy_set = vmm_admin_policy_set;
 }
 
 static void vmm_nic_policy_set(struct nic *n, enum nic_result res, const char *error)
