@@ -641,6 +641,28 @@ bool vring_notify_enable(struct vring *vq)
 	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
 }
 
+bool vring_notify_enable_window(struct vring *vq, unsigned window)
+{
+	if (window <= 1 || !vq->event_idx)
+		return vring_notify_enable(vq);
+	if (window > vq->num)
+		window = vq->num;
+	/* notify_enabled stays false: vring_pop must not move avail_event
+	 * back to "every entry" while the window is open (the caller drains
+	 * with notifications off and calls this again when the ring is
+	 * empty). */
+	vq->notify_enabled = false;
+	if (vq->broken)
+		return false;
+	/* avail_event = last_avail_idx + window - 1: the guest kicks when it
+	 * publishes the window-th entry after the ones we consumed (spec
+	 * 2.7.10: it notifies when its index passes avail_event). */
+	vring_store16(vring_avail_event(vq), (uint16_t)(vq->last_avail_idx + window - 1));
+	/* Barrier K, as in vring_notify_enable. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
+}
+
 bool vring_avail_pending(struct vring *vq)
 {
 	if (vq->broken)

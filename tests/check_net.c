@@ -97,7 +97,7 @@ static void cb_log(void *opaque, unsigned qidx, const char *msg)
 	snprintf(h->last_log, sizeof(h->last_log), "%s", msg);
 }
 
-static const struct net_ops ops = { cb_notify, cb_broken, cb_log };
+static const struct net_ops ops = { cb_notify, cb_broken, cb_log, NULL };
 
 static void set_bufs(int fd, int size)
 {

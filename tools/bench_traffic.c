@@ -9,7 +9,8 @@
  *       [--expect-json FILE] [--before-remove CMD]
  *       [--id-prefix P] [--fault-nic I] [--unplug-after S]
  *       [--remove-deadline MS] [--disconnect-after S]
- *       [--stall-backend-after S]
+ *       [--stall-backend-after S] [--policy P] [--timer-us N] [--poll-us N]
+ *       [--latency-us N] [--switch-policy MS]
  *   vnic-bench --socket PATH hostile --kind loop|selfloop [--victim 0|1]
  *       [--seconds S]
  *
@@ -161,6 +162,10 @@ struct tr_run {
 	uint8_t *buf;               /* host scratch, one frame */
 	uint32_t mtu;
 	enum vnic_mitigation policy;  /* --policy, DEFAULT: the supervisor's */
+	struct vnic_policy pol;       /* its parameters (--timer-us ...) */
+	double switch_ms;             /* --switch-policy: SetPolicy every MS, < 0 off */
+	uint64_t next_switch_ns;
+	unsigned switches, switch_next;
 	const char *expect_json, *before_remove;
 	uint64_t t0, inject_ns;
 	/* hostile: the victim gets its looping chain at inject_at, half-way
@@ -766,6 +771,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	cfg.regions = &reg;
 	cfg.nqueues = 2;
 	cfg.queues = q;
+	cfg.policy = r->pol;
 	cfg.policy.mode = r->policy;
 	if (r->backend == TR_SOCKET) {
 		cfg.backend = VNIC_BACKEND_SOCKET;
@@ -1072,6 +1078,37 @@ static void tr_disconnect_poll(struct tr_run *r, struct tr_nic *n)
 }
 
 /* Lifecycle steps due at now; the per-flow stall check of NICs that run. */
+static bool tr_sending(const struct tr_run *r, uint64_t now);
+
+/* --switch-policy: every NIC goes to the next of timer, bh, adaptive,
+ * poll, round and round, while the frames flow (each checked as always). */
+static void tr_switch_policy(struct tr_run *r, uint64_t now)
+{
+	static const enum vnic_mitigation order[] = { VNIC_MITIGATION_TIMER, VNIC_MITIGATION_BH,
+						      VNIC_MITIGATION_ADAPTIVE,
+						      VNIC_MITIGATION_POLL };
+	struct vnic_policy p = r->pol;
+
+	if (r->switch_ms < 0 || now < r->next_switch_ns || !tr_sending(r, now))
+		return;
+	r->next_switch_ns = now + (uint64_t)(r->switch_ms * 1e6);
+	p.mode = order[r->switch_next++ % 4];
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+		int rc;
+
+		if (n->gone || n->hostile || n->failed)
+			continue;
+		rc = vnic_set_policy(n->conn, n->id, &p);
+		if (rc) {
+			tr_fail(r, "nic %u: SetPolicy %s: %s", n->idx, vnic_mitigation_name(p.mode),
+				vnic_last_error(n->conn));
+			return;
+		}
+	}
+	r->switches++;
+}
+
 static void tr_lifecycle(struct tr_run *r, uint64_t now)
 {
 	struct tr_nic *n0 = &r->nics[0];
@@ -1202,6 +1239,7 @@ static void tr_loop(struct tr_run *r)
 		if (r->failures)
 			return;
 		tr_lifecycle(r, now);
+		tr_switch_policy(r, now);
 		for (unsigned i = 0; i < r->nnics; i++)
 			if (r->nics[i].reread_pid && !r->nics[i].gone) {
 				r->nics[i].reread_pid = false;
@@ -1475,6 +1513,39 @@ static void tr_sum_counters(struct tr_run *r, const struct vnic_status *st, uint
 	}
 }
 
+/* The TX policy counters (a line of its own: the RESULT lines keep their
+ * format). */
+static void tr_report_policy(struct tr_run *r, const struct vnic_status *st)
+{
+	uint64_t fl = 0, tf = 0, th = 0, ps = 0, ph = 0;
+	uint32_t win = 0, sw = 0;
+	const char *name = "?";
+
+	for (unsigned i = 0; i < r->nnics; i++) {
+		const struct vnic_nic_status *s = tr_nic_status(st, r->nics[i].id);
+		const struct vnic_queue_status *q = s ? tr_queue(s, "tx0") : NULL;
+
+		if (!q || r->nics[i].hostile)
+			continue;
+		name = vnic_mitigation_name(s->policy.mode);
+		fl += q->flushes;
+		tf += q->timer_fires;
+		th += q->timer_hits;
+		ps += q->poll_spins;
+		ph += q->poll_hits;
+		sw += s->policy_switches;
+		if (q->window > win)
+			win = q->window;
+	}
+	printf("POLICY policy=%s window=%u flushes=%llu timer_fires=%llu timer_hits=%llu "
+	       "poll_spins=%llu poll_hits=%llu switches=%u status_switches=%u\n", name, win,
+	       (unsigned long long)fl, (unsigned long long)tf, (unsigned long long)th,
+	       (unsigned long long)ps, (unsigned long long)ph, r->switches, sw);
+	if (r->switch_ms >= 0 && sw != r->switches * (r->nnics))
+		tr_fail(r, "%u policy switches asked for on %u NIC(s), status counts %u", r->switches,
+			r->nnics, sw);
+}
+
 /* After the loop: losses, counters, summary. */
 static void tr_report(struct tr_run *r, const char *mode)
 {
@@ -1630,6 +1701,7 @@ static void tr_report(struct tr_run *r, const char *mode)
 		       mode, mb > 0 ? kicks / mb : 0, mb > 0 ? irqs / mb : 0, have_cpu ? cpu : -1.0,
 		       (unsigned long long)drops);
 	}
+	tr_report_policy(r, st);
 	vnic_status_free(st);
 }
 
@@ -1649,6 +1721,10 @@ void bench_traffic_usage(FILE *f)
 		"  --netns      tap backend: namespace for the taps (created and removed\n"
 		"               if missing; default a private one)\n"
 		"  --policy     TX mitigation asked for in AddNic (default: vnicd's)\n"
+		"  --timer-us N, --poll-us N, --latency-us N  its parameters (0: vnicd's\n"
+		"               defaults; poll: --poll-us 0 polls forever; default here 50)\n"
+		"  --switch-policy MS  every MS ms SetPolicy timer, bh, adaptive, poll, ...\n"
+		"               on every NIC while the frames flow (all checked as always)\n"
 		"  --window     frames in flight per NIC and direction (default %u;\n"
 		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
@@ -1726,13 +1802,18 @@ int bench_traffic_main(int argc, char **argv)
 		{ "remove-deadline", required_argument, NULL, 'R' },
 		{ "disconnect-after", required_argument, NULL, 'D' },
 		{ "stall-backend-after", required_argument, NULL, 'T' },
+		{ "timer-us", required_argument, NULL, 1000 },
+		{ "poll-us", required_argument, NULL, 1001 },
+		{ "latency-us", required_argument, NULL, 1002 },
+		{ "switch-policy", required_argument, NULL, 1003 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct tr_run r = { .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = 1,
 			    .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
 			    .disconnect_after = -1, .stall_after = -1,
-			    .remove_deadline_ms = 5000 };
+			    .remove_deadline_ms = 5000, .switch_ms = -1,
+			    .pol = { .poll_us = 50 } };
 	unsigned long v;
 	int opt, rc = 1;
 
@@ -1819,6 +1900,22 @@ int bench_traffic_main(int argc, char **argv)
 			if (bench_parse_ulong(optarg, 1, 60000, &v) < 0)
 				goto usage;
 			r.remove_deadline_ms = (uint32_t)v;
+			break;
+		case 1000:
+		case 1001:
+		case 1002:
+			if (bench_parse_ulong(optarg, 0, 1000000, &v) < 0)
+				goto usage;
+			if (opt == 1000)
+				r.pol.timer_us = (uint32_t)v;
+			else if (opt == 1001)
+				r.pol.poll_us = (uint32_t)v;
+			else
+				r.pol.latency_us = (uint32_t)v;
+			break;
+		case 1003:
+			if (bench_parse_double(optarg, 1, 60000, &r.switch_ms) < 0)
+				goto usage;
 			break;
 		case 'h':
 			bench_traffic_usage(stdout);

@@ -9,9 +9,14 @@
  *           interrupts, suppressed notifications, drops, errors, broken.
  * --json    one JSON object: {"nics":[{"id","state","pid","policy",
  *           "restarts","uptime_s","last_error","sandboxed","start_us",
- *           "restart_us","queues":[{"name",
+ *           "restart_us","policy_switches","policy_params":{"timer_us",
+ *           "poll_us","latency_us","safety_pct","max_window",
+ *           "budget_packets","budget_bytes"},"queues":[{"name",
  *           "packets","bytes","kicks","interrupts","suppressed","drops",
- *           "errors","broken","broken_reason"}]}]}
+ *           "errors","window","flushes","timer_fires","timer_hits",
+ *           "poll_spins","poll_hits","broken","broken_reason"}]}]}
+ *           The table shows the TX policy counters on a line of their own
+ *           under each TX queue.
  * --watch   reprint every --interval seconds (default 1) with per-second
  *           rates; with --json one object per line; --count N stops after
  *           N prints (default: until interrupted).
@@ -76,7 +81,14 @@ static void print_json(const struct vnic_status *st)
 		       n->restarts, n->uptime_s);
 		json_str(stdout, n->last_error);
 		printf(",\"sandboxed\":%s,\"start_us\":%" PRIu64 ",\"restart_us\":%" PRIu64
-		       ",\"queues\":[", n->sandboxed ? "true" : "false", n->start_us, n->restart_us);
+		       ",\"policy_switches\":%" PRIu32 ",\"policy_params\":{\"timer_us\":%" PRIu32
+		       ",\"poll_us\":%" PRIu32 ",\"latency_us\":%" PRIu32 ",\"safety_pct\":%" PRIu32
+		       ",\"max_window\":%" PRIu32 ",\"budget_packets\":%" PRIu32
+		       ",\"budget_bytes\":%" PRIu32 "},\"queues\":[",
+		       n->sandboxed ? "true" : "false", n->start_us, n->restart_us,
+		       n->policy_switches, n->policy.timer_us, n->policy.poll_us,
+		       n->policy.latency_us, n->policy.safety_pct, n->policy.max_window,
+		       n->policy.budget_packets, n->policy.budget_bytes);
 		for (unsigned j = 0; j < n->nqueues; j++) {
 			const struct vnic_queue_status *q = &n->queues[j];
 
@@ -84,10 +96,14 @@ static void print_json(const struct vnic_status *st)
 			json_str(stdout, q->name);
 			printf(",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"kicks\":%" PRIu64
 			       ",\"interrupts\":%" PRIu64 ",\"suppressed\":%" PRIu64
-			       ",\"drops\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"broken\":%s"
-			       ",\"broken_reason\":",
+			       ",\"drops\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"window\":%" PRIu32
+			       ",\"flushes\":%" PRIu64 ",\"timer_fires\":%" PRIu64
+			       ",\"timer_hits\":%" PRIu64 ",\"poll_spins\":%" PRIu64
+			       ",\"poll_hits\":%" PRIu64 ",\"broken\":%s,\"broken_reason\":",
 			       q->packets, q->bytes, q->kicks, q->interrupts, q->suppressed,
-			       q->drops, q->errors, q->broken ? "true" : "false");
+			       q->drops, q->errors, q->window, q->flushes, q->timer_fires,
+			       q->timer_hits, q->poll_spins, q->poll_hits,
+			       q->broken ? "true" : "false");
 			json_str(stdout, q->broken_reason);
 			printf("}");
 		}
@@ -173,6 +189,12 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 				       clean(q->name, b1, sizeof(b1)), q->packets, q->bytes, q->kicks,
 				       q->interrupts, q->suppressed, q->drops, q->errors,
 				       q->broken && !q->broken_reason[0] ? "yes" : brk);
+			if (!strncmp(q->name, "tx", 2))
+				printf("  %-5s policy %s: window %" PRIu32 ", flushes %" PRIu64
+				       ", timer fires %" PRIu64 " (found frames %" PRIu64
+				       "), poll spins %" PRIu64 " (found frames %" PRIu64 ")\n", "",
+				       vnic_mitigation_name(n->policy.mode), q->window, q->flushes,
+				       q->timer_fires, q->timer_hits, q->poll_spins, q->poll_hits);
 		}
 	}
 }
