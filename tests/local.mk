@@ -93,6 +93,15 @@ TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
 dist_check_SCRIPTS += tests/e2e_policy.sh
 TESTS += tests/e2e_policy.sh
 
+# The notification protocol in Promela, checked by spin, with its
+# mutants (~40 s; the model does not depend on the build, so only the
+# builds without fault injection run it: build/plain in ./quickstart).
+dist_check_SCRIPTS += tests/notify_model.sh
+EXTRA_DIST += doc/model/notify.pml
+if !FAULT_INJECTION
+TESTS += tests/notify_model.sh
+endif
+
 # vnic-bench's frame builder and checker, which the e2e tests rely on.
 check_PROGRAMS += tests/check_frames
 tests_check_frames_SOURCES = tests/check_frames.c tools/frames.c tools/frames.h
