@@ -161,6 +161,10 @@ struct vring {
 
 	/* Device state: shadows, never read back from guest memory. */
 	uint16_t last_avail_idx;   /* next avail entry to pop */
+	/* avail->idx as last read (validated, after Barrier A'): entries
+	 * up to it are popped without reading the index or fencing again,
+	 * so a burst costs one index read and one barrier (issue 9). */
+	uint16_t avail_shadow;
 	uint16_t used_idx;         /* next used entry to write */
 	uint16_t published_idx;    /* last value written to used->idx */
 	uint16_t signalled_used;   /* used idx at the last interrupt */
