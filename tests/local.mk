@@ -97,7 +97,6 @@ TESTS += tests/e2e_policy.sh
 # mutants (~40 s; the model does not depend on the build, so only the
 # builds without fault injection run it: build/plain in ./quickstart).
 dist_check_SCRIPTS += tests/notify_model.sh
-EXTRA_DIST += doc/model/notify.pml
 if !FAULT_INJECTION
 TESTS += tests/notify_model.sh
 endif

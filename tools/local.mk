@@ -12,8 +12,8 @@ tools_vnicctl_SOURCES = tools/vnicctl.c
 tools_vnicctl_LDADD = libvnic.la
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
-tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
+tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/bench_policy.c tools/guest.c tools/guest.h \
 	tools/frames.c tools/frames.h
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
-EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_ab_ring.sh
+EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_ab_ring.sh tools/policy_plots.sh

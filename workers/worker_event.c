@@ -494,8 +494,11 @@ int worker_loop_init(struct worker *w)
 
 	if (!cfg)
 		return -ENOMEM;
-	/* One thread: no locking in libevent. */
-	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	/* One thread: no locking in libevent. Precise timers: the TX
+	 * policies' timers are tens to hundreds of microseconds, and epoll's
+	 * millisecond timeout would round them up (libevent then uses a
+	 * timerfd, which the sandbox allows). */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK | EVENT_BASE_FLAG_PRECISE_TIMER);
 	w->base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
 	if (!w->base)
