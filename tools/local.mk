@@ -16,4 +16,4 @@ tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/bench_policy.c tools/gue
 	tools/frames.c tools/frames.h
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
-EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_ab_ring.sh tools/policy_plots.sh
+EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring.sh
