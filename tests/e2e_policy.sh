@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The four TX mitigation policies (issue 9) end to end through the socket
 # backend: each one carries thousands of checked frames of random sizes
 # both ways (none lost, doubled or corrupted; vnicctl's counters match),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The notification protocol (doc/model/notify.pml) checked with spin:
 # guest driver and device, EVENT_IDX and the flags, enable-then-recheck,
 # each TX policy's timer and poll transitions and SetPolicy switches.

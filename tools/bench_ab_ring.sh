@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench_ab_ring.sh A B [RUNS] [SIZES] - vnic-bench ring of two builds side by
 # side (e.g. before and after a change to the ring): RUNS alternating
 # rounds (default 7) of `vnic-bench ring --runs 1 --seconds 0.3`, then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench_dpdk_ring.sh VNIC_BENCH [ROUNDS] [SECONDS] [SIZES] - the polling fast path
 # against DPDK, in one run, alternating (both sides poll, the fair case):
 #   vnicd's ring: `vnic-bench ring` mode poll (vring.c device, vring_drv

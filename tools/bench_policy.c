@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnic-bench policy: the seeds' table, today. Every TX mitigation policy
  * x frame size x direction, measured side by side on one vnicd:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # policy_plots.sh DATA OUTDIR - PNG plots of a `vnic-bench policy --data DATA`
 # table (gnuplot, package gnuplot-nox): per metric, one group per frame
 # size and direction, one bar per policy (median, with min..max as the

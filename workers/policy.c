@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy: dispatch of the TX policy hooks and switching (see policy.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy: TX mitigation policies of the engine (issue 9). How a TX queue
  * decides when to serve its ring and when to ask the guest for a kick.

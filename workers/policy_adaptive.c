@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy_adaptive: "adaptive", the notification window proposed in the
  * 2008 thread and never built: "If the link is idle, the window should be

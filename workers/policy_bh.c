@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy_bh: "bh", the bottom half (QEMU's tx=bh, the 2008 patch): on a
  * kick, turn guest kicks off and drain at once, up to the budget; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy_poll: "poll", busy-polling as DPDK's vhost and vhost-net's
  * busyloop do. Kicks stay off while the queue is busy; after the ring

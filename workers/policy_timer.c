@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * policy_timer: "timer", QEMU's tx=timer (x-txtimer=150): the 2008
  * baseline. On a kick, turn guest kicks off and arm a timer of timer_us;

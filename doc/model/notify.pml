@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * notify.pml - the virtio split-ring notification protocol between the
  * guest driver and vnicd's TX queue, under each TX mitigation policy
