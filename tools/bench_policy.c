@@ -50,7 +50,8 @@ struct pb_cell {
 };
 
 struct pb_opts {
-	unsigned runs, nsizes, rr, poll_us, batch;
+	unsigned runs, nsizes, rr, poll_us, batch, latency_us;
+	unsigned npol, pol[PB_NPOL];   /* --policies: indices into pb_policies */
 	double seconds;
 	uint32_t sizes[PB_MAX_SIZES];
 	const char *data;
@@ -76,6 +77,8 @@ void bench_policy_usage(FILE *f)
 		"  --sizes L    frame sizes (default 1024,16384,65535)\n"
 		"  --rr N       transactions per latency cell (default 2000; 0: none)\n"
 		"  --poll-us N  the poll policy's poll_us (default 50; 0 would pin a CPU)\n"
+		"  --policies L which of timer,bh,adaptive,poll (default all four)\n"
+		"  --latency-us N  the adaptive policy's latency_us (default: vnicd's, 100)\n"
 		"  --guest-batch N  the guest publishes and may kick every N frames\n"
 		"               (default 1, as a Linux guest without xmit_more; 64: bursts)\n"
 		"  --data FILE  also write the medians (and min, max) for tools/policy_plots.sh\n"
@@ -202,12 +205,14 @@ int bench_policy_main(int argc, char **argv)
 		{ "poll-us", required_argument, NULL, 'p' },
 		{ "data", required_argument, NULL, 'D' },
 		{ "guest-batch", required_argument, NULL, 'b' },
+		{ "policies", required_argument, NULL, 'P' },
+		{ "latency-us", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct pb_opts o = { .runs = 3, .seconds = 1, .nsizes = 3,
 			     .sizes = { 1024, 16384, 65535 }, .rr = 2000, .poll_us = 50,
-			     .batch = 1 };
+			     .batch = 1, .npol = PB_NPOL, .pol = { 0, 1, 2, 3 } };
 	struct pb_cell *cells;
 	char la0[128], la1[128];
 	unsigned long v;
@@ -245,6 +250,31 @@ int bench_policy_main(int argc, char **argv)
 		case 'D':
 			o.data = optarg;
 			break;
+		case 'P': {
+			char buf[128], *tok, *save = NULL;
+
+			if (strlen(optarg) >= sizeof(buf))
+				goto usage;
+			strcpy(buf, optarg);
+			o.npol = 0;
+			for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				unsigned i;
+
+				for (i = 0; i < PB_NPOL && strcmp(tok, pb_policies[i]); i++)
+					;
+				if (i == PB_NPOL || o.npol == PB_NPOL)
+					goto usage;
+				o.pol[o.npol++] = i;
+			}
+			if (!o.npol)
+				goto usage;
+			break;
+		}
+		case 'L':
+			if (bench_parse_ulong(optarg, 0, 100000, &v) < 0)
+				goto usage;
+			o.latency_us = (unsigned)v;
+			break;
 		case 'b':
 			if (bench_parse_ulong(optarg, 1, 64, &v) < 0)
 				goto usage;
@@ -276,22 +306,24 @@ int bench_policy_main(int argc, char **argv)
 
 	pb_loadavg(la0, sizeof(la0));
 	printf("vnic-bench policy: %u round(s), %u size(s) x 2 directions x %u policies, "
-	       "%.1f s per throughput cell, %u RR transactions; load average %s\n", o.runs,
-	       o.nsizes, PB_NPOL, o.seconds, o.rr, la0);
+	       "%.1f s per throughput cell, %u RR transactions, adaptive latency_us %u%s; "
+	       "load average %s\n", o.runs, o.nsizes, o.npol, o.seconds, o.rr, o.latency_us,
+	       o.latency_us ? "" : " (vnicd's default)", la0);
 	fflush(stdout);
 	for (unsigned r = 0; r < o.runs; r++) {
 		for (unsigned z = 0; z < o.nsizes; z++) {
 			for (unsigned d = 0; d < 2; d++) {
-				for (unsigned k = 0; k < PB_NPOL; k++) {
-					unsigned pi = (k + r) % PB_NPOL;
+				for (unsigned k = 0; k < o.npol; k++) {
+					unsigned pi = o.pol[(k + r) % o.npol];
 					struct pb_cell *c = &cells[(pi * PB_MAX_SIZES + z) * 2 + d];
 					char args[256];
 
 					snprintf(args, sizeof(args),
 						 "--nics 1 --backend socket --direction %s --size %u "
 						 "--seconds %.2f --policy %s --poll-us %u "
-						 "--guest-batch %u", pb_dirs[d], o.sizes[z], o.seconds,
-						 pb_policies[pi], o.poll_us, o.batch);
+						 "--guest-batch %u --latency-us %u", pb_dirs[d],
+						 o.sizes[z], o.seconds, pb_policies[pi], o.poll_us,
+						 o.batch, o.latency_us);
 					if (pb_child(&o, args, c, false) < 0) {
 						fprintf(stderr, "vnic-bench policy: FAIL: %s\n", args);
 						c->failed++;
@@ -301,8 +333,9 @@ int bench_policy_main(int argc, char **argv)
 						continue;
 					snprintf(args, sizeof(args),
 						 "--rr %u --direction %s --size %u --policy %s "
-						 "--poll-us %u", o.rr, pb_dirs[d], o.sizes[z],
-						 pb_policies[pi], o.poll_us);
+						 "--poll-us %u --latency-us %u", o.rr, pb_dirs[d],
+						 o.sizes[z], pb_policies[pi], o.poll_us,
+						 o.latency_us);
 					if (pb_child(&o, args, c, true) < 0) {
 						fprintf(stderr, "vnic-bench policy: FAIL: %s\n", args);
 						c->failed++;
@@ -336,7 +369,8 @@ int bench_policy_main(int argc, char **argv)
 	printf("\n");
 	for (unsigned z = 0; z < o.nsizes; z++)
 		for (unsigned d = 0; d < 2; d++)
-			for (unsigned pi = 0; pi < PB_NPOL; pi++) {
+			for (unsigned k = 0; k < o.npol; k++) {
+				unsigned pi = o.pol[k];
 				const struct pb_cell *c = &cells[(pi * PB_MAX_SIZES + z) * 2 + d];
 				double med[PB_NMETRICS];
 

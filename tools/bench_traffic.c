@@ -1635,12 +1635,22 @@ static void tr_report(struct tr_run *r, const char *mode)
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		char err[200];
+		int rc = 0;
 
 		/* Every TX descriptor of a running NIC is back (exactly once:
 		 * a second return fails in guest_tx_reclaim). */
 		if (n->gone || n->failed || n->hostile || !n->g)
 			continue;
-		if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0)
+		/* The worker publishes a run's used entries after its last
+		 * send, so the host end may hold the last frame before its
+		 * descriptor is back: give it a moment (bounded). */
+		for (uint64_t until = bench_now_ns() + TR_COUNTER_WAIT_NS;;) {
+			rc = guest_tx_reclaim(n->g, err, sizeof(err));
+			if (rc < 0 || n->g->ntxfree == n->g->ntxslots || bench_now_ns() > until)
+				break;
+			usleep(1000);
+		}
+		if (rc < 0)
 			tr_fail(r, "nic %u: %s", i, err);
 		else if (n->g->ntxfree != n->g->ntxslots)
 			tr_fail(r, "nic %u: %u TX descriptors never came back", i,
