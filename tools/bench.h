@@ -25,6 +25,8 @@ bench_main_fn bench_policy_main;
 bench_usage_fn bench_policy_usage;
 bench_main_fn bench_hostile_main;
 bench_usage_fn bench_hostile_usage;
+bench_main_fn bench_scale_main;
+bench_usage_fn bench_scale_usage;
 
 /* vnicd's control socket from `vnic-bench --socket PATH SUBCOMMAND`, or
  * NULL (subcommands then take their own --socket or libvnic's default). */
