@@ -49,6 +49,7 @@
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
+#include "workers/policy.h"
 #include "workers/stats.h"
 
 struct nic *nic_find(struct sup *s, const char *id)
@@ -465,8 +466,17 @@ void nic_policy_resolve(struct nic_policy *p)
 {
 	if (p->mode == NIC_POLICY_DEFAULT)
 		p->mode = NIC_POLICY_BH;
-	if (p->mode == NIC_POLICY_TIMER && p->timer_us == 0)
-		p->timer_us = 150; /* the 2008 baseline */
+	/* Every mode's parameters get their default, so status shows what
+	 * a switch to another mode would run with. poll_us 0 means poll
+	 * forever and stays. */
+	if (p->timer_us == 0)
+		p->timer_us = NET_TIMER_US_DEFAULT; /* the 2008 baseline */
+	if (p->latency_us == 0)
+		p->latency_us = NET_LATENCY_US_DEFAULT;
+	if (p->safety_pct == 0)
+		p->safety_pct = NET_SAFETY_PCT_DEFAULT;
+	if (p->max_window == 0)
+		p->max_window = NET_WINDOW_MAX_DEFAULT;
 	if (p->budget_packets == 0)
 		p->budget_packets = 256; /* vhost-net's weights */
 	if (p->budget_bytes == 0)

@@ -41,6 +41,9 @@ void pbconv_policy_from(const Vnic__Vmm__Policy *pb, struct nic_policy *p)
 	p->poll_us = pb->poll_us;
 	p->budget_packets = pb->budget_packets;
 	p->budget_bytes = pb->budget_bytes;
+	p->latency_us = pb->latency_us;
+	p->safety_pct = pb->safety_pct;
+	p->max_window = pb->max_window;
 }
 
 void pbconv_policy_to(const struct nic_policy *p, Vnic__Vmm__Policy *pb)
@@ -51,6 +54,9 @@ void pbconv_policy_to(const struct nic_policy *p, Vnic__Vmm__Policy *pb)
 	pb->poll_us = p->poll_us;
 	pb->budget_packets = p->budget_packets;
 	pb->budget_bytes = p->budget_bytes;
+	pb->latency_us = p->latency_us;
+	pb->safety_pct = p->safety_pct;
+	pb->max_window = p->max_window;
 }
 
 Vnic__Vmm__Status pbconv_result(enum nic_result r)

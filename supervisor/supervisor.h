@@ -222,6 +222,7 @@ struct nic {
 	uint64_t policy_req;
 	unsigned policy_conn_id;    /* an administrator's connection asked (admin.c); 0: the owner */
 	struct nic_policy policy_new;
+	uint32_t policy_switches;   /* SetPolicy requests a worker applied */
 	struct timespec remove_t0;
 	bool deadline_missed;
 

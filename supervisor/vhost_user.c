@@ -1349,10 +1349,11 @@ static int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, 
 	}
 	fprintf(f, "id %s\npath %s\nmode %s\ntap %s\nnetns %s\n", cfg->id, cfg->path,
 		cfg->server ? "server" : "client", cfg->tap, cfg->netns);
-	fprintf(f, "mac %02x:%02x:%02x:%02x:%02x:%02x\nmtu %u\npolicy %u %u %u %u %u\n",
+	fprintf(f, "mac %02x:%02x:%02x:%02x:%02x:%02x\nmtu %u\npolicy %u %u %u %u %u %u %u %u\n",
 		cfg->mac[0], cfg->mac[1], cfg->mac[2], cfg->mac[3], cfg->mac[4], cfg->mac[5],
 		cfg->mtu, cfg->policy.mode, cfg->policy.timer_us, cfg->policy.poll_us,
-		cfg->policy.budget_packets, cfg->policy.budget_bytes);
+		cfg->policy.budget_packets, cfg->policy.budget_bytes, cfg->policy.latency_us,
+		cfg->policy.safety_pct, cfg->policy.max_window);
 	if (fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, path)) {
 		snprintf(err, errlen, "state file %s: %s", path, strerror(errno));
 		unlink(tmp);
@@ -1395,9 +1396,10 @@ static int vu_state_load(const char *file, struct vu_config *cfg)
 		else if (!strcmp(line, "mtu"))
 			cfg->mtu = (uint32_t)strtoul(v, NULL, 10);
 		else if (!strcmp(line, "policy"))
-			sscanf(v, "%u %u %u %u %u", &cfg->policy.mode, &cfg->policy.timer_us,
+			sscanf(v, "%u %u %u %u %u %u %u %u", &cfg->policy.mode, &cfg->policy.timer_us,
 			       &cfg->policy.poll_us, &cfg->policy.budget_packets,
-			       &cfg->policy.budget_bytes);
+			       &cfg->policy.budget_bytes, &cfg->policy.latency_us,
+			       &cfg->policy.safety_pct, &cfg->policy.max_window);
 	}
 	fclose(f);
 	return have == 3 ? 0 : -EINVAL;

@@ -118,8 +118,7 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 		log_info("conn %u: AddNic \"%.64s\" rejected: %s", c->id, a->id, err);
 		vmm_conn_reply_error(c, r->request_id,
 				     rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
-				     : rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
-							 : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+						   : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
 		goto out;
 	}
@@ -326,6 +325,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.start_us = n->start_us;
 	b->ns.restart_us = n->restart_us;
 	admin_fill_status(n, &b->ns, &b->admin);
+	b->ns.policy_switches = n->policy_switches;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		Vnic__Vmm__QueueStatus *q = &b->qs[i];
 		struct stats_queue_snapshot *sn = &b->snap[i];
@@ -341,6 +341,12 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 		q->suppressed = sn->suppressed;
 		q->drops = sn->drops;
 		q->errors = sn->errors;
+		q->window = (uint32_t)(sn->window > UINT32_MAX ? UINT32_MAX : sn->window);
+		q->flushes = sn->flushes;
+		q->timer_fires = sn->timer_fires;
+		q->timer_hits = sn->timer_hits;
+		q->poll_spins = sn->poll_spins;
+		q->poll_hits = sn->poll_hits;
 		/* Broken from either source: the page or a QueueBroken message. */
 		q->broken = sn->broken || n->q[i].broken;
 		if (n->q[i].broken)
@@ -568,9 +574,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	pbconv_policy_from(sp->policy, &p);
 	rc = validate_policy(&p, err, sizeof(err));
 	if (rc) {
-		vmm_conn_reply_error(c, r->request_id,
-				     rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
-						       : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
 		return;
 	}
