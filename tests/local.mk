@@ -116,3 +116,7 @@ dist_check_SCRIPTS += tests/lifecycle.sh
 if FAULT_INJECTION
 TESTS += tests/lifecycle.sh
 endif
+
+# Packaging (issue 10): the licence line in every source file.
+dist_check_SCRIPTS += tests/spdx_check.sh
+TESTS += tests/spdx_check.sh
