@@ -120,3 +120,7 @@ endif
 # Packaging (issue 10): the licence line in every source file.
 dist_check_SCRIPTS += tests/spdx_check.sh
 TESTS += tests/spdx_check.sh
+# Every file of git is in the release tarball (make distcheck runs in
+# ./quickstart test; this names a forgotten file in seconds).
+dist_check_SCRIPTS += tests/dist_contents.sh
+TESTS += tests/dist_contents.sh

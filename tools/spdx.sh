@@ -59,7 +59,8 @@ files() {
 		(cd "$1" && find . \( -path ./build -o -path ./build-aux -o -path ./m4 \
 			-o -path ./autom4te.cache -o -path ./.git -o -path ./_build \
 			-o -path ./debian/tmp -o -path './debian/vnicd*' -o -path './debian/libvnic*' \
-			-o -path ./debian/.debhelper \) -prune -o -type f -print |
+			-o -path ./debian/.debhelper -o -path ./configure -o -path ./config.status \
+			-o -path ./libtool -o -path ./config.log \) -prune -o -type f -print |
 			sed 's|^\./||' | sort)
 	fi
 }
