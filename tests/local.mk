@@ -124,3 +124,6 @@ TESTS += tests/spdx_check.sh
 # ./quickstart test; this names a forgotten file in seconds).
 dist_check_SCRIPTS += tests/dist_contents.sh
 TESTS += tests/dist_contents.sh
+# The manual pages render cleanly and document every option of --help.
+dist_check_SCRIPTS += tests/man_lint.sh
+TESTS += tests/man_lint.sh
