@@ -127,3 +127,6 @@ TESTS += tests/dist_contents.sh
 # The manual pages render cleanly and document every option of --help.
 dist_check_SCRIPTS += tests/man_lint.sh
 TESTS += tests/man_lint.sh
+# Every case id the tree cites is defined in doc/threats.md.
+dist_check_SCRIPTS += tests/threat_ids.sh
+TESTS += tests/threat_ids.sh
