@@ -36,7 +36,8 @@ style() {
 	*.proto) echo slash; return 0 ;;
 	*/configure.ac|configure.ac) echo dnl; return 0 ;;
 	*.sh|*.py|*.mk|*/Makefile.am|Makefile.am|*.pc.in) echo hash; return 0 ;;
-	*.service|*.socket|*/sysusers.d/*.conf|*/tmpfiles.d/*.conf) echo hash; return 0 ;;
+	*.service|*.socket|*.service.in|*.socket.in|*.sysusers|*.tmpfiles) echo hash; return 0 ;;
+	*/sysusers.d/*.conf|*/tmpfiles.d/*.conf|*.conf) echo hash; return 0 ;;
 	man/*.[1-8]|*/man/*.[1-8]) echo roff; return 0 ;;
 	debian/rules|*/debian/rules) echo hash; return 0 ;;
 	*.md|*.txt|*.golden|*.json|*.in|LICENSE|*/LICENSE) return 0 ;;
