@@ -15,5 +15,5 @@ tools_vnicctl_LDADD = libvnic.la
 tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
 	tools/frames.c tools/frames.h
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
-# (tools/README.md never existed: documentation is README.md and doc/.)
+EXTRA_DIST += tools/README.md
 EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh
