@@ -134,6 +134,28 @@ int fdpass_send(int sock, const void *buf, size_t len, const int *fds,
 	return 0;
 }
 
+void fdpass_drain(int sock, unsigned max)
+{
+	uint8_t buf[64];
+
+	for (unsigned i = 0; i < max; i++) {
+		union fdpass_cbuf cbuf;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+		ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+			    c->cmsg_len >= CMSG_LEN(0))
+				cmsg_close_rights(c);
+	}
+}
+
 int fdpass_recv(int sock, void *buf, size_t buflen, int *fds,
 		unsigned max_fds, size_t *ret_len, unsigned *ret_nfds)
 {
@@ -160,12 +182,21 @@ int fdpass_recv(int sock, void *buf, size_t buflen, int *fds,
 
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 		/* Close what did arrive; the kernel already dropped the fds
-		 * that did not fit (scm_detach_fds). */
+		 * that did not fit (scm_detach_fds), or could not install
+		 * them (our fd table is full). */
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-			    c->cmsg_len >= CMSG_LEN(0))
+			    c->cmsg_len >= CMSG_LEN(0)) {
+				nfds += (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 				cmsg_close_rights(c);
-		return (mh.msg_flags & MSG_TRUNC) ? -EMSGSIZE : -ENOBUFS;
+			}
+		if (mh.msg_flags & MSG_TRUNC)
+			return -EMSGSIZE;
+		/* The bytes are whole: the caller may still read the message
+		 * (to answer it) although its fds are gone. */
+		*ret_len = (size_t)n;
+		*ret_nfds = nfds;
+		return -ENOBUFS;
 	}
 	r = fdpass_cmsg_parse(&mh, fds, max_fds, &nfds);
 	if (r < 0)

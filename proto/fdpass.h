@@ -80,10 +80,21 @@ int fdpass_send(int sock, const void *buf, size_t len, const int *fds,
  *   -EBADMSG  a control message other than SCM_RIGHTS;
  *   another negative errno from recvmsg().
  * On every error, all fds received with the message are closed, fds[] holds
- * only -1 where it was written, and *ret_len, *ret_nfds are untouched.
+ * only -1 where it was written, and *ret_len, *ret_nfds are untouched;
+ * except -ENOBUFS from MSG_CTRUNC: then buf holds the whole message,
+ * *ret_len its length and *ret_nfds how many fds did arrive (all closed),
+ * so that the caller can still answer it.
  */
 int fdpass_recv(int sock, void *buf, size_t buflen, int *fds,
 		unsigned max_fds, size_t *ret_len, unsigned *ret_nfds);
+
+/*
+ * fdpass_drain - read and discard up to max queued messages without
+ * blocking, closing every fd they carry. Before closing a socket that
+ * was sent to: an AF_UNIX socket closed with unread data resets its
+ * peer, which then loses the reply queued for it.
+ */
+void fdpass_drain(int sock, unsigned max);
 
 /* fdpass_close_all - close every fd >= 0 in fds[0..n-1] and set it to -1.
  * Preserves errno. */

@@ -149,6 +149,7 @@ const char *vnic_nic_state_name(enum vnic_nic_state s)
 	case VNIC_NIC_GONE: return "GONE";
 	case VNIC_NIC_FAILED: return "FAILED";
 	case VNIC_NIC_RESTARTING: return "RESTARTING";
+	case VNIC_NIC_STALLED: return "STALLED";
 	default: return "UNSPECIFIED";
 	}
 }
@@ -181,6 +182,7 @@ static void evq_push(struct vnic_conn *c, const Vnic__Vmm__Event *e)
 	case VNIC__VMM__EVENT__BODY_QUEUE_NEEDS_RESET:
 	case VNIC__VMM__EVENT__BODY_NIC_RESTARTED:
 	case VNIC__VMM__EVENT__BODY_NIC_STATE_CHANGED:
+	case VNIC__VMM__EVENT__BODY_NIC_STALLED:
 		break;
 	default:
 		return; /* a newer supervisor's event: ignored (vmm.proto) */
@@ -217,6 +219,11 @@ static void evq_push(struct vnic_conn *c, const Vnic__Vmm__Event *e)
 		copy_str(v->id, sizeof(v->id), e->nic_restarted->id);
 		v->restarts = e->nic_restarted->restarts;
 		v->restart_us = e->nic_restarted->restart_us;
+		break;
+	case VNIC__VMM__EVENT__BODY_NIC_STALLED:
+		v->type = VNIC_EVENT_NIC_STALLED;
+		copy_str(v->id, sizeof(v->id), e->nic_stalled->id);
+		v->silent_ms = e->nic_stalled->silent_ms;
 		break;
 	default:
 		v->type = VNIC_EVENT_NIC_STATE_CHANGED;

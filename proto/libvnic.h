@@ -100,6 +100,8 @@ struct vnic_hello_info {
 	uint32_t version;
 	char server[64];
 	uint64_t device_features; /* bits the device supports (tap backend) */
+	/* max_regions: what one AddNic can carry with any backend (248: one
+	 * frame's 253 fds less 2 eventfds per queue and a backend fd). */
 	uint32_t max_regions, max_queues, max_queue_size, max_message_size, max_fds;
 };
 
@@ -225,6 +227,8 @@ enum vnic_nic_state {
 	VNIC_NIC_GONE = 4,
 	VNIC_NIC_FAILED = 5,
 	VNIC_NIC_RESTARTING = 6,
+	VNIC_NIC_STALLED = 7,     /* no heartbeat while it had work: being killed
+	                             and restarted (issue 11) */
 };
 
 /* "STARTING", "RUNNING", ... */
@@ -278,6 +282,9 @@ enum vnic_event_type {
 	                                     DEVICE_NEEDS_RESET, config interrupt */
 	VNIC_EVENT_NIC_RESTARTED = 3,
 	VNIC_EVENT_NIC_STATE_CHANGED = 4,
+	VNIC_EVENT_NIC_STALLED = 5,       /* the worker stopped beating while it had
+	                                     work; STALLED, then restarted (a
+	                                     NIC_FAILED and state changes follow) */
 };
 
 struct vnic_event {
@@ -291,6 +298,7 @@ struct vnic_event {
 	uint32_t restarts;      /* NIC_RESTARTED: restarts so far, this one included */
 	uint64_t restart_us;    /* NIC_RESTARTED: death noticed -> new worker READY */
 	enum vnic_nic_state old_state, new_state; /* NIC_STATE_CHANGED */
+	uint32_t silent_ms;     /* NIC_STALLED: how long the heartbeat stood still */
 };
 
 /* The callback gets an event valid during the call only. */

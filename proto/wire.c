@@ -128,6 +128,230 @@ static int wire_unpack(const ProtobufCMessageDescriptor *desc,
 	return 0;
 }
 
+/* ----------------------------------------------------------- strings */
+
+/*
+ * proto3 says a string is UTF-8; protobuf-c neither checks that nor keeps
+ * the wire length (it hands out NUL-terminated copies, so "hv\0x" reads
+ * as "hv"). The checks therefore run over the packed bytes, walked with
+ * the message's own descriptors: every length-delimited field whose
+ * descriptor says STRING is checked, every MESSAGE field is walked in
+ * turn; unknown fields and scalars are skipped. Called only after
+ * protobuf-c unpacked the same bytes, so the structure is already known
+ * to be well-formed; the walk is still bounded on every read.
+ */
+#define WIRE_WALK_DEPTH_MAX 32u
+
+bool wire_utf8_valid(const uint8_t *s, size_t n, size_t *ret_bad)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		uint8_t c = s[i];
+		size_t k;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			if (c == 0)
+				goto bad;
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			k = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			k = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			k = 3;
+			cp = c & 0x07;
+		} else {
+			goto bad;
+		}
+		if (n - i <= k)
+			goto bad;
+		for (size_t j = 1; j <= k; j++) {
+			if ((s[i + j] & 0xc0) != 0x80)
+				goto bad;
+			cp = cp << 6 | (s[i + j] & 0x3f);
+		}
+		/* Overlong forms, UTF-16 surrogates, above U+10FFFF. */
+		if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			goto bad;
+		i += k + 1;
+	}
+	return true;
+bad:
+	if (ret_bad)
+		*ret_bad = i;
+	return false;
+}
+
+size_t wire_utf8_sanitize(char *str)
+{
+	uint8_t *s = (uint8_t *)str;
+	size_t n = strlen(str), fixed = 0, i = 0, bad;
+
+	while (i < n && !wire_utf8_valid(s + i, n - i, &bad)) {
+		size_t at = i + bad, k = 0;
+		uint8_t c = s[at];
+
+		/* A sequence cut by a truncation at the very end: shorten the
+		 * string to the last whole character. */
+		if (c >= 0xc2 && c <= 0xf4) {
+			k = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
+			if (n - at <= k) {
+				bool prefix = true;
+
+				for (size_t j = at + 1; j < n; j++)
+					prefix &= (s[j] & 0xc0) == 0x80;
+				if (prefix) {
+					s[at] = '\0';
+					return fixed + (n - at);
+				}
+			}
+		}
+		s[at] = '?';
+		fixed++;
+		i = at + 1;
+	}
+	return fixed;
+}
+
+static int wire_get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		uint8_t b;
+
+		if (*pos >= len)
+			return -EBADMSG;
+		b = p[(*pos)++];
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+static int wire_walk_strings(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+			     unsigned depth, struct wire_err *err)
+{
+	size_t pos = 0;
+
+	if (depth > WIRE_WALK_DEPTH_MAX)
+		return wire_fail(err, -EBADMSG, "%s nested more than %u deep", d->short_name,
+				 WIRE_WALK_DEPTH_MAX);
+	while (pos < len) {
+		const ProtobufCFieldDescriptor *f;
+		uint64_t key, v;
+		size_t bad = 0;
+		int r;
+
+		r = wire_get_varint(p, len, &pos, &key);
+		if (r < 0)
+			return wire_fail(err, r, "%s: truncated field key", d->short_name);
+		switch (key & 7) {
+		case 0: /* varint */
+			r = wire_get_varint(p, len, &pos, &v);
+			break;
+		case 1: /* 64-bit */
+			r = len - pos >= 8 ? 0 : -EBADMSG;
+			pos += r ? 0 : 8;
+			break;
+		case 5: /* 32-bit */
+			r = len - pos >= 4 ? 0 : -EBADMSG;
+			pos += r ? 0 : 4;
+			break;
+		case 2: /* length-delimited */
+			r = wire_get_varint(p, len, &pos, &v);
+			if (r || v > len - pos) {
+				r = -EBADMSG;
+				break;
+			}
+			f = key >> 3 <= UINT32_MAX ?
+				    protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3)) :
+				    NULL;
+			if (f && f->type == PROTOBUF_C_TYPE_STRING &&
+			    !wire_utf8_valid(p + pos, (size_t)v, &bad))
+				return wire_fail(err, -EBADMSG,
+						 "%s.%s: string %s at byte %zu", d->short_name, f->name,
+						 p[pos + bad] ? "is not valid UTF-8" : "contains a NUL",
+						 bad);
+			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+				r = wire_walk_strings(f->descriptor, p + pos, (size_t)v, depth + 1, err);
+				if (r < 0)
+					return r;
+			}
+			pos += (size_t)v;
+			break;
+		default: /* groups: not proto3 */
+			r = -EBADMSG;
+			break;
+		}
+		if (r < 0)
+			return wire_fail(err, r, "%s: malformed field", d->short_name);
+	}
+	return 0;
+}
+
+int wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+		       struct wire_err *err)
+{
+	return wire_walk_strings(d, buf, len, 0, err);
+}
+
+/* Every string field of m and its submessages, in place. */
+static size_t wire_msg_sanitize_depth(ProtobufCMessage *m, unsigned depth)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	size_t fixed = 0;
+
+	if (depth > WIRE_WALK_DEPTH_MAX)
+		return 0;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		char *member = (char *)m + f->offset;
+		size_t n = 1;
+		void **items;
+
+		if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+			uint32_t which;
+
+			memcpy(&which, (char *)m + f->quantifier_offset, sizeof(which));
+			if (which != f->id)
+				continue;
+		}
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			memcpy(&n, (char *)m + f->quantifier_offset, sizeof(n));
+			memcpy(&items, member, sizeof(items));
+		} else {
+			items = (void **)(void *)member;
+		}
+		for (size_t k = 0; items && k < n; k++) {
+			if (!items[k])
+				continue;
+			if (f->type == PROTOBUF_C_TYPE_STRING)
+				fixed += wire_utf8_sanitize(items[k]);
+			else
+				fixed += wire_msg_sanitize_depth(items[k], depth + 1);
+		}
+	}
+	return fixed;
+}
+
+size_t wire_msg_sanitize(ProtobufCMessage *m)
+{
+	return wire_msg_sanitize_depth(m, 0);
+}
+
 /* -------------------------------------------------------------- send */
 
 int wire_send(int sock, const ProtobufCMessage *m, size_t max,
@@ -162,8 +386,16 @@ out_free:
 
 /* ----------------------------------------------------------- receive */
 
-int wire_recv_frame(int sock, size_t max, unsigned max_fds,
-		    struct wire_frame *ret_f, struct wire_err *err)
+/*
+ * The receive itself. A frame whose ancillary data the kernel cut
+ * (MSG_CTRUNC: more fds than the control buffer holds, or fds it could
+ * not install because our fd table is full) comes back as 0 with
+ * *ret_trunc set, no fd open, and its payload, so that the caller can
+ * still answer the request it carries (issue 11 item 2).
+ */
+static int wire_recv_frame_trunc(int sock, size_t max, unsigned max_fds,
+				 struct wire_frame *ret_f, bool *ret_trunc,
+				 unsigned *ret_nfds_cut, struct wire_err *err)
 {
 	struct wire_frame f = { .buf = NULL };
 	size_t buflen, n = 0;
@@ -180,7 +412,15 @@ int wire_recv_frame(int sock, size_t max, unsigned max_fds,
 	if (!f.buf)
 		return wire_fail(err, -ENOMEM, "out of memory for a frame buffer");
 
+	*ret_trunc = false;
 	r = fdpass_recv(sock, f.buf, buflen, f.fds.fd, max_fds, &n, &f.fds.n);
+	if (r == -ENOBUFS && n > 0) {
+		/* fdpass closed what did arrive; the payload is intact. */
+		*ret_trunc = true;
+		*ret_nfds_cut = f.fds.n;
+		f.fds.n = 0;
+		r = 0;
+	}
 	if (r < 0) {
 		free(f.buf);
 		switch (r) {
@@ -227,6 +467,51 @@ int wire_recv_frame(int sock, size_t max, unsigned max_fds,
 out_release:
 	wire_frame_release(&f);
 	return r;
+}
+
+int wire_recv_frame(int sock, size_t max, unsigned max_fds,
+		    struct wire_frame *ret_f, struct wire_err *err)
+{
+	struct wire_frame f;
+	unsigned cut = 0;
+	bool trunc;
+	int r;
+
+	r = wire_recv_frame_trunc(sock, max, max_fds, &f, &trunc, &cut, err);
+	if (r < 0)
+		return r;
+	if (trunc) {
+		wire_frame_release(&f);
+		return wire_fail(err, -ENOBUFS, "frame carried more than %u fds", max_fds);
+	}
+	*ret_f = f;
+	return 0;
+}
+
+/* A Request whose fds the kernel cut: unpack it anyway (with the fds it
+ * lost, so the count check cannot pass) to answer its request_id with the
+ * true reason. @cut: fds that did arrive (all closed). */
+static int wire_truncated_reason(const Vnic__Vmm__VmmMessage *m, unsigned max_fds,
+				 unsigned cut, struct wire_err *err)
+{
+	int want = wire_vmm_expected_fds(m);
+
+	if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
+		err->has_request_id = true;
+		err->request_id = m->request->request_id;
+	}
+	if (max_fds == 0)
+		return wire_fail(err, -ENOBUFS, "frame carried fds where none are accepted");
+	if (want < 0)
+		return wire_fail(err, -EPROTO, "message needs more than %u fds", WIRE_MAX_FDS);
+	if ((unsigned)want <= max_fds)
+		/* The sender passed no more than we make room for, yet the
+		 * kernel cut them: it could not install them (our fd table is
+		 * full). Not the peer's fault. */
+		return wire_fail(err, -EMFILE,
+				 "out of file descriptors: %u of the %d fds this message needs "
+				 "could be received", cut, want);
+	return wire_fail(err, -ENOBUFS, "frame carried more than %u fds", max_fds);
 }
 
 void wire_frame_release(struct wire_frame *f)
@@ -311,8 +596,9 @@ static int wire_vmm_check_arm(const Vnic__Vmm__VmmMessage *m, enum wire_peer fro
 	return wire_fail(err, -EBADMSG, "VmmMessage with no known message in it");
 }
 
-int wire_vmm_unpack(struct wire_frame *f, enum wire_peer from,
-		    Vnic__Vmm__VmmMessage **ret_m, struct wire_err *err)
+static int wire_vmm_unpack_x(struct wire_frame *f, enum wire_peer from,
+			     Vnic__Vmm__VmmMessage **ret_m, bool check_fds,
+			     struct wire_err *err)
 {
 	ProtobufCMessage *pm = NULL;
 	Vnic__Vmm__VmmMessage *m;
@@ -330,11 +616,20 @@ int wire_vmm_unpack(struct wire_frame *f, enum wire_peer from,
 	r = wire_vmm_check_arm(m, from, err);
 	if (r < 0)
 		goto out_free;
+	/* Strings: no NUL, valid UTF-8, in every field (issue 11 item 3). */
+	r = wire_check_strings(&vnic__vmm__vmm_message__descriptor, f->payload, f->len, err);
+	if (r < 0) {
+		if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
+			err->has_request_id = true;
+			err->request_id = m->request->request_id;
+		}
+		goto out_free;
+	}
 
 	/* Step 5: the exact fd count. A Request's id is reported so that the
 	 * supervisor can answer it (REJECT, TESTPLAN C2). */
 	want = wire_vmm_expected_fds(m);
-	if (want < 0 || (unsigned)want != f->fds.n) {
+	if (check_fds && (want < 0 || (unsigned)want != f->fds.n)) {
 		if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
 			err->has_request_id = true;
 			err->request_id = m->request->request_id;
@@ -357,18 +652,37 @@ out_close:
 	return r;
 }
 
+int wire_vmm_unpack(struct wire_frame *f, enum wire_peer from,
+		    Vnic__Vmm__VmmMessage **ret_m, struct wire_err *err)
+{
+	return wire_vmm_unpack_x(f, from, ret_m, true, err);
+}
+
 int wire_vmm_recv(int sock, enum wire_peer from, Vnic__Vmm__VmmMessage **ret_m,
 		  struct wire_fds *ret_fds, struct wire_err *err)
 {
+	unsigned max_fds = from == WIRE_PEER_VMM ? WIRE_MAX_FDS : 0, cut = 0;
 	struct wire_frame f;
 	Vnic__Vmm__VmmMessage *m;
+	bool trunc;
 	int r;
 
-	r = wire_recv_frame(sock, WIRE_VMM_MSG_MAX,
-			    from == WIRE_PEER_VMM ? WIRE_MAX_FDS : 0, &f, err);
+	r = wire_recv_frame_trunc(sock, WIRE_VMM_MSG_MAX, max_fds, &f, &trunc, &cut, err);
 	if (r < 0)
 		return r;
-	r = wire_vmm_unpack(&f, from, &m, err);
+	r = wire_vmm_unpack_x(&f, from, &m, !trunc, err);
+	if (trunc) {
+		/* Its fds are gone: it cannot be served, but it can be
+		 * answered, with its own request_id and the true reason. */
+		if (r == 0) {
+			r = wire_truncated_reason(m, max_fds, cut, err);
+			wire_vmm_free(m);
+		} else {
+			r = wire_fail(err, -ENOBUFS, "frame carried more than %u fds", max_fds);
+		}
+		wire_frame_release(&f);
+		return r;
+	}
 	if (r < 0) {
 		wire_frame_release(&f);
 		return r;
@@ -408,6 +722,10 @@ int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret
 	if (c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP &&
 	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET)
 		return -EINVAL;
+	/* Deferred regions' memfds follow in RegionFds messages. */
+	if (c->regions_deferred > r)
+		return -EINVAL;
+	r -= c->regions_deferred;
 	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 + i > WIRE_MAX_FDS)
 		return -E2BIG;
 	ret->nregions = (unsigned)r;
@@ -430,6 +748,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_START:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS:
 		*ret = WIRE_PEER_SUPERVISOR;
 		return 0;
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_READY:
@@ -454,6 +773,11 @@ int wire_worker_expected_fds(const Vnic__Worker__WorkerMessage *m)
 
 	if (wire_worker_arm_sender(m->msg_case, &sender) < 0)
 		return -EINVAL;
+	if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS) {
+		if (!m->region_fds || m->region_fds->count == 0)
+			return -EINVAL;
+		return m->region_fds->count > WIRE_MAX_FDS ? -E2BIG : (int)m->region_fds->count;
+	}
 	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG)
 		return 0;
 	if (!m->config)
@@ -495,6 +819,10 @@ int wire_worker_unpack(struct wire_frame *f, enum wire_peer from,
 		goto out_free;
 	}
 
+	r = wire_check_strings(&vnic__worker__worker_message__descriptor, f->payload, f->len, err);
+	if (r < 0)
+		goto out_free;
+
 	/* Step 5. */
 	want = wire_worker_expected_fds(m);
 	if (want == -E2BIG) {
@@ -503,7 +831,10 @@ int wire_worker_unpack(struct wire_frame *f, enum wire_peer from,
 		goto out_free;
 	}
 	if (want < 0) {
-		r = wire_fail(err, -EBADMSG, "Config without a backend kind");
+		r = wire_fail(err, -EBADMSG, "%s",
+			      m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS ?
+			      "RegionFds with no fds" :
+			      "Config without a backend kind, or more regions deferred than it has");
 		goto out_free;
 	}
 	if ((unsigned)want != f->fds.n) {
@@ -551,6 +882,10 @@ int wire_worker_send(int sock, const Vnic__Worker__WorkerMessage *m,
 {
 	int want = wire_worker_expected_fds(m);
 
+	/* The receiver rejects a string that is not UTF-8 (a worker's Log
+	 * may quote bytes it did not make): fix them here. */
+	wire_msg_sanitize((ProtobufCMessage *)(uintptr_t)&m->base);
+
 	if (want < 0)
 		return want;
 	if ((unsigned)want != nfds)
@@ -564,3 +899,53 @@ Vnic__Worker__WorkerMessage *wire_worker_free(Vnic__Worker__WorkerMessage *m)
 		protobuf_c_message_free_unpacked(&m->base, &wire_free_allocator);
 	return NULL;
 }
+
+int wire_worker_send_config(int sock, const Vnic__Worker__WorkerMessage *m, const int *fds,
+			    unsigned nfds)
+{
+	Vnic__Worker__Config *c = m->config;
+	Vnic__Worker__WorkerMessage rm;
+	Vnic__Worker__RegionFds rf;
+	size_t nr, others;
+	uint32_t deferred, saved;
+	int r;
+
+	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG || !c ||
+	    c->n_regions > WIRE_CONFIG_MAX_REGIONS)
+		return -EINVAL;
+	nr = c->n_regions;
+	if (nfds < nr)
+		return -EINVAL;
+	others = nfds - nr;  /* eventfds, backend, stats, inflight */
+	if (others >= WIRE_MAX_FDS)
+		return -E2BIG;
+	/* As many regions as fit in the Config frame; the rest follow. */
+	deferred = nr + others > WIRE_MAX_FDS ? (uint32_t)(nr + others - WIRE_MAX_FDS) : 0;
+	saved = c->regions_deferred;
+	c->regions_deferred = deferred;
+	{
+		/* Config's fds: the regions it carries, then the others. */
+		int *cf = malloc((nfds - deferred) * sizeof(*cf));
+
+		if (!cf) {
+			c->regions_deferred = saved;
+			return -ENOMEM;
+		}
+		memcpy(cf, fds, (nr - deferred) * sizeof(*cf));
+		memcpy(cf + (nr - deferred), fds + nr, others * sizeof(*cf));
+		r = wire_worker_send(sock, m, cf, nfds - deferred);
+		free(cf);
+	}
+	c->regions_deferred = saved;
+	for (size_t first = nr - deferred; r == 0 && first < nr; first += rf.count) {
+		vnic__worker__worker_message__init(&rm);
+		vnic__worker__region_fds__init(&rf);
+		rf.first = (uint32_t)first;
+		rf.count = (uint32_t)(nr - first < WIRE_MAX_FDS ? nr - first : WIRE_MAX_FDS);
+		rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS;
+		rm.region_fds = &rf;
+		r = wire_worker_send(sock, &rm, fds + first, rf.count);
+	}
+	return r;
+}
+

@@ -23,7 +23,10 @@
  *   3. protobuf-c unpack through an allocator capped at
  *      WIRE_UNPACK_MEM_MAX bytes in all (a 200 KB frame of empty repeated
  *      entries cannot turn into megabytes of structs);
- *   4. the envelope has a known arm, sent in the right direction;
+ *   4. the envelope has a known arm, sent in the right direction; every
+ *      string field, at any depth, is valid UTF-8 without a NUL byte,
+ *      checked on the wire bytes (wire_check_strings: protobuf-c's copies
+ *      are NUL-terminated and would hide an embedded NUL);
  *   5. the fd count equals exactly what the message type requires
  *      (wire_vmm_expected_fds / wire_worker_expected_fds).
  * Any failure closes EVERY fd the frame carried.
@@ -44,6 +47,10 @@
  *             control message other than SCM_RIGHTS
  *   -EPROTO   well-formed but not allowed: wrong direction, or an fd count
  *             that differs from the message type's
+ *   -EMFILE   (VMM channel) the frame's fds were cut by the kernel although
+ *             the sender stayed within the limit: this process is out of
+ *             file descriptors; has_request_id is set for a Request, so it
+ *             can be answered (RESOURCE_EXHAUSTED), not the peer's fault
  *   -ENOMEM   out of memory
  *
  * Messages are initialised with the generated *__init() functions (the
@@ -238,5 +245,45 @@ int wire_worker_expected_fds(const Vnic__Worker__WorkerMessage *m);
 /* wire_config_layout - where each fd of a Config sits (see worker.proto).
  * Returns: 0 and *ret, -E2BIG or -EINVAL as above. */
 int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret);
+
+/* Most regions a Config can describe: the memory table's limit. Their
+ * memfds may span several frames (wire_worker_send_config). */
+#define WIRE_CONFIG_MAX_REGIONS 509u /* == MEMTABLE_MAX_REGIONS (static assert in the worker) */
+
+/*
+ * wire_worker_send_config - send a Config whose fds (regions, then the
+ * rest, as wire_config_layout orders them, with regions_deferred ignored)
+ * may exceed one frame: the Config frame carries as many region memfds as
+ * fit, and RegionFds messages carry the rest (at most WIRE_MAX_FDS each).
+ * m->config->regions_deferred is set for the send and restored.
+ * Returns: 0 or a negative errno from wire_worker_send.
+ */
+int wire_worker_send_config(int sock, const Vnic__Worker__WorkerMessage *m, const int *fds,
+			    unsigned nfds);
+
+/*
+ * Strings (issue 11). proto3 strings are UTF-8; protobuf-c checks neither
+ * that nor embedded NULs.
+ * wire_utf8_valid - s[0..n) is strict UTF-8 (no overlong form, surrogate
+ *   or code point above U+10FFFF) and holds no NUL byte; else false and
+ *   *ret_bad (may be NULL) = offset of the first bad byte.
+ * wire_utf8_sanitize - make a C string valid UTF-8 in place: an incomplete
+ *   sequence at the very end (a cut) is removed, so the string ends on a
+ *   character boundary; any other bad byte becomes '?'. Returns the bytes
+ *   changed or removed.
+ * wire_check_strings - walk the packed message buf (already unpacked once
+ *   by protobuf-c) with descriptor d: every STRING field at any depth must
+ *   be wire_utf8_valid. Returns 0 or -EBADMSG with err naming the field.
+ * wire_msg_sanitize - wire_utf8_sanitize every string field of m and its
+ *   submessages, in place, before m is packed: the one sanitiser every
+ *   message vnicd sends passes through (vmm_conn_send, wire_worker_send).
+ *   String literals are valid UTF-8 and never written. Returns the bytes
+ *   changed.
+ */
+bool wire_utf8_valid(const uint8_t *s, size_t n, size_t *ret_bad);
+size_t wire_utf8_sanitize(char *s);
+int wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+		       struct wire_err *err);
+size_t wire_msg_sanitize(ProtobufCMessage *m);
 
 #endif

@@ -70,6 +70,13 @@ const struct sandbox_rule sandbox_policy[] = {
 	ALLOW(recvmsg),
 	ALLOW(sendmsg),
 	ALLOW(close),
+	/* kick eventfds and a tap the VMM shares: per-call RWF_NOWAIT
+	 * (workers/worker_fds.c, net_priv.h) */
+	ALLOW(preadv2),
+	ALLOW(pwritev2),
+	/* call eventfd: writable? (POLLOUT, timeout 0) */
+	ALLOW(poll),
+	ALLOW(ppoll),
 
 	/* event loop */
 	ALLOW(epoll_ctl),
@@ -117,6 +124,8 @@ const struct sandbox_rule sandbox_policy[] = {
 	ALLOW(gettimeofday),
 	ALLOW(clock_nanosleep),
 	ALLOW(restart_syscall),
+	/* the bound around a call eventfd write (SIGALRM, no SA_RESTART) */
+	ALLOW(setitimer),
 
 	/* signals, identity, exit */
 	ALLOW(rt_sigreturn),

@@ -16,6 +16,10 @@
 
 #include "memtable.h"
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#endif
+
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -46,7 +50,7 @@ static int check_region(const struct memtable_region_desc *r, unsigned i,
 {
 	struct stat st;
 	uint64_t end;
-	int seals;
+	int seals, fl;
 
 	if (r->size == 0) {
 		set_err(err, errlen, "region %u: size is 0", i);
@@ -86,6 +90,22 @@ static int check_region(const struct memtable_region_desc *r, unsigned i,
 	}
 	if (!(seals & F_SEAL_SHRINK)) {
 		set_err(err, errlen, "region %u: memfd is not sealed against shrinking (F_SEAL_SHRINK)", i);
+		return -EINVAL;
+	}
+	/* The worker maps it PROT_READ|PROT_WRITE, MAP_SHARED (issue 11 item
+	 * 6): a write seal or a read-only file makes that mmap fail, so refuse
+	 * it here, before a worker is started for nothing. */
+	if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+		set_err(err, errlen, "region %u: memfd is sealed against writing (%s): guest memory "
+			"must be mappable read/write shared", i,
+			seals & F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+		return -EINVAL;
+	}
+	fl = fcntl(r->fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR) {
+		set_err(err, errlen, "region %u: memfd is open %s, not read/write: guest memory must "
+			"be mappable read/write shared", i,
+			fl >= 0 && (fl & O_ACCMODE) == O_WRONLY ? "write-only" : "read-only");
 		return -EINVAL;
 	}
 	if (end > (uint64_t)st.st_size) {
@@ -140,6 +160,26 @@ static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
 		}
 	}
 	*ret_order = order;
+	return 0;
+}
+
+int memtable_check_pages(const struct memtable_region_desc *d, unsigned n,
+			 char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct memtable_region_desc *r = &d[i];
+
+		/* Page-aligned, as every VMM hands them out (issue 11 item 7):
+		 * an odd offset would put guest-aligned rings at misaligned
+		 * host addresses. */
+		if ((r->gpa | r->size | r->offset) & (MEMTABLE_PAGE_SIZE - 1)) {
+			set_err(err, errlen, "region %u: gpa 0x%llx, size 0x%llx and offset 0x%llx "
+				"must each be a multiple of the %u-byte page", i,
+				(unsigned long long)r->gpa, (unsigned long long)r->size,
+				(unsigned long long)r->offset, MEMTABLE_PAGE_SIZE);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 

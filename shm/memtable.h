@@ -25,6 +25,10 @@
  * hotplug (QEMU's vhost-user limit with memory slots). */
 #define MEMTABLE_MAX_REGIONS 509
 
+/* Every region's gpa, size and memfd offset are multiples of this: the
+ * smallest page of the hosts vnicd runs on (x86-64, arm64 4K). */
+#define MEMTABLE_PAGE_SIZE 4096u
+
 /* A region as the VMM describes it. */
 struct memtable_region_desc {
 	uint64_t gpa;    /* guest physical address of the first byte */
@@ -54,12 +58,25 @@ struct memtable {
  * 1..MEMTABLE_MAX_REGIONS; size > 0; gpa+size and offset+size do not wrap;
  * no two regions overlap in gpa; fd is a memfd (shared memory file, not a
  * regular file, device, pipe or socket); fd is sealed with F_SEAL_SHRINK;
- * offset+size <= fstat(fd).st_size. The offset need not be page aligned.
+ * offset+size <= fstat(fd).st_size; fd is open O_RDWR and carries neither
+ * F_SEAL_WRITE nor F_SEAL_FUTURE_WRITE (it is mapped read/write shared).
+ * The library maps any byte granularity (the ring tests use 1-byte
+ * regions); the channels add memtable_check_pages.
  * Returns: 0, or -EINVAL/-EBADF/-E2BIG with a message in err naming the
  * region (by its index in @d) and the rule it broke.
  */
 int memtable_validate(const struct memtable_region_desc *d, unsigned n,
 		      char *err, size_t errlen);
+
+/*
+ * memtable_check_pages - the channels' rule (issue 11 item 7): every
+ * region's gpa, size and offset is a multiple of MEMTABLE_PAGE_SIZE, as
+ * VMMs send them. Called by the supervisor's validation, the worker's
+ * Config and the vhost-user door.
+ * Returns: 0 or -EINVAL with err naming the region.
+ */
+int memtable_check_pages(const struct memtable_region_desc *d, unsigned n,
+			 char *err, size_t errlen);
 
 /*
  * memtable_map - validate and map a region list.

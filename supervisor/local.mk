@@ -14,7 +14,8 @@ sbin_PROGRAMS += supervisor/vnicd
 supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
-	supervisor/nic.c supervisor/monitor.c
+	supervisor/nic.c supervisor/monitor.c \
+	supervisor/limits.c supervisor/watchdog.c
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)

@@ -345,6 +345,8 @@ int main(int argc, char **argv)
 			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
 			 "process. For debugging only. ***");
 	signal(SIGPIPE, SIG_IGN);
+	/* RLIMIT_NOFILE to its hard limit; every bound from it (limits.c). */
+	sup_limits_init(&s);
 
 	if (listen_socket(&s) < 0)
 		return 1;
@@ -363,7 +365,7 @@ int main(int argc, char **argv)
 	s.ev_listen = event_new(s.base, s.listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, &s);
 	s.ev_sigterm = evsignal_new(s.base, SIGTERM, signal_cb, &s);
 	s.ev_sigint = evsignal_new(s.base, SIGINT, signal_cb, &s);
-	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint)
+	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || sup_watchdog_start(&s) < 0)
 		fatalx("event_new failed");
 	event_add(s.ev_listen, NULL);
 	event_add(s.ev_sigterm, NULL);
@@ -384,6 +386,10 @@ int main(int argc, char **argv)
 	}
 	if (s.ev_shutdown)
 		event_free(s.ev_shutdown);
+	if (s.ev_accept_retry)
+		event_free(s.ev_accept_retry);
+	if (s.ev_watchdog)
+		event_free(s.ev_watchdog);
 	event_free(s.ev_listen);
 	event_free(s.ev_sigterm);
 	event_free(s.ev_sigint);

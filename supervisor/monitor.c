@@ -21,7 +21,9 @@
 #define MON_RUNNING  (1u << NIC_RUNNING)
 #define MON_STOPPING (1u << NIC_STOPPING)
 #define MON_RESTARTING (1u << NIC_RESTARTING) /* a replacement worker before READY */
-#define MON_ONCE     (1u << 16) /* a second one is a violation */
+#define MON_STALLED  (1u << NIC_STALLED)    /* being killed by the watchdog */
+#define MON_ONCE     (1u << 16) /* a second one from the same worker is a violation
+				   (any row: n->mon_once, a bit per row) */
 
 struct mon_row {
 	Vnic__Worker__WorkerMessage__MsgCase type;
@@ -146,21 +148,24 @@ static int mon_policy_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	return 0;
 }
 
+/* A bit per row in n->mon_once. */
 static const struct mon_row mon_table[] = {
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_RESTARTING | MON_ONCE, 0,
 	  mon_ready },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED, "Stopped", MON_STOPPING | MON_ONCE, 0, mon_stopped },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN, "QueueBroken",
-	  MON_RUNNING | MON_STOPPING, 0, mon_queue_broken },
+	  MON_RUNNING | MON_STOPPING | MON_STALLED, 0, mon_queue_broken },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET, "PolicySet", MON_RUNNING, 0,
 	  mon_policy_set },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_LOG, "Log",
-	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING, 0, mon_log },
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_STALLED, 0, mon_log },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",
-	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_ONCE, 0, mon_error },
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_STALLED | MON_ONCE, 0,
+	  mon_error },
 #ifdef VNIC_FAULT_INJECTION
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT, "FaultHit",
-	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING, 0, mon_fault_hit },
+	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_STALLED, 0,
+	  mon_fault_hit },
 #endif
 };
 
@@ -213,9 +218,13 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)
 			mon_kill(n, why);
 			return;
 		}
+		unsigned row_bit = 0;
+
 		for (size_t i = 0; i < sizeof(mon_table) / sizeof(mon_table[0]); i++)
-			if (mon_table[i].type == m->msg_case)
+			if (mon_table[i].type == m->msg_case) {
 				row = &mon_table[i];
+				row_bit = 1u << i;
+			}
 		if (!row) {
 			snprintf(why, sizeof(why), "unexpected message type %d", (int)m->msg_case);
 			rc = -1;
@@ -226,12 +235,13 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)
 		} else if (fds.n != row->nfds) {
 			snprintf(why, sizeof(why), "%s with %u fds", row->name, fds.n);
 			rc = -1;
-		} else if ((row->flags & MON_ONCE) &&
-			   ((row->type == VNIC__WORKER__WORKER_MESSAGE__MSG_READY && n->ready_seen) ||
-			    (row->type == VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED && n->stopped_seen))) {
+		} else if ((row->flags & MON_ONCE) && (n->mon_once & row_bit)) {
+			/* The rule of the row, for every ONCE row alike. */
 			snprintf(why, sizeof(why), "a second %s", row->name);
 			rc = -1;
 		} else {
+			if (row->flags & MON_ONCE)
+				n->mon_once |= row_bit;
 			rc = row->handler(n, m);
 			snprintf(why, sizeof(why), "%s: %s", row->name, n->last_error);
 		}

@@ -116,16 +116,12 @@ static void nic_worker_release(struct nic *n)
 	n->w.pid = 0;
 }
 
-static struct nic *nic_free(struct nic *n)
+/* Guarantee 1 (issue 11 item 8): a reply that tells the VMM its memory
+ * and eventfds are free goes out only after this. */
+void nic_close_vmm_fds(struct nic *n)
 {
-	if (!n)
-		return NULL;
-	nic_worker_release(n);
-	if (n->ev_timer)
-		event_free(n->ev_timer);
 	for (unsigned i = 0; i < n->nregions; i++)
 		close_fd(&n->regions[i].fd);
-	free(n->regions);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		close_fd(&n->q[i].kick_fd);
 		close_fd(&n->q[i].call_fd);
@@ -133,8 +129,20 @@ static struct nic *nic_free(struct nic *n)
 	close_fd(&n->backend_fd);
 	if (n->stats)
 		munmap(n->stats, n->stats_len);
+	n->stats = NULL;
 	close_fd(&n->stats_fd);
 	close_fd(&n->inflight_fd);
+}
+
+static struct nic *nic_free(struct nic *n)
+{
+	if (!n)
+		return NULL;
+	nic_worker_release(n);
+	if (n->ev_timer)
+		event_free(n->ev_timer);
+	nic_close_vmm_fds(n);
+	free(n->regions);
 	free(n);
 	return NULL;
 }
@@ -340,7 +348,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
-	rc = wire_worker_send(n->w.ctrl_fd, &m, fds, nfds);
+	/* More than one frame's fds: the rest follow in RegionFds. */
+	rc = wire_worker_send_config(n->w.ctrl_fd, &m, fds, nfds);
 	if (rc)
 		snprintf(err, errlen, "sending Config to the worker: %s", strerror(-rc));
 out_free:
@@ -429,6 +438,7 @@ static int nic_launch(struct nic *n)
 	int rc;
 
 	n->ready_seen = n->stopped_seen = n->kill_sent = n->ctrl_closed = false;
+	n->mon_once = 0;
 	n->sandboxed = false;
 	rc = worker_spawn(s->worker_path, n->id, &o, &n->w, n->last_error, sizeof(n->last_error));
 	if (rc)
@@ -582,6 +592,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 
 out_async:
 	log_warn("nic %s: start failed: %s", n->id, n->last_error);
+	nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
 	vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 	nic_remove(n, "start failed");
 	return 0;
@@ -603,8 +614,8 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 		nic_remove(n, why);
 		return;
 	}
-	if (n->state == NIC_STARTING || n->state == NIC_RESTARTING) {
-		/* Not READY: nothing to finish; kill and let the exit callback
+	if (n->state == NIC_STARTING || n->state == NIC_RESTARTING || n->state == NIC_STALLED) {
+		/* Not READY (or stalled): nothing to finish; kill and let the exit callback
 		 * answer (AddNic, or RemoveNic). A restart keeps the death it
 		 * was restarting from as its last error. */
 		if (n->state == NIC_STARTING)
@@ -707,7 +718,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 	char why[sizeof(n->last_error) + 96];
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (n->state == NIC_RUNNING)
+	if (n->state == NIC_RUNNING || n->state == NIC_STALLED)
 		n->t_died = now; /* restart time counts from here */
 	deaths_expire(n, &now);
 	if (n->ndeaths >= limit) {
@@ -727,7 +738,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 	delay = restart_backoff_ms(n->ndeaths);
 	snprintf(why, sizeof(why), "%s; restart %u of at most %u within %d s, in %u ms",
 		 n->last_error, n->ndeaths, limit, SUP_RESTART_WINDOW_MS / 1000, delay);
-	if (n->state == NIC_RUNNING)
+	if (n->state == NIC_RUNNING || n->state == NIC_STALLED)
 		nic_set_state(n, NIC_RESTARTING, why);
 	else
 		log_info("nic %s: still RESTARTING: %s", n->id, why);
@@ -883,11 +894,17 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	case NIC_STARTING:
 		nic_errorf(n, "%s%s before it was ready%s%s", syscall_nr >= 0 ? "" : "worker ", desc,
 			   prev[0] ? ": " : "", prev);
+		nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
 		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 		nic_remove(n, n->last_error);
 		break;
 	case NIC_RUNNING:
 		nic_errorf(n, "%s%s", syscall_nr >= 0 ? "" : "worker ", desc);
+		nic_worker_died(n, ex.sig, ex.status, syscall_nr);
+		break;
+	case NIC_STALLED:
+		/* Killed by the watchdog: a death like any other. */
+		nic_errorf(n, "%s; %s", prev, desc);
 		nic_worker_died(n, ex.sig, ex.status, syscall_nr);
 		break;
 	case NIC_RESTARTING:
@@ -897,7 +914,9 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 		nic_worker_died(n, ex.sig, ex.status, syscall_nr);
 		break;
 	case NIC_STOPPING:
-		/* Never restarted: its reap completes the stop. */
+		/* Never restarted: its reap completes the stop. The fds go
+		 * before the reply that says they are free (guarantee 1). */
+		nic_close_vmm_fds(n);
 		if (n->add_pending) {
 			vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
 		} else if (n->remove_pending) {
@@ -918,4 +937,16 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	case NIC_NSTATES:
 		break;
 	}
+}
+
+void nic_stalled(struct nic *n, uint64_t silent_ms)
+{
+	nic_errorf(n, "worker pid %d stalled: no heartbeat for %llu ms while it had work; "
+		   "killed", (int)n->w.pid, (unsigned long long)silent_ms);
+	log_warn("nic %s: %s", n->id, n->last_error);
+	if (nic_set_state(n, NIC_STALLED, n->last_error) < 0)
+		return;
+	vmm_event_nic_stalled(n, silent_ms);
+	n->kill_sent = true;
+	worker_kill(&n->w);
 }

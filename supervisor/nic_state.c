@@ -10,6 +10,7 @@
  * lifecycle of one NIC:
  *
  *   AddNic -> STARTING -> RUNNING <-> RESTARTING -> FAILED
+ *                          RUNNING -> STALLED -> RESTARTING | FAILED | STOPPING
  *                 \          \           \          \
  *                  `-> STOPPING <---------'          `-> GONE
  *                        `-> GONE
@@ -33,6 +34,12 @@ const struct nic_transition nic_transitions[] = {
 	{ NIC_STOPPING, NIC_GONE, "worker reaped (after Stopped, its exit, or the deadline "
 				  "kill): RemoveNic answered" },
 	{ NIC_FAILED, NIC_GONE, "RemoveNic, disconnect or shutdown: no worker to stop" },
+	{ NIC_RUNNING, NIC_STALLED, "no heartbeat for SUP_STALL_MS while work is pending: "
+				    "the worker is killed" },
+	{ NIC_STALLED, NIC_RESTARTING, "the stalled worker reaped, within the restart limit" },
+	{ NIC_STALLED, NIC_FAILED, "the stalled worker reaped, restart limit reached" },
+	{ NIC_STALLED, NIC_STOPPING, "RemoveNic, disconnect or shutdown while the stalled "
+				     "worker is being killed" },
 };
 
 const size_t nic_ntransitions = sizeof(nic_transitions) / sizeof(nic_transitions[0]);
@@ -46,6 +53,7 @@ const char *nic_state_name(enum nic_state s)
 	case NIC_RESTARTING: return "RESTARTING";
 	case NIC_FAILED: return "FAILED";
 	case NIC_GONE: return "GONE";
+	case NIC_STALLED: return "STALLED";
 	case NIC_NSTATES: break;
 	}
 	return "?";

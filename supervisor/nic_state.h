@@ -26,6 +26,8 @@ enum nic_state {
 			   limit reached, or restarts disabled); no worker; the
 			   entry stays for status until RemoveNic/disconnect */
 	NIC_GONE,       /* removed from the table; about to be freed */
+	NIC_STALLED,    /* the running worker stopped beating its heartbeat while
+			   it had work (issue 11): killed; its reap restarts it */
 	NIC_NSTATES
 };
 

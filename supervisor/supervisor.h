@@ -54,6 +54,29 @@ struct stats_page;
 #define SUP_STATUS_PAGE 32          /* NICs per StatusReply (keeps replies < 64 KiB) */
 #define SUP_MTU_DEFAULT 1500
 
+/* fd budgets (issue 11 item 1, limits.c): derived at start from
+ * RLIMIT_NOFILE, raised to its hard limit. SUP_MAX_NICS and SUP_MAX_CONNS
+ * above are ceilings; the limits in struct sup_limits apply. */
+#define SUP_FD_RESERVE 32        /* vnicd's own: listener, epoll, signals, log, a tap */
+#define SUP_NIC_OWN_FDS 6        /* per NIC: stats, inflight, ctrl, pidfd, report, tap */
+#define SUP_NIC_MIN_VMM_FDS 6    /* per NIC from the VMM: 1 memfd, 4 eventfds, 1 backend */
+#define SUP_CONN_NICS_MIN 4      /* a connection may always have this many NICs */
+#define SUP_ACCEPT_RETRY_MS 100  /* listener off this long after EMFILE & co. */
+
+/* Liveness watchdog (issue 11 item 9, watchdog.c). */
+#define SUP_WATCHDOG_MS 500      /* how often heartbeats are compared */
+#define SUP_STALL_MS 3000        /* no heartbeat this long, with work pending: STALLED (above
+                                    the 1.5 s delays of the lifecycle suite's faults) */
+
+struct sup_limits {
+	uint64_t nofile;     /* RLIMIT_NOFILE after raising it */
+	unsigned max_conns;  /* connected clients */
+	unsigned max_nics;   /* NICs in all */
+	unsigned vmm_fds;    /* fds all NICs may hold for their VMMs */
+	unsigned conn_fds;   /* ... one connection's NICs */
+	unsigned conn_nics;  /* NICs of one connection */
+};
+
 /* Crash restart policy (issue 5, guarantee 3). A worker that dies while
  * its NIC is RUNNING (or while its replacement starts) is restarted on
  * the same fds. The k-th death within SUP_RESTART_WINDOW_MS waits
@@ -154,6 +177,10 @@ struct nic {
 	struct timespec deaths[SUP_RESTART_MAX_LIMIT + 1];
 	unsigned ndeaths;           /* entries used in deaths[] (oldest first) */
 	struct timespec t_died;
+	uint64_t hb_last;           /* watchdog: last heartbeat seen, and when */
+	struct timespec hb_t;
+	pid_t hb_pid;               /* the worker hb_last belongs to */
+	unsigned mon_once;          /* monitor.c: ONCE rows seen from this worker (bit per row) */
 	uint64_t restart_us;        /* the last restart's death -> READY */
 	char last_error[192];
 };
@@ -204,6 +231,11 @@ struct sup {
 	unsigned nconns;
 	unsigned next_conn_id;
 	bool shutting_down;
+	struct sup_limits lim;        /* limits.c */
+	struct event *ev_accept_retry;
+	bool accept_paused;           /* listener out of the loop after EMFILE */
+	uint64_t accept_pauses;
+	struct event *ev_watchdog;    /* watchdog.c */
 	/* Worker options (issue 4): --user (NULL: the worker's default) and
 	 * --sandbox=off (debugging only, loud). */
 	const char *worker_user;
@@ -286,5 +318,33 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);
 
 /* main.c */
 void sup_maybe_exit(struct sup *s);
+
+/* limits.c (issue 11 item 1) */
+/* sup_limits_derive - every bound from an fd limit (pure; see limits.c). */
+void sup_limits_derive(uint64_t nofile, struct sup_limits *l);
+/* sup_limits_init - raise RLIMIT_NOFILE to its hard limit, derive s->lim. */
+void sup_limits_init(struct sup *s);
+/* sup_budget_check - may connection c add a NIC carrying nfds fds?
+ * Returns: 0, or -ENOSPC with err filled (answer RESOURCE_EXHAUSTED). */
+int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nfds, char *err,
+		     size_t errlen);
+/* sup_accept_pause - accept failed with errnum (EMFILE & co.): listener
+ * off, back after SUP_ACCEPT_RETRY_MS or at sup_accept_resume. */
+void sup_accept_pause(struct sup *s, int errnum);
+/* sup_accept_resume - an fd was freed: listen again (no-op if not paused). */
+void sup_accept_resume(struct sup *s);
+
+/* watchdog.c (issue 11 item 9) */
+/* sup_watchdog_start - the periodic heartbeat check of every worker. */
+int sup_watchdog_start(struct sup *s);
+/* nic_close_vmm_fds (nic.c) - close the NIC's memfds, eventfds, backend,
+ * stats page and inflight region now (before a reply that says they are
+ * free); nic_free closes nothing twice. */
+void nic_close_vmm_fds(struct nic *n);
+/* nic_stalled (nic.c) - the worker stopped beating: STALLED, kill; its
+ * reap restarts it under the usual backoff. */
+void nic_stalled(struct nic *n, uint64_t silent_ms);
+/* vmm_event_nic_stalled (watchdog.c) - NicStalled to the owner. */
+void vmm_event_nic_stalled(struct nic *n, uint64_t silent_ms);
 
 #endif

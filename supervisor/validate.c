@@ -254,6 +254,29 @@ int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
 	return 0;
 }
 
+/* 1 semaphore, 0 plain, -1 unknown (no such fdinfo line). */
+static int eventfd_is_semaphore(int fd)
+{
+	char path[64], line[128];
+	FILE *f;
+	int r = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned v;
+
+		if (sscanf(line, "eventfd-semaphore: %u", &v) == 1) {
+			r = v != 0;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
 /* The kernel names an anonymous inode's file "anon_inode:[eventfd]". */
 int validate_eventfd(int fd, char *err, size_t errlen)
 {
@@ -269,6 +292,14 @@ int validate_eventfd(int fd, char *err, size_t errlen)
 	target[n] = '\0';
 	if (strcmp(target, "anon_inode:[eventfd]"))
 		return fail(err, errlen, -EINVAL, "fd is %s, not an eventfd", target);
+	/* EFD_SEMAPHORE: every read takes 1 from the count, so a count of
+	 * 2^40 stays readable for ever (issue 11 item 10). The kernel says so
+	 * in fdinfo (Linux 6.x "eventfd-semaphore:"); where it does not, the
+	 * worker's one-read-per-edge kick handling still bounds the work. */
+	if (eventfd_is_semaphore(fd) == 1)
+		return fail(err, errlen, -EINVAL,
+			    "eventfd is in semaphore mode (EFD_SEMAPHORE): kick and call "
+			    "eventfds must be plain counters");
 	return 0;
 }
 
@@ -346,6 +377,8 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 
 	/* C6, F1, F2: the memory table as a whole. */
 	rc = memtable_validate(s->regions, s->nregions, sub, sizeof(sub));
+	if (rc == 0)
+		rc = memtable_check_pages(s->regions, s->nregions, sub, sizeof(sub));
 	if (rc)
 		return fail(err, errlen, rc, "memory table: %s", sub);
 

@@ -78,11 +78,21 @@ struct vmm_conn *vmm_conn_free(struct vmm_conn *c)
 		STAILQ_REMOVE_HEAD(&c->outq, link);
 		free(o);
 	}
-	if (c->fd >= 0)
+	if (c->fd >= 0) {
+		/* Whatever the peer sent and we did not read is dropped here,
+		 * not left in the queue: closing an AF_UNIX socket with unread
+		 * data resets the peer, which then never reads the reply queued
+		 * for it (a refused client that sends before it reads).
+		 * SHUT_RD first, so nothing new arrives meanwhile. */
+		shutdown(c->fd, SHUT_RD);
+		fdpass_drain(c->fd, SUP_CONN_OUTQ_MAX);
 		close(c->fd);
+	}
 	TAILQ_REMOVE(&c->sup->conns, c, link);
 	c->sup->nconns--;
 	log_info("conn %u: closed", c->id);
+	/* One fd is free again: a listener paused for EMFILE may resume. */
+	sup_accept_resume(c->sup);
 	free(c);
 	return NULL;
 }
@@ -112,12 +122,16 @@ static int conn_flush(struct vmm_conn *c)
 
 void vmm_conn_send(struct vmm_conn *c, const Vnic__Vmm__VmmMessage *m)
 {
-	size_t len = protobuf_c_message_get_packed_size(&m->base);
 	struct outframe *o;
+	size_t len;
 	uint32_t be;
 
 	if (!c || c->closing)
 		return;
+	/* Every string that leaves is valid UTF-8 (issue 11 item 4): the one
+	 * sanitiser, here, where every reply and event passes. */
+	wire_msg_sanitize((ProtobufCMessage *)(uintptr_t)&m->base);
+	len = protobuf_c_message_get_packed_size(&m->base);
 	if (len > WIRE_VMM_MSG_MAX) {
 		log_error_f("conn %u: reply of %zu bytes above the channel maximum", c->id, len);
 		return;
@@ -206,12 +220,20 @@ static bool conn_bad_frame(struct vmm_conn *c, const struct wire_err *err)
 	/* A peer can send bad frames as fast as it likes: rate-limited. */
 	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(5000, 20);
 
-	c->errors++;
-	log_ratelimited(&rl, LOG_LEVEL_WARN, "conn %u: bad frame (%u/%d): %s", c->id, c->errors,
-			SUP_CONN_MAX_ERRORS, err->msg);
+	/* Out of fds (the kernel cut the frame's fds): our problem, not the
+	 * peer's; the request still gets its one reply, its own request_id
+	 * and the true reason (issue 11 item 2). */
+	bool ours = err->code == -EMFILE;
+
+	if (!ours)
+		c->errors++;
+	log_ratelimited(&rl, LOG_LEVEL_WARN, "conn %u: %s (%u/%d): %s", c->id,
+			ours ? "request lost its fds" : "bad frame", c->errors, SUP_CONN_MAX_ERRORS,
+			err->msg);
 	vmm_conn_reply_error(c, err->has_request_id ? err->request_id : 0,
-			     VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT, "rejected frame: %s",
-			     err->msg);
+			     ours ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+				  : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+			     "rejected frame: %s", err->msg);
 	if (c->errors >= SUP_CONN_MAX_ERRORS) {
 		log_ratelimited(&rl, LOG_LEVEL_WARN,
 				"conn %u: %u bad frames in a row: dropping the connection", c->id,
@@ -315,7 +337,12 @@ void vmm_conn_accept(evutil_socket_t lfd, short what, void *arg)
 
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+		/* Out of fds or memory: the pending connection stays pending
+		 * and would wake us at once, forever. Stop listening for a
+		 * while instead (limits.c). */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			sup_accept_pause(s, errno);
+		else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 			log_warn("accept: %s", strerror(errno));
 		return;
 	}
@@ -357,7 +384,7 @@ void vmm_conn_accept(evutil_socket_t lfd, short what, void *arg)
 		vmm_conn_free(c);
 		return;
 	}
-	if (s->nconns > SUP_MAX_CONNS || s->shutting_down) {
+	if (s->nconns > s->lim.max_conns || s->shutting_down) {
 		log_warn("conn %u: refused: %s", c->id,
 			 s->shutting_down ? "shutting down" : "too many connections");
 		vmm_conn_reply_error(c, 0, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,

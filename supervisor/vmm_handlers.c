@@ -70,7 +70,9 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.version = c->version;
 	hr.server = server;
 	hr.device_features = validate_nic_offered(NIC_BACKEND_TAP);
-	hr.max_regions = MEMTABLE_MAX_REGIONS;
+	/* What one AddNic frame can carry with any backend: 253 fds less
+	 * two eventfds per queue and a backend fd (issue 11 item 5). */
+	hr.max_regions = WIRE_MAX_FDS - 2 * NIC_NUM_QUEUES - 1;
 	hr.max_queues = NIC_NUM_QUEUES;
 	hr.max_queue_size = VRING_MAX_SIZE;
 	hr.max_message_size = WIRE_VMM_MSG_MAX;
@@ -230,9 +232,10 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     "vnicd is shutting down");
 		goto out;
 	}
-	if (s->nnics >= SUP_MAX_NICS) {
+	/* Budgets of NICs and fds, global and per connection (issue 11). */
+	if (sup_budget_check(s, c, lay.total, err, sizeof(err)) < 0) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
-				     "at most %d NICs per supervisor", SUP_MAX_NICS);
+				     "%s", err);
 		goto out;
 	}
 	/* Validated: now state may change. The reply follows READY. */
@@ -309,7 +312,9 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	clock_gettime(CLOCK_MONOTONIC, &n->remove_t0);
 	if (n->w.pid == 0) {
 		/* FAILED, or RESTARTING between two workers: no process maps
-		 * the memory now, so the answer can come at once. */
+		 * the memory now, so the answer can come at once, once vnicd
+		 * holds none of the NIC's fds either (guarantee 1). */
+		nic_close_vmm_fds(n);
 		vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
 		nic_stop(n, ms, "RemoveNic");
 		return;
@@ -370,6 +375,7 @@ static Vnic__Vmm__NicState state_pb(enum nic_state s)
 	case NIC_RESTARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_RESTARTING;
 	case NIC_FAILED: return VNIC__VMM__NIC_STATE__NIC_STATE_FAILED;
 	case NIC_GONE: return VNIC__VMM__NIC_STATE__NIC_STATE_GONE;
+	case NIC_STALLED: return VNIC__VMM__NIC_STATE__NIC_STATE_STALLED;
 	case NIC_NSTATES: break;
 	}
 	return VNIC__VMM__NIC_STATE__NIC_STATE_UNSPECIFIED;

@@ -206,12 +206,14 @@ END_TEST
 
 START_TEST(c7_ring_spans_two_regions)
 {
-	/* Two adjacent regions; the used ring crosses their boundary. */
-	g.reg[0].size = 0x2000 + 0x400;
-	g.reg[1] = (struct vnic_region){ .gpa = ST_GPA_BASE + 0x2400,
-					 .size = ST_MEM_SIZE - 0x2400, .offset = 0x2400,
+	/* Two adjacent (page-aligned) regions; the used ring crosses their
+	 * boundary. */
+	g.reg[0].size = 0x3000;
+	g.reg[1] = (struct vnic_region){ .gpa = ST_GPA_BASE + 0x3000,
+					 .size = ST_MEM_SIZE - 0x3000, .offset = 0x3000,
 					 .fd = g.memfd };
 	g.cfg.nregions = 2;
+	g.q[0].used_gpa = ST_GPA_BASE + 0x2c00;
 	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "used ring");
 }
 END_TEST
@@ -502,18 +504,6 @@ static void lteardown(void)
 }
 
 /* The one NIC's status (asserts there is exactly one). */
-static struct vnic_nic_status one_nic(struct vnic_conn *c)
-{
-	struct vnic_status *st = NULL;
-	struct vnic_nic_status n;
-
-	ck_assert_int_eq(vnic_status(c, &st), 0);
-	ck_assert_uint_eq(st->nnics, 1);
-	n = st->nics[0];
-	vnic_status_free(st);
-	return n;
-}
-
 START_TEST(happy_path_add_status_remove)
 {
 	struct vnic_nic_status n;
@@ -523,7 +513,7 @@ START_TEST(happy_path_add_status_remove)
 	int fds_running;
 
 	st_add_ok(lconn, &lg);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_str_eq(n.id, "nic0");
 	ck_assert_int_eq(n.state, VNIC_NIC_RUNNING);
 	ck_assert_int_gt(n.pid, 0);
@@ -545,7 +535,7 @@ START_TEST(happy_path_add_status_remove)
 	/* F3: another connection sees the NIC in status but cannot remove it. */
 	other = st_connect(&lv);
 	ck_assert_int_eq(vnic_remove_nic(other, "nic0", 1000, &rr), VNIC_STATUS_NOT_FOUND);
-	ck_assert_int_eq(one_nic(other).state, VNIC_NIC_RUNNING);
+	ck_assert_int_eq(st_one_nic(other).state, VNIC_NIC_RUNNING);
 	vnic_close(other);
 
 	/* RemoveNic answers only once the worker is reaped. */
@@ -569,7 +559,7 @@ START_TEST(l7_disconnect_tears_down)
 	struct vnic_conn *c2;
 
 	st_add_ok(lconn, &lg);
-	wpid = one_nic(lconn).pid;
+	wpid = st_one_nic(lconn).pid;
 	vnic_close(lconn);
 	lconn = NULL;
 	c2 = st_connect(&lv);
@@ -588,7 +578,7 @@ START_TEST(sigterm_reaps_workers)
 	struct stat st;
 
 	st_add_ok(lconn, &lg);
-	wpid = one_nic(lconn).pid;
+	wpid = st_one_nic(lconn).pid;
 	ck_assert_int_eq(st_vnicd_stop(&lv), 0);
 	ck_assert(!st_pid_alive(wpid));
 	ck_assert_int_eq(stat(lv.sock, &st), -1);
@@ -642,13 +632,13 @@ START_TEST(worker_crash_marks_failed)
 	lfds_idle = st_fd_count(lv.pid);
 	vnic_set_event_cb(lconn, on_event, &seen);
 	st_add_ok(lconn, &lg);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_int_eq(kill(n.pid, SIGKILL), 0);
 	wait_event(&seen, &seen.failed);
 	ck_assert_str_eq(seen.last.id, "nic0");
 	ck_assert_int_eq(seen.last.signal, SIGKILL);
 	ck_assert_int_eq(seen.to_failed, 1); /* NicStateChanged RUNNING -> FAILED too */
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_int_eq(n.state, VNIC_NIC_FAILED);
 	ck_assert_int_eq(n.pid, 0);
 	ck_assert_msg(strstr(n.last_error, "killed by signal 9"), "%s", n.last_error);
@@ -685,7 +675,7 @@ START_TEST(l10_broken_queue_reaches_vmm)
 	wait_event(&seen, &seen.needs_reset);
 	ck_assert_str_eq(seen.last.id, "nic0");
 	ck_assert_uint_eq(seen.last.queue, 1);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert(n.queues[1].broken);
 	ck_assert(n.queues[1].broken_reason[0] != '\0');
 	ck_assert(!n.queues[0].broken);
@@ -702,7 +692,7 @@ START_TEST(vnicctl_status_json_and_table)
 	 * JSON must escape it. */
 	snprintf(lg.id, sizeof(lg.id), "q\"u\\o");
 	st_add_ok(lconn, &lg);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	st_build_path("tools/vnicctl", ctl, sizeof(ctl));
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --json", ctl, lv.sock);
@@ -777,7 +767,7 @@ START_TEST(tap_backend_in_netns)
 	lg.cfg.features_acked |= VNIC_F_CSUM | VNIC_F_GUEST_CSUM | VNIC_F_HOST_TSO4 |
 				 VNIC_F_GUEST_TSO4;
 	st_add_ok(lconn, &lg);
-	ck_assert_int_eq(one_nic(lconn).state, VNIC_NIC_RUNNING);
+	ck_assert_int_eq(st_one_nic(lconn).state, VNIC_NIC_RUNNING);
 	/* The tap is in the namespace, up; not in ours. */
 	snprintf(cmd, sizeof(cmd), "ip -n %s -o link show vnt0 2>&1", ns);
 	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
@@ -836,7 +826,7 @@ START_TEST(tap_fd_backend)
 	vnet = open_tap_in(ns, "vnv0", IFF_TAP | IFF_NO_PI | IFF_VNET_HDR);
 	lg.cfg.backend_fd = vnet;
 	st_add_ok(lconn, &lg);
-	ck_assert_int_eq(one_nic(lconn).state, VNIC_NIC_RUNNING);
+	ck_assert_int_eq(st_one_nic(lconn).state, VNIC_NIC_RUNNING);
 	ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
 	close(plain);
@@ -953,7 +943,7 @@ START_TEST(traffic_counters_match)
 	}
 
 	/* The supervisor's view, lock-free from the stats page. */
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_str_eq(n.queues[1].name, "tx0");
 	ck_assert_uint_eq(n.queues[1].packets, TR_FRAMES);
 	ck_assert_uint_eq(n.queues[1].bytes, tx_bytes);
@@ -1156,11 +1146,11 @@ START_TEST(set_policy_running_nic)
 	pid_t pid;
 
 	st_add_ok(lconn, &lg);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	pid = n.pid;
 	ck_assert_uint_eq(n.policy.budget_packets, 256);
 	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), 0);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_uint_eq(n.policy.budget_packets, 1);
 	ck_assert_uint_eq(n.policy.budget_bytes, 2048);
 	ck_assert_int_eq(n.pid, pid); /* applied in place, no restart */
@@ -1175,14 +1165,14 @@ START_TEST(set_policy_running_nic)
 	p.budget_packets = 7;
 	ck_assert_int_eq(vnic_set_policy(other, "nic0", &p), VNIC_STATUS_NOT_FOUND);
 	vnic_close(other);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_uint_eq(n.policy.budget_packets, 1);
 	ck_assert_int_eq(n.state, VNIC_NIC_RUNNING);
 
 	/* Back to the defaults (zeros). */
 	memset(&p, 0, sizeof(p));
 	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), 0);
-	n = one_nic(lconn);
+	n = st_one_nic(lconn);
 	ck_assert_uint_eq(n.policy.budget_packets, 256);
 	ck_assert_uint_eq(n.policy.budget_bytes, 512 * 1024);
 	ck_assert_int_eq(vnic_remove_nic(lconn, "nic0", 3000, NULL), 0);

@@ -231,10 +231,11 @@ START_TEST(l_state_table_unit)
 	/* The lifecycle as issue 5 and DESIGN describe it, written out here
 	 * independently of nic_state.c: allowed[from][to]. */
 	enum { S = NIC_STARTING, R = NIC_RUNNING, P = NIC_STOPPING, T = NIC_RESTARTING,
-	       F = NIC_FAILED, G = NIC_GONE };
+	       F = NIC_FAILED, G = NIC_GONE, L = NIC_STALLED };
 	static const bool allowed[NIC_NSTATES][NIC_NSTATES] = {
 		[S] = { [R] = true, [P] = true, [G] = true },
-		[R] = { [P] = true, [T] = true, [F] = true },
+		[R] = { [P] = true, [T] = true, [F] = true, [L] = true },
+		[L] = { [T] = true, [F] = true, [P] = true },
 		[P] = { [G] = true },
 		[T] = { [R] = true, [P] = true, [F] = true, [G] = true },
 		[F] = { [G] = true },

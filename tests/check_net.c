@@ -25,11 +25,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1447,6 +1449,44 @@ START_TEST(tap_no_mrg_small_buffers)
 }
 END_TEST
 
+/* Issue 11 item 9, the backend channel: a tap_fd backend shares its open
+ * file description with the VMM, which can clear O_NONBLOCK. RX with
+ * nothing to read (both read paths: with and without enough buffers)
+ * returns at once instead of blocking the worker. */
+START_TEST(tap_fd_blocking_flags_never_block)
+{
+	for (int few = 0; few < 2; few++) {
+		int ifindex, tap;
+		pid_t pid;
+		int status;
+
+		/* In a child: a fresh netns each, and a hang is a clean fail. */
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			tap = tap_open(&ifindex);
+			if (tap < 0)
+				_exit(77);
+			if (fcntl(tap, F_SETFL, 0) < 0) /* the VMM's doing */
+				_exit(3);
+			h_setup_fds(F_V1 | F_MRG, 64, NET_BACKEND_TAP, tap, -1);
+			rx_post(few ? 2 : 32, 4096);
+			signal(SIGALRM, SIG_DFL); /* not Check's handler */
+			alarm(2);
+			(void)net_rx_run(H.d, RXQ);
+			_exit(0);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+			fprintf(stderr, "tap_fd_blocking_flags_never_block: SKIP: no netns or tun\n");
+			return;
+		}
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "RX on a blocking tap: status 0x%x (SIGALRM: it blocked)", status);
+	}
+}
+END_TEST
+
 static Suite *net_suite(void)
 {
 	Suite *s = suite_create("net");
@@ -1487,6 +1527,7 @@ static Suite *net_suite(void)
 
 	tcase_add_test(tap, tap_bytes_exact_both_ways);
 	tcase_add_test(tap, tap_no_mrg_small_buffers);
+	tcase_add_test(tap, tap_fd_blocking_flags_never_block);
 	suite_add_tcase(s, tap);
 	return s;
 }

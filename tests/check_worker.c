@@ -172,26 +172,25 @@ static int sim_wait_exit(void)
 	}
 }
 
-/* Config in the documented fd order: regions, (kick, call) per queue,
- * backend, stats page. */
-static void send_config(uint32_t nqueues, Vnic__Worker__BackendKind kind)
+/* Config in the documented fd order: regions (each on the guest memfd),
+ * (kick, call) per queue, backend, stats page; a table of more regions
+ * than one frame's fds goes out with RegionFds (wire_worker_send_config). */
+static void send_config_table(uint32_t nqueues, Vnic__Worker__BackendKind kind, unsigned nreg,
+			      Vnic__Vmm__MemRegion **regs)
 {
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__Config c;
-	Vnic__Vmm__MemRegion reg, *regp = &reg;
 	Vnic__Vmm__Queue qs[2], *qp[2];
 	Vnic__Vmm__Policy pol;
-	int fds[9];
+	static int fds[WIRE_CONFIG_MAX_REGIONS + 8];
+	static char nic_id[] = "test0";
 	unsigned n = 0;
 
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__config__init(&c);
-	vnic__vmm__mem_region__init(&reg);
 	vnic__vmm__policy__init(&pol);
-	reg.gpa = GPA_BASE;
-	reg.size = GUEST_SIZE;
-	reg.offset = 0;
-	fds[n++] = S.g.fd;
+	for (unsigned i = 0; i < nreg; i++)
+		fds[n++] = S.g.fd;
 	for (unsigned q = 0; q < nqueues; q++) {
 		vnic__vmm__queue__init(&qs[q]);
 		qs[q].index = q;
@@ -211,13 +210,11 @@ static void send_config(uint32_t nqueues, Vnic__Worker__BackendKind kind)
 	}
 	c.restarts = S.restarts;
 	pol.mode = VNIC__VMM__MITIGATION__MITIGATION_BH;
-	static char nic_id[] = "test0";
-
 	c.nic_id = nic_id;
 	c.features = S.features;
 	c.mtu = 1500;
-	c.n_regions = 1;
-	c.regions = &regp;
+	c.n_regions = nreg;
+	c.regions = regs;
 	c.n_queues = nqueues;
 	c.queues = qp;
 	c.policy = &pol;
@@ -226,7 +223,19 @@ static void send_config(uint32_t nqueues, Vnic__Worker__BackendKind kind)
 	c.stats_size = (uint32_t)stats_page_size(2);
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &c;
-	ck_assert_int_eq(wire_worker_send(S.ctrl, &m, fds, n), 0);
+	ck_assert_int_eq(wire_worker_send_config(S.ctrl, &m, fds, n), 0);
+}
+
+/* One region: the whole guest memfd. */
+static void send_config(uint32_t nqueues, Vnic__Worker__BackendKind kind)
+{
+	Vnic__Vmm__MemRegion reg, *regp = &reg;
+
+	vnic__vmm__mem_region__init(&reg);
+	reg.gpa = GPA_BASE;
+	reg.size = GUEST_SIZE;
+	reg.offset = 0;
+	send_config_table(nqueues, kind, 1, &regp);
 }
 
 static void send_simple(Vnic__Worker__WorkerMessage__MsgCase what)
@@ -534,11 +543,9 @@ END_TEST
  * sleeps (little CPU), then serves the guest once it posts buffers. */
 START_TEST(worker_g20_no_rx_buffers_no_busy_loop)
 {
-	struct timespec t0;
-	char statpath[64], buf[512];
-	unsigned long ut0 = 0, st0 = 0, ut1 = 0, st1 = 0;
+	struct timespec ts0;
+	unsigned long t0, t1;
 	unsigned sent = 0;
-	FILE *f;
 	int status;
 
 	sim_init(F_V1 | F_MRG);
@@ -548,24 +555,12 @@ START_TEST(worker_g20_no_rx_buffers_no_busy_loop)
 		sent++;
 	ck_assert_uint_gt(sent, 10);
 	usleep(50000);
-	snprintf(statpath, sizeof(statpath), "/proc/%d/stat", (int)S.pid);
-	f = fopen(statpath, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
-	fclose(f);
-	ck_assert_int_eq(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-				&ut0, &st0), 2);
+	t0 = tu_cpu_ticks(S.pid);
 	usleep(500000);
-	f = fopen(statpath, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
-	fclose(f);
-	ck_assert_int_eq(sscanf(strrchr(buf, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-				&ut1, &st1), 2);
+	t1 = tu_cpu_ticks(S.pid);
 	/* 500 ms of flood without buffers: under 50 ms of CPU (clock ticks
 	 * of 10 ms). A busy loop would burn ~500. */
-	ck_assert_msg((ut1 + st1) - (ut0 + st0) <= 5, "worker used %lu ticks while idle",
-		      (ut1 + st1) - (ut0 + st0));
+	ck_assert_msg(t1 - t0 <= 5, "worker used %lu ticks while idle", t1 - t0);
 	/* Buffers arrive: frames flow. */
 	{
 		struct vring_drv_buf b = { BUF_BASE, 4096, true };
@@ -577,9 +572,9 @@ START_TEST(worker_g20_no_rx_buffers_no_busy_loop)
 		vring_drv_publish(&S.drv[0]);
 		ck_assert(vring_drv_kick_needed(&S.drv[0]));
 		kick(0);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_MONOTONIC, &ts0);
 		while ((r = vring_drv_get_used(&S.drv[0], &c, &l)) == 0) {
-			ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX did not resume");
+			ck_assert_msg(ms_since(&ts0) < TIMEOUT_MS, "RX did not resume");
 			usleep(500);
 		}
 		ck_assert_uint_eq(l, NET_HDR_LEN + 500);
@@ -1406,6 +1401,137 @@ START_TEST(worker_c8_bad_inflight_region_error_exit)
 }
 END_TEST
 
+/* ------------------------------------------------ issue 11: hostile fds */
+
+/* Stop answered with Stopped, exit 0, fds freed. */
+static void stop_clean(void)
+{
+	int status;
+
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+}
+
+/* The next frame on the backend is len bytes (within TIMEOUT_MS). */
+static void be_expect(size_t len)
+{
+	struct pollfd p = { S.be[1], POLLIN, 0 };
+
+	ck_assert_int_eq(poll(&p, 1, TIMEOUT_MS), 1);
+	ck_assert_int_eq(recv(S.be[1], got, sizeof(got), 0), (ssize_t)len);
+}
+
+/* Issue 11 item 10: a VMM-made semaphore-mode kick eventfd with a count
+ * of 2^40 (each read takes 1 and it stays readable) must not make the
+ * worker spin: one read per edge. */
+START_TEST(worker_i10_semaphore_kick_no_spin)
+{
+	uint64_t big = 1ull << 40;
+	unsigned long t0, t1;
+
+	sim_init(F_V1);
+	close(S.kick[1]);
+	S.kick[1] = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
+	ck_assert_int_ge(S.kick[1], 0);
+	start_worker();
+	ck_assert_int_eq(write(S.kick[1], &big, sizeof(big)), sizeof(big));
+	usleep(100000);
+	t0 = tu_cpu_ticks(S.pid);
+	usleep(500000);
+	t1 = tu_cpu_ticks(S.pid);
+	/* 500 ms: a spinning worker burns ~50 ticks; allow 5. */
+	ck_assert_msg(t1 - t0 <= 5, "worker used %lu ticks on a semaphore kick", t1 - t0);
+	/* Still serving: a frame posted and kicked goes out. */
+	tx_post(0, 100, BUF_BASE);
+	vring_drv_publish(&S.drv[1]);
+	kick(1);
+	be_expect(100);
+	stop_clean();
+}
+END_TEST
+
+/* Issue 11 item 9: the VMM shares the call eventfd's open file
+ * description: it saturates the counter and clears O_NONBLOCK. The
+ * worker's next interrupt must not block it: Stop is still answered. */
+START_TEST(worker_i9_saturated_blocking_call_fd)
+{
+	uint64_t full = 0xfffffffffffffffeull;
+
+	sim_init(F_V1);
+	start_worker();
+	ck_assert_int_eq(write(S.call[1], &full, sizeof(full)), sizeof(full));
+	ck_assert_int_eq(fcntl(S.call[1], F_SETFL, 0), 0); /* O_NONBLOCK off, for both */
+	for (unsigned i = 0; i < 4; i++) {
+		tx_post(i, 100 + i, BUF_BASE + i * 4096);
+		vring_drv_publish(&S.drv[1]);
+		kick(1);
+		be_expect(100 + i);
+	}
+	stop_clean();
+}
+END_TEST
+
+/* Issue 11 item 5: a memory table of 509 regions (vhost-user's limit)
+ * reaches the worker: 509 memfds do not fit one frame (253 fds), so the
+ * supervisor's sender spreads them over RegionFds messages. Every region
+ * here is one page of the guest's memfd (the last one the rest). */
+START_TEST(worker_i5_509_regions)
+{
+	static Vnic__Vmm__MemRegion reg[509];
+	static Vnic__Vmm__MemRegion *rp[509];
+
+	sim_init(F_V1);
+	for (unsigned i = 0; i < 509; i++) {
+		vnic__vmm__mem_region__init(&reg[i]);
+		reg[i].gpa = GPA_BASE + i * 4096ull;
+		reg[i].offset = i * 4096ull;
+		reg[i].size = i < 508 ? 4096 : GUEST_SIZE - 508 * 4096ull;
+		rp[i] = &reg[i];
+	}
+	send_config_table(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET, 509, rp);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_START);
+	/* A frame from a buffer that spans two single-page regions. */
+	tx_post(0, 3000, BUF_BASE + 2048);
+	vring_drv_publish(&S.drv[1]);
+	kick(1);
+	be_expect(3000);
+	fill(frame, 3000, 0);
+	ck_assert_int_eq(memcmp(got, frame, 3000), 0);
+	stop_clean();
+}
+END_TEST
+
+/* Issue 11 item 7, the worker's side of the rule: a Config whose region
+ * is not page-aligned is refused (Error, exit 1), never mapped with its
+ * rings at misaligned host addresses. */
+START_TEST(worker_i7_misaligned_region_error)
+{
+	Vnic__Vmm__MemRegion reg, *regp = &reg;
+	Vnic__Worker__WorkerMessage *m;
+	int status;
+
+	sim_init(F_V1);
+	vnic__vmm__mem_region__init(&reg);
+	reg.gpa = GPA_BASE;
+	reg.offset = 0x801;
+	reg.size = GUEST_SIZE - 0x1000;
+	send_config_table(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET, 1, &regp);
+	m = recv_msg();
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
+	ck_assert_msg(strstr(m->error->text, "4096-byte page"), "%s", m->error->text);
+	wire_worker_free(m);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 1);
+	sim_free();
+}
+END_TEST
+
 static Suite *worker_suite(void)
 {
 	Suite *s = suite_create("worker");
@@ -1425,6 +1551,10 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_stop_before_start_and_fds);
 	tcase_add_test(tc, worker_fd3_checked);
 	tcase_add_test(tc, worker_sandbox_confined);
+	tcase_add_test(tc, worker_i10_semaphore_kick_no_spin);
+	tcase_add_test(tc, worker_i9_saturated_blocking_call_fd);
+	tcase_add_test(tc, worker_i5_509_regions);
+	tcase_add_test(tc, worker_i7_misaligned_region_error);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include "suptest.h"
+
+unsigned long st_vnicd_nofile;
 
 static void msleep(unsigned ms)
 {
@@ -85,6 +88,12 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...)
 		if (fd >= 0) {
 			dup2(fd, 2);
 			close(fd);
+		}
+		if (st_vnicd_nofile) {
+			struct rlimit rl = { st_vnicd_nofile, st_vnicd_nofile };
+
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				_exit(126);
 		}
 		/* Only stdio into the daemon: its fd counts start clean. */
 		for (int i = 3; i < 1024; i++)
@@ -279,6 +288,18 @@ int st_nic_count(struct vnic_conn *c)
 
 	ck_assert_msg(rc == 0, "status: %d %s", rc, vnic_last_error(c));
 	n = (int)st->nnics;
+	vnic_status_free(st);
+	return n;
+}
+
+struct vnic_nic_status st_one_nic(struct vnic_conn *c)
+{
+	struct vnic_status *st = NULL;
+	struct vnic_nic_status n;
+
+	ck_assert_int_eq(vnic_status(c, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	n = st->nics[0];
 	vnic_status_free(st);
 	return n;
 }

@@ -26,6 +26,9 @@ const char *st_build_path(const char *rel, char *buf, size_t len);
 /* The worker built by this tree, or NULL when it is not built. */
 const char *st_worker_path(void);
 
+/* When not 0, the next vnicd starts with RLIMIT_NOFILE soft = hard = it. */
+extern unsigned long st_vnicd_nofile;
+
 /* Start vnicd with @worker and extra args (NULL-terminated list after
  * worker, may be empty). Aborts the test on failure. */
 void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...);
@@ -77,6 +80,10 @@ bool st_pid_alive(pid_t pid);
 /* Run a shell command, capture at most outlen-1 bytes of its stdout
  * (NUL-terminated). Returns its exit status, or -1 if it did not exit. */
 int st_run_capture(const char *cmd, char *out, size_t outlen);
+
+/* The status of the one NIC the supervisor has (fails the test unless
+ * there is exactly one). */
+struct vnic_nic_status st_one_nic(struct vnic_conn *c);
 
 /* Number of NICs the supervisor reports (over a fresh status call). */
 int st_nic_count(struct vnic_conn *c);

@@ -115,3 +115,23 @@ unsigned long tu_seed(const char *test_name, unsigned long fixed_default)
 	fprintf(stderr, "%s: seed %lu (replay with VNIC_SEED=%lu)\n", test_name, seed, seed);
 	return seed;
 }
+
+unsigned long tu_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f || !fgets(buf, sizeof(buf), f))
+		abort();
+	fclose(f);
+	/* After "(comm) ": state, then utime and stime are fields 14, 15. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+			 &st) != 2)
+		abort();
+	return ut + st;
+}

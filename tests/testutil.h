@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "memtable.h"
 
@@ -53,5 +54,9 @@ void tu_seqpair(int sv[2]);
 /* tu_seed - the random seed for this run: $VNIC_SEED if set, else a fixed
  * default; printed to stderr so a failure can be replayed. */
 unsigned long tu_seed(const char *test_name, unsigned long fixed_default);
+
+/* tu_cpu_ticks - utime + stime of pid in clock ticks (1/100 s), from
+ * /proc/pid/stat. Aborts the test when it cannot be read. */
+unsigned long tu_cpu_ticks(pid_t pid);
 
 #endif

@@ -73,6 +73,7 @@
 #define TR_MAX_NICS 64u
 #define TR_STALL_NS (5ull * 1000000000ull)   /* no progress for 5 s: stall */
 #define TR_DRAIN_NS (5ull * 1000000000ull)   /* after sending: wait this long */
+#define TR_CPU_SAMPLE_NS 100000000ull        /* worker CPU sampled every 100 ms */
 #define TR_COUNTER_WAIT_NS 2000000000ull     /* counters settle within 2 s */
 #define TR_RESET_BOUND_NS 2000000000ull      /* hostile: needs-reset within 2 s */
 #define TR_HARD_EXTRA_NS (30ull * 1000000000ull) /* the loop's absolute bound */
@@ -123,6 +124,11 @@ struct tr_nic {
 	bool added, hostile;
 	pid_t pid;
 	double cpu0, cpu1;
+	/* Worker CPU across restarts: a dead worker's /proc entry is gone,
+	 * so the loop samples the live one (cpu_last, every
+	 * TR_CPU_SAMPLE_NS) and a pid change banks the old one's last
+	 * sample (cpu_dead). */
+	double cpu_last, cpu_dead;
 	/* events */
 	bool needs_reset, failed;
 	uint32_t reset_queue;
@@ -145,6 +151,7 @@ struct tr_nic {
 };
 
 struct tr_run {
+	uint64_t cpu_sampled_ns;    /* tr_cpu_sample */
 	const char *socket_path;
 	struct vnic_conn *conn;
 	enum tr_backend backend;
@@ -804,11 +811,33 @@ static int tr_read_pids(struct tr_run *r)
 	for (unsigned i = 0; i < st->nnics; i++) {
 		struct tr_nic *n = tr_find(r, st->nics[i].id);
 
-		if (n)
-			n->pid = st->nics[i].pid;
+		if (!n)
+			continue;
+		if (n->pid > 0 && st->nics[i].pid != n->pid) {
+			/* A new worker: bank what the old one used (up to its
+			 * last sample), count the new one from its start. */
+			if (n->cpu0 >= 0 && n->cpu_last >= n->cpu0)
+				n->cpu_dead += n->cpu_last - n->cpu0;
+			n->cpu0 = n->cpu_last = 0;
+		}
+		n->pid = st->nics[i].pid;
 	}
 	vnic_status_free(st);
 	return 0;
+}
+
+/* Sample each live worker's CPU (see struct tr_nic cpu_last). */
+static void tr_cpu_sample(struct tr_run *r, uint64_t now)
+{
+	if (now - r->cpu_sampled_ns < TR_CPU_SAMPLE_NS)
+		return;
+	r->cpu_sampled_ns = now;
+	for (unsigned i = 0; i < r->nnics; i++) {
+		double c = tr_cpu_seconds(r->nics[i].pid);
+
+		if (c >= 0)
+			r->nics[i].cpu_last = c;
+	}
 }
 
 static const struct vnic_queue_status *tr_queue(const struct vnic_nic_status *s, const char *name)
@@ -1202,6 +1231,7 @@ static void tr_loop(struct tr_run *r)
 		if (r->failures)
 			return;
 		tr_lifecycle(r, now);
+		tr_cpu_sample(r, now);
 		for (unsigned i = 0; i < r->nnics; i++)
 			if (r->nics[i].reread_pid && !r->nics[i].gone) {
 				r->nics[i].reread_pid = false;
@@ -1452,7 +1482,7 @@ static int tr_setup(struct tr_run *r)
 	if (tr_read_pids(r) < 0)
 		return -EIO;
 	for (unsigned i = 0; i < r->nnics; i++)
-		r->nics[i].cpu0 = tr_cpu_seconds(r->nics[i].pid);
+		r->nics[i].cpu0 = r->nics[i].cpu_last = tr_cpu_seconds(r->nics[i].pid);
 	return 0;
 }
 
@@ -1600,10 +1630,12 @@ static void tr_report(struct tr_run *r, const char *mode)
 		if (n->hostile || n->gone)
 			continue;
 		n->cpu1 = tr_cpu_seconds(n->pid);
+		if (n->cpu1 < 0)
+			n->cpu1 = n->cpu_last; /* gone since the last sample */
 		if (n->cpu0 < 0 || n->cpu1 < 0)
 			have_cpu = false;
 		else
-			cpu += n->cpu1 - n->cpu0;
+			cpu += n->cpu_dead + n->cpu1 - n->cpu0;
 		for (unsigned q = 0; s && q < s->nqueues; q++) {
 			const struct vnic_queue_status *qs = &s->queues[q];
 

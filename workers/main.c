@@ -43,7 +43,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,38 +110,6 @@ static int set_nonblock(int fd)
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
 	return 0;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
-static void close_range_(unsigned lo, unsigned hi)
-{
-	if (syscall(SYS_close_range, lo, hi, 0) < 0)
-		for (unsigned fd = lo; fd <= hi && fd < 65536; fd++)
-			close((int)fd);
-}
-
-/* Step 5: close every fd except 0-2 and keep[0..n). */
-static void close_all_but(int *keep, unsigned n)
-{
-	unsigned lo = 3;
-
-	qsort(keep, n, sizeof(*keep), cmp_int);
-	for (unsigned i = 0; i < n; i++) {
-		unsigned k = (unsigned)keep[i];
-
-		if (keep[i] < 0 || k < lo)
-			continue;
-		if (k > lo)
-			close_range_(lo, k - 1);
-		lo = k + 1;
-	}
-	close_range_(lo, ~0u);
 }
 
 #ifdef VNIC_FAULT_INJECTION
@@ -217,7 +184,7 @@ static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, i
 
 /* Steps 2-4: take the Config apart. On failure err says why. */
 static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
-		     char *err, size_t errlen)
+		     const int *region_fds, char *err, size_t errlen)
 {
 	struct memtable_region_desc *rd = NULL;
 	struct wire_fd_layout lay;
@@ -287,9 +254,11 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		rd[i].gpa = c->regions[i]->gpa;
 		rd[i].size = c->regions[i]->size;
 		rd[i].offset = c->regions[i]->offset;
-		rd[i].fd = fds->fd[i];
+		rd[i].fd = region_fds[i];
 	}
-	r = memtable_map(rd, (unsigned)c->n_regions, &w->mt, err, errlen);
+	r = memtable_check_pages(rd, (unsigned)c->n_regions, err, errlen);
+	if (r == 0)
+		r = memtable_map(rd, (unsigned)c->n_regions, &w->mt, err, errlen);
 	free(rd);
 	if (r < 0)
 		return r;
@@ -358,6 +327,61 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	w->restarts = c->restarts;
 	if (lay.inflight >= 0)
 		return configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
+	return 0;
+}
+
+/*
+ * Step 2, second part: a Config with regions_deferred > 0 is followed by
+ * RegionFds messages carrying the remaining memfds, in region order
+ * (wire_worker_send_config). *ret gets one fd per region (frame fds for
+ * the first ones, then the deferred ones, which the caller closes with
+ * everything else it does not keep).
+ */
+static int receive_region_fds(const Vnic__Worker__Config *c, const struct wire_fds *fds,
+			      int **ret, char *err, size_t errlen)
+{
+	size_t n = c->n_regions, have;
+	int *rf;
+
+	_Static_assert(WIRE_CONFIG_MAX_REGIONS == MEMTABLE_MAX_REGIONS, "one region limit");
+	if (n == 0 || n > WIRE_CONFIG_MAX_REGIONS || c->regions_deferred > n) {
+		snprintf(err, errlen, "Config with %zu regions (%u deferred): 1..%u allowed", n,
+			 c->regions_deferred, WIRE_CONFIG_MAX_REGIONS);
+		return -EINVAL;
+	}
+	rf = calloc(n, sizeof(*rf));
+	if (!rf) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	have = n - c->regions_deferred;
+	for (size_t i = 0; i < have; i++)
+		rf[i] = fds->fd[i];
+	while (have < n) {
+		Vnic__Worker__WorkerMessage *m = NULL;
+		struct wire_fds more = { .n = 0 };
+		struct wire_err werr;
+		int r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &more, &werr);
+
+		if (r < 0) {
+			snprintf(err, errlen, "RegionFds: %s", werr.msg);
+			free(rf);
+			return r;
+		}
+		if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS ||
+		    m->region_fds->first != have || m->region_fds->count > n - have) {
+			snprintf(err, errlen, "expected RegionFds for regions %zu.., got something else",
+				 have);
+			wire_fds_close(&more);
+			wire_worker_free(m);
+			free(rf);
+			return -EPROTO;
+		}
+		for (unsigned k = 0; k < more.n; k++)
+			rf[have++] = more.fd[k];
+		wire_worker_free(m);
+	}
+	*ret = rf;
 	return 0;
 }
 
@@ -521,11 +545,12 @@ int main(int argc, char **argv)
 	struct wire_fds fds = { .n = 0 };
 	struct wire_err werr;
 	char err[256] = "";
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2];
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3];
 	unsigned nkeep = 0;
 	struct worker_args args;
 	uid_t uid = 0;
 	gid_t gid = 0;
+	int *region_fds = NULL;
 	int r, code, sandboxed;
 
 	if (parse_args(argc, argv, w, &args) < 0) {
@@ -575,7 +600,9 @@ int main(int argc, char **argv)
 	}
 
 	/* 3, 4. Map memory and the stats page, set up the queues. */
-	r = configure(w, m->config, &fds, err, sizeof(err));
+	r = receive_region_fds(m->config, &fds, &region_fds, err, sizeof(err));
+	if (r == 0)
+		r = configure(w, m->config, &fds, region_fds, err, sizeof(err));
 	if (r < 0)
 		goto out_config_error;
 
@@ -602,13 +629,28 @@ int main(int argc, char **argv)
 	wire_fds_close(&fds);
 	wire_worker_free(m);
 	m = NULL;
-	close_all_but(keep, nkeep);
+	/* stdio as the supervisor left it, where open. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			keep[nkeep++] = fd;
+	r = privdrop_close_fds_except(keep, nkeep);
+	free(region_fds); /* those fds are mapped, and now closed */
+	region_fds = NULL;
+	if (r < 0) {
+		worker_send_error(w, -r, "closing inherited fds");
+		return 1;
+	}
 
 	/* The event loop's own fds (epoll) exist before the sandbox, which
 	 * would not let us create them. */
 	r = worker_loop_init(w);
+	if (r == 0)
+		r = worker_fds_init();
+	if (r == 0)
+		r = worker_heartbeat_start(w);
 	if (r < 0) {
 		worker_send_error(w, -r, "cannot set up the event loop");
+		worker_heartbeat_stop(w);
 		worker_loop_free(w);
 		return 1;
 	}
@@ -617,6 +659,7 @@ int main(int argc, char **argv)
 	sandboxed = enter_sandbox(w, &args, uid, gid, err, sizeof(err));
 	if (sandboxed < 0) {
 		worker_send_error(w, -sandboxed, err);
+		worker_heartbeat_stop(w);
 		worker_loop_free(w);
 		return 1;
 	}
@@ -637,11 +680,13 @@ int main(int argc, char **argv)
 		if (r < 0) {
 			fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
 				strerror(-r));
+			worker_heartbeat_stop(w);
 			worker_loop_free(w);
 			return 1;
 		}
 	}
 	code = worker_loop_run(w);
+	worker_heartbeat_stop(w);
 	worker_loop_free(w);
 
 	log_set_handler(NULL, NULL);
@@ -654,6 +699,7 @@ int main(int argc, char **argv)
 	return code;
 
 out_config_error:
+	free(region_fds);
 	worker_send_error(w, -r, err);
 	wire_fds_close(&fds);
 	wire_worker_free(m);

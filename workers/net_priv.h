@@ -4,6 +4,9 @@
 #ifndef VNIC_NET_PRIV_H
 #define VNIC_NET_PRIV_H
 
+#include <errno.h>
+#include <sys/uio.h>
+
 #include "workers/net.h"
 
 struct net_dev {
@@ -55,5 +58,26 @@ void net_guest_log(struct net_dev *d, struct net_queue *q, const char *fmt, ...)
 
 /* net_drop - count a dropped frame and log why (rate-limited). */
 void net_drop(struct net_dev *d, struct net_queue *q, const char *why);
+
+/*
+ * Tap I/O that never blocks (issue 11 item 9): a tap_fd backend shares its
+ * open file description with the VMM, which can clear O_NONBLOCK (or
+ * shrink the tap's sndbuf); RWF_NOWAIT is a per-call flag nobody else can
+ * change. A kernel without it for this file (EOPNOTSUPP) falls back to
+ * the plain call.
+ */
+static inline ssize_t net_tap_readv(int fd, const struct iovec *iov, int n)
+{
+	ssize_t r = preadv2(fd, iov, n, -1, RWF_NOWAIT);
+
+	return r < 0 && errno == EOPNOTSUPP ? readv(fd, iov, n) : r;
+}
+
+static inline ssize_t net_tap_writev(int fd, const struct iovec *iov, int n)
+{
+	ssize_t r = pwritev2(fd, iov, n, -1, RWF_NOWAIT);
+
+	return r < 0 && errno == EOPNOTSUPP ? writev(fd, iov, n) : r;
+}
 
 #endif

@@ -239,7 +239,7 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 				d->iov2[n].iov_len = 1;
 				n++;
 			}
-			r = readv(fd, d->iov2, (int)n);
+			r = net_tap_readv(fd, d->iov2, (int)n);
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 				r = 0;
 			else if (r < 0)
@@ -261,7 +261,9 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 	/* MRG_RXBUF, low on buffers: learn this frame's size first. */
 	if (d->backend == NET_BACKEND_TAP) {
 		if (!q->hold_len) {
-			r = read(fd, q->hold, full);
+			struct iovec hv = { .iov_base = q->hold, .iov_len = full };
+
+			r = net_tap_readv(fd, &hv, 1);
 			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 				r = 0;
 				goto done;

@@ -171,7 +171,7 @@ static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
 		errno = fe; /* fault injection: the write fails without being made */
 		w = -1;
 	} else if (d->backend == NET_BACKEND_TAP) {
-		w = writev(net_pair_fd(d, q), d->iov2, (int)n);
+		w = net_tap_writev(net_pair_fd(d, q), d->iov2, (int)n);
 	} else {
 		struct msghdr msg = { .msg_iov = d->iov2, .msg_iovlen = n };
 

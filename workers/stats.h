@@ -85,7 +85,10 @@ struct stats_page {
 	uint32_t nqueues;
 	uint32_t queue_stride; /* sizeof(struct stats_queue) */
 	uint32_t reserved32;
-	uint64_t reserved[5];
+	uint64_t reserved[4];
+	/* Liveness (issue 11): the worker adds 1 every WORKER_BEAT_MS; the
+	 * supervisor's watchdog compares it over time (stats_heartbeat). */
+	uint64_t heartbeat;
 	struct stats_queue q[];
 };
 
@@ -135,6 +138,19 @@ static inline int stats_page_check(const void *mem, size_t len, unsigned nqueues
 static inline void stats_add(uint64_t *ctr, uint64_t n)
 {
 	__atomic_store_n(ctr, __atomic_load_n(ctr, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* stats_beat - the worker is alive (single writer). */
+static inline void stats_beat(struct stats_page *p)
+{
+	if (p)
+		stats_add(&p->heartbeat, 1);
+}
+
+/* stats_heartbeat - the supervisor's lock-free read of the heartbeat. */
+static inline uint64_t stats_heartbeat(const struct stats_page *p)
+{
+	return __atomic_load_n(&p->heartbeat, __ATOMIC_RELAXED);
 }
 
 /* stats_set_broken - record the first broken reason, then the flag

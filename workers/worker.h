@@ -68,6 +68,7 @@ struct worker {
 	struct worker_pair p[NET_MAX_PAIRS];
 	bool started;
 	int exit_code;
+	struct event *beat_ev;    /* heartbeat timer (worker_fds.c) */
 };
 
 /* worker_event.c */
@@ -90,6 +91,24 @@ int worker_send(struct worker *w, Vnic__Worker__WorkerMessage *m);
 
 /* worker_send_error - Error{errnum, text}; best effort. */
 void worker_send_error(struct worker *w, int errnum, const char *text);
+
+/* worker_fds.c: I/O on fds the VMM shares, and the heartbeat (issue 11).
+ * Never blocks longer than WORKER_IO_BOUND_US, whatever the VMM does to
+ * the fds' flags. */
+#define WORKER_IO_BOUND_US 10000L  /* longest a call/kick eventfd call may block */
+#define WORKER_BEAT_MS 250         /* heartbeat period (stats page) */
+/* worker_fds_init - SIGALRM handler without SA_RESTART (before the sandbox). */
+int worker_fds_init(void);
+/* worker_call_signal - interrupt the guest through call eventfd fd.
+ * Returns: 0 written, 1 an interrupt was already pending (counter
+ * saturated, or the bounded write was interrupted), or a negative errno. */
+int worker_call_signal(int fd);
+/* worker_kick_read - one read of a kick eventfd, never blocking.
+ * Returns: 0 and *ret_n, -EAGAIN (nothing), or a negative errno. */
+int worker_kick_read(int fd, uint64_t *ret_n);
+/* worker_heartbeat_start/stop - the WORKER_BEAT_MS timer on w->base. */
+int worker_heartbeat_start(struct worker *w);
+void worker_heartbeat_stop(struct worker *w);
 
 /* The engine's callbacks (struct net_ops) for this worker. */
 extern const struct net_ops worker_net_ops;

@@ -64,12 +64,13 @@ void worker_send_error(struct worker *w, int errnum, const char *text)
 static void worker_notify(void *opaque, unsigned qidx)
 {
 	struct worker *w = opaque;
-	uint64_t one = 1;
+	int r;
 
-	/* The call eventfd is the guest's interrupt (KVM irqfd). EAGAIN
-	 * only if the counter were near overflow: then it is signalled. */
-	if (write(w->q[qidx].call_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_warn("nic %s: queue %u: call eventfd: %s", w->nic_id, qidx, strerror(errno));
+	/* The call eventfd is the guest's interrupt (KVM irqfd); never a
+	 * blocking write, whatever the VMM did to its flags (worker_fds.c). */
+	r = worker_call_signal(w->q[qidx].call_fd);
+	if (r < 0)
+		log_warn("nic %s: queue %u: call eventfd: %s", w->nic_id, qidx, strerror(-r));
 }
 
 static void worker_broken(void *opaque, unsigned qidx, const char *reason)
@@ -186,7 +187,9 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker_queue *wq = arg;
 	uint64_t n;
 
-	if (read(fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+	/* One read per edge (EV_ET): a semaphore-mode eventfd cannot keep us
+	 * busy; never blocking, whatever its flags (worker_fds.c). */
+	if (worker_kick_read(fd, &n) < 0)
 		return; /* EAGAIN: a spurious wakeup (G22) */
 	net_kicked(wq->w->net, wq->idx, n);
 	if (wq->idx & 1u) {
@@ -417,7 +420,8 @@ int worker_loop_init(struct worker *w)
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		struct worker_queue *wq = &w->q[j];
 
-		wq->kick_ev = event_new(w->base, wq->kick_fd, EV_READ | EV_PERSIST, kick_cb, wq);
+		wq->kick_ev = event_new(w->base, wq->kick_fd, EV_READ | EV_PERSIST | EV_ET, kick_cb,
+					wq);
 		wq->resched_ev = evtimer_new(w->base, resched_cb, wq);
 		if (!wq->kick_ev || !wq->resched_ev)
 			return -ENOMEM;
