@@ -22,6 +22,20 @@
 #include "libvnic.h"
 #include "wire.h"
 
+/* libvnic.h is installed and carries the version as literals: they must
+ * be configure's (AC_INIT). Bump both together. */
+#if VNIC_VERSION_MAJOR != PACKAGE_VERSION_MAJOR || VNIC_VERSION_MINOR != PACKAGE_VERSION_MINOR || \
+	VNIC_VERSION_PATCH != PACKAGE_VERSION_PATCH
+#error "libvnic.h VNIC_VERSION_* differ from configure.ac's AC_INIT version"
+#endif
+
+const char *vnic_version(void)
+{
+	_Static_assert(sizeof(VNIC_VERSION_STRING) == sizeof(PACKAGE_VERSION),
+		       "libvnic.h VNIC_VERSION_STRING differs from PACKAGE_VERSION");
+	return PACKAGE_VERSION;
+}
+
 #define VNIC_TIMEOUT_DEFAULT_MS 10000u
 #define VNIC_EVENTQ_MAX 1024u /* events kept while a call waits; oldest dropped */
 
@@ -435,6 +449,11 @@ int vnic_hello(struct vnic_conn *c, const char *client, struct vnic_hello_info *
 			ret->max_queue_size = hr->max_queue_size;
 			ret->max_message_size = hr->max_message_size;
 			ret->max_fds = hr->max_fds;
+			ret->vnicd_major = hr->version_major;
+			ret->vnicd_minor = hr->version_minor;
+			ret->vnicd_patch = hr->version_patch;
+			copy_str(ret->vnicd_version, sizeof(ret->vnicd_version),
+				 hr->version_string);
 		}
 	}
 	wire_vmm_free(m);
@@ -647,6 +666,33 @@ int vnic_set_policy(struct vnic_conn *c, const char *id, const struct vnic_polic
 	return rc;
 }
 
+int vnic_set_log_level(struct vnic_conn *c, const char *level, char *old, size_t oldlen)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__SetLogLevel sl;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char lv[32];
+	int rc;
+
+	if (!level)
+		return set_err(c, -EINVAL, "vnic_set_log_level: no level");
+	vnic__vmm__request__init(&req);
+	vnic__vmm__set_log_level__init(&sl);
+	snprintf(lv, sizeof(lv), "%s", level);
+	sl.level = lv;
+	req.body_case = VNIC__VMM__REQUEST__BODY_SET_LOG_LEVEL;
+	req.set_log_level = &sl;
+	rc = call(c, &req, NULL, 0, c->timeout_ms, &m);
+	if (rc == 0) {
+		rc = reply_code(c, m->reply, "SetLogLevel");
+		if (rc == 0 && old && oldlen && m->reply->body_case == VNIC__VMM__REPLY__BODY_LOG_LEVEL)
+			copy_str(old, oldlen, m->reply->log_level->old_level);
+		wire_vmm_free(m);
+	}
+	evq_deliver(c);
+	return rc;
+}
+
 static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 {
 	memset(d, 0, sizeof(*d));
@@ -666,6 +712,17 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 	d->sandboxed = s->sandboxed;
 	d->start_us = s->start_us;
 	d->restart_us = s->restart_us;
+	d->owner_pid = s->owner_pid;
+	d->owner_uid = s->owner_uid;
+	copy_str(d->owner_path, sizeof(d->owner_path), s->owner_path);
+	copy_str(d->backend, sizeof(d->backend), s->backend);
+	copy_str(d->tap_name, sizeof(d->tap_name), s->tap_name);
+	if (s->mac.len == sizeof(d->mac))
+		memcpy(d->mac, s->mac.data, sizeof(d->mac));
+	d->features = s->features;
+	d->worker_uid = s->worker_uid;
+	d->worker_gid = s->worker_gid;
+	d->mtu = s->mtu;
 	for (size_t i = 0; i < s->n_queues && i < VNIC_MAX_QUEUES; i++) {
 		const Vnic__Vmm__QueueStatus *q = s->queues[i];
 		struct vnic_queue_status *o = &d->queues[d->nqueues++];

@@ -43,6 +43,21 @@ extern "C" {
 
 #define VNIC_DEFAULT_SOCKET "/run/vnicd/control.sock"
 
+/* The release of vnicd this header comes with (configure's AC_INIT
+ * version; the library does not build when they differ). The protocol
+ * version is negotiated separately (vnic_hello_info.version). */
+#define VNIC_VERSION_MAJOR 0
+#define VNIC_VERSION_MINOR 1
+#define VNIC_VERSION_PATCH 0
+#define VNIC_VERSION_STRING "0.1.0"
+/* For #if VNIC_VERSION >= VNIC_VERSION_NUM(0, 2, 0). */
+#define VNIC_VERSION_NUM(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
+#define VNIC_VERSION VNIC_VERSION_NUM(VNIC_VERSION_MAJOR, VNIC_VERSION_MINOR, VNIC_VERSION_PATCH)
+
+/* vnic_version - the release of the libvnic that is linked (may differ
+ * from VNIC_VERSION_STRING after an upgrade of the shared library). */
+const char *vnic_version(void);
+
 /* Supervisor reply codes (vmm.proto Status). */
 enum vnic_status_code {
 	VNIC_STATUS_OK = 0,
@@ -103,6 +118,9 @@ struct vnic_hello_info {
 	/* max_regions: what one AddNic can carry with any backend (248: one
 	 * frame's 253 fds less 2 eventfds per queue and a backend fd). */
 	uint32_t max_regions, max_queues, max_queue_size, max_message_size, max_fds;
+	/* vnicd's release; 0.0.0 and "" from a vnicd older than 0.1.0. */
+	uint32_t vnicd_major, vnicd_minor, vnicd_patch;
+	char vnicd_version[32];
 };
 
 /*
@@ -256,6 +274,16 @@ struct vnic_nic_status {
 	uint64_t restart_us; /* the last restart, death noticed -> READY; 0 if none */
 	unsigned nqueues;
 	struct vnic_queue_status queues[VNIC_MAX_QUEUES];
+	/* Owner and device (since 0.1.0's admin fields, NicStatus 20-29). */
+	int32_t owner_pid;   /* the owning connection's peer pid; 0: no owner connected */
+	uint32_t owner_uid;  /* its uid, when owner_pid != 0 */
+	char owner_path[108]; /* a vhost-user owner's socket path; else "" */
+	char backend[16];    /* "tap", "socket", "tap_fd" */
+	char tap_name[32];   /* tap backends: the interface; else "" */
+	uint8_t mac[6];
+	uint64_t features;   /* negotiated (acked) VNIC_F_* bits */
+	uint32_t worker_uid, worker_gid; /* 0: vnicd's own (--sandbox=off) */
+	uint32_t mtu;
 };
 
 struct vnic_status {
@@ -270,6 +298,15 @@ struct vnic_status {
  * positive status code.
  */
 int vnic_status(struct vnic_conn *conn, struct vnic_status **ret);
+
+/*
+ * vnic_set_log_level - change vnicd's log level ("error", "warn", "info",
+ * "debug") until its next SIGHUP or restart. Only uid 0 and vnicd's own
+ * uid may (VNIC_STATUS_PERMISSION_DENIED otherwise).
+ * @old, @oldlen: the level before (may be NULL/0).
+ * Returns: 0, a negative errno, or a positive status code.
+ */
+int vnic_set_log_level(struct vnic_conn *conn, const char *level, char *old, size_t oldlen);
 
 /* vnic_status_free - accepts NULL. Returns: NULL. */
 struct vnic_status *vnic_status_free(struct vnic_status *st);

@@ -42,7 +42,7 @@ libvnicprotogen_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -Wno-cast-qual
 libvnicproto_la_SOURCES = \
 	proto/wire.c proto/wire.h \
 	proto/fdpass.c proto/fdpass.h \
-	proto/log.c proto/log.h
+	proto/log.c proto/log.h proto/version.h
 libvnicproto_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnicproto_la_LIBADD = libvnicprotogen.la $(PROTOBUF_C_LIBS)
 

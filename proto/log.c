@@ -46,11 +46,29 @@ void log_init(const char *ident, enum log_level level, bool use_syslog)
 		openlog(log_state.ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
+void log_reopen(void)
+{
+	if (log_state.use_syslog) {
+		closelog();
+		openlog(log_state.ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	}
+}
+
 void log_set_level(enum log_level level)
 {
 	if (level > LOG_LEVEL_DEBUG)
 		level = LOG_LEVEL_DEBUG;
 	log_state.level = level;
+}
+
+void log_change_level(enum log_level level, const char *why)
+{
+	enum log_level old = log_state.level;
+
+	log_state.level = LOG_LEVEL_DEBUG;
+	log_msg(LOG_LEVEL_WARN, "%s: log level %s -> %s", why, log_level_name(old),
+		log_level_name(level));
+	log_set_level(level);
 }
 
 enum log_level log_get_level(void)

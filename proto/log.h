@@ -44,7 +44,14 @@ enum log_level {
  */
 void log_init(const char *ident, enum log_level level, bool use_syslog);
 
+/* log_reopen - reconnect to syslog (after a SIGHUP; a restarted
+ * syslog daemon); nothing to do for stderr. */
+void log_reopen(void);
+
 void log_set_level(enum log_level level);
+/* log_change_level - set @level and say so ("WHY: log level OLD -> NEW")
+ * at warn, whatever the old and new levels filter. */
+void log_change_level(enum log_level level, const char *why);
 enum log_level log_get_level(void);
 
 /* log_level_parse - "error", "warn", "info" or "debug".

@@ -51,16 +51,26 @@ int privdrop_resolve(const char *user, uid_t *ret_uid, gid_t *ret_gid)
 	} else if (user[0] >= '0' && user[0] <= '9') {
 		struct passwd pw, *res = NULL;
 		char buf[4096], *end;
-		unsigned long v;
+		unsigned long v, g;
 
 		errno = 0;
 		v = strtoul(user, &end, 10);
-		if (errno || *end || v >= (uid_t)-1)
+		if (errno || (*end && *end != ':') || v >= (uid_t)-1)
 			return -EINVAL;
 		uid = (uid_t)v;
 		gid = (gid_t)v;
-		if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		if (*end == ':') {
+			/* "UID:GID": both given, no NSS lookup (which would
+			 * load NSS modules into the worker for nothing). */
+			if (end[1] < '0' || end[1] > '9')
+				return -EINVAL;
+			g = strtoul(end + 1, &end, 10);
+			if (errno || *end || g >= (gid_t)-1)
+				return -EINVAL;
+			gid = (gid_t)g;
+		} else if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res) {
 			gid = pw.pw_gid;
+		}
 		rc = 0;
 	} else {
 		rc = lookup_name(user, &uid, &gid);

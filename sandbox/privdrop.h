@@ -23,7 +23,8 @@
 /*
  * privdrop_resolve - the uid and gid to drop to.
  * @user: a user name, a decimal uid (its passwd gid if it has an entry,
- *        else the same number as gid), or NULL for PRIVDROP_DEFAULT_USER
+ *        else the same number as gid), "UID:GID" (both decimal, no
+ *        lookup at all: vnicd's --uid-range), or NULL for PRIVDROP_DEFAULT_USER
  *        when it exists, else PRIVDROP_FALLBACK_USER.
  * May open files and sockets (NSS): call before privdrop_close_fds_except().
  * Returns: 0 with *ret_uid and *ret_gid set; -ENOENT for an unknown user;

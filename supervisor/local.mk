@@ -15,11 +15,17 @@ supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
 	supervisor/nic.c supervisor/monitor.c \
+	supervisor/admin.c supervisor/admin.h \
+	supervisor/daemon.c supervisor/daemon.h \
+	supervisor/sdnotify.c supervisor/sdnotify.h \
+	supervisor/uidrange.c supervisor/uidrange.h \
+	supervisor/nic_log.c \
 	supervisor/limits.c supervisor/watchdog.c
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
-supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
+supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)
+supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) \
+	$(LIBSYSTEMD_LIBS)
 
 # libvnic: the client library a VMM links (sources in proto/ beside the
 # protocol; built from here so proto/local.mk stays the protocol's).

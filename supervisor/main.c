@@ -28,10 +28,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <stddef.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "fault.h"
+#include "sdnotify.h"
 #include "supervisor.h"
+#include "version.h"
 
 #ifndef VNICD_WORKER_PATH
 #define VNICD_WORKER_PATH "/usr/local/libexec/vnicd/vnicd-worker"
@@ -44,22 +48,67 @@ static void usage(FILE *f)
 		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
 		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
-		"             [--inflight=on|off]\n"
+		"             [--inflight=on|off] [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
 		"  --log-level L     default info\n"
 		"  --worker PATH     vnicd-worker binary (default $VNICD_WORKER, else %s)\n"
-		"  --user USER       workers run as USER (default: \"vnicd\" if it exists, else\n"
-		"                    \"nobody\")\n"
+		"  --uid-range R     each NIC's worker runs as its own uid and gid from R,\n"
+		"                    FIRST-LAST or FIRST:COUNT, ids no passwd/group entry uses\n"
+		"                    (default %s)\n"
+		"  --user USER       instead: every worker runs as USER\n"
 		"  --sandbox=on|off  off: workers run WITHOUT seccomp, uid drop or empty root;\n"
 		"                    for debugging only (default on)\n"
 		"  --restart-max N   restarts of a crashed worker allowed within %d s, 0..%d;\n"
 		"                    one more death leaves the NIC FAILED (default %d)\n"
 		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
-		"                    or repeat chains in flight (for measuring its cost; default on)\n",
-		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, SUP_RESTART_WINDOW_MS / 1000,
-		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT);
+		"                    or repeat chains in flight (for measuring its cost; default on)\n"
+		"  --config PATH     configuration file, read at start and on SIGHUP\n"
+		"                    (default %s when it exists)\n"
+		"  --version         print the version and exit\n",
+		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, UIDRANGE_DEFAULT, SUP_RESTART_WINDOW_MS / 1000,
+		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT, DAEMON_CONF_DEFAULT);
+}
+
+/* Socket activation: systemd (vnicd.socket) or systemd-socket-activate
+ * passed the listener at fd 3 (LISTEN_FDS=1). It must be a listening
+ * AF_UNIX SOCK_SEQPACKET socket; vnicd never unlinks its file. */
+static int adopt_listen_fd(struct sup *s, int nfds)
+{
+	static char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int type = 0, acc = 0, fd = 3;
+	socklen_t tl = sizeof(type), al = sizeof(acc);
+
+	if (nfds != 1) {
+		log_error("LISTEN_FDS=%d: vnicd takes exactly one socket (ListenSequentialPacket=)",
+			  nfds);
+		return -EINVAL;
+	}
+	memset(&sa, 0, sizeof(sa));
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sun_family != AF_UNIX ||
+	    type != SOCK_SEQPACKET || !acc) {
+		log_error("LISTEN_FDS: fd 3 is not a listening AF_UNIX SOCK_SEQPACKET socket "
+			  "(ListenSequentialPacket= in vnicd.socket)");
+		return -EINVAL;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		log_error("LISTEN_FDS: fcntl: %s", strerror(errno));
+		return -errno;
+	}
+	if (len > offsetof(struct sockaddr_un, sun_path) && sa.sun_path[0]) {
+		snprintf(path, sizeof(path), "%.*s",
+			 (int)(len - offsetof(struct sockaddr_un, sun_path)), sa.sun_path);
+		s->socket_path = path;
+	}
+	s->listen_fd = fd;
+	s->socket_activated = true;
+	return 0;
 }
 
 /* Bind the listener. A socket file left by a dead vnicd is replaced; a
@@ -181,17 +230,66 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	log_info("signal %d: stopping %u NIC(s)", (int)sig, s->nnics);
 	s->shutting_down = true;
+	sdnotify_stopping(s);
 	/* No new clients; the socket disappears now. */
 	event_del(s->ev_listen);
 	close(s->listen_fd);
 	s->listen_fd = -1;
-	unlink(s->socket_path);
+	if (!s->socket_activated)
+		unlink(s->socket_path);
 	s->ev_shutdown = evtimer_new(s->base, shutdown_backstop_cb, s);
 	if (s->ev_shutdown)
 		evtimer_add(s->ev_shutdown, &tv);
 	TAILQ_FOREACH_SAFE(n, &s->nics, link, tmp)
 		nic_stop(n, SUP_SHUTDOWN_STOP_MS, "shutdown");
 	sup_maybe_exit(s);
+}
+
+/* The log level the configuration file gives, else the one vnicd
+ * started with (--log-level or info). At start --log-level wins. */
+static int sup_conf_apply(struct sup *s, bool at_start)
+{
+	struct daemon_conf conf;
+	char err[320];
+	int rc;
+
+	if (!s->conf_path)
+		return 0;
+	rc = daemon_conf_read(s->conf_path, &conf, err, sizeof(err));
+	if (rc == -ENOENT && !s->conf_explicit) {
+		if (!at_start)
+			log_warn("SIGHUP: no %s: log level stays %s", s->conf_path,
+				 log_level_name(log_get_level()));
+		return 0;
+	}
+	if (rc < 0) {
+		log_error("configuration: %s%s", err, at_start ? "" : "; nothing changed");
+		return rc;
+	}
+	if (at_start && s->level_from_cmdline)
+		return 0;
+	if (at_start) {
+		log_set_level(conf.have_log_level ? conf.log_level : s->start_level);
+		return 0;
+	}
+	{
+		char why[300];
+
+		snprintf(why, sizeof(why), "SIGHUP: %s re-read%s", s->conf_path,
+			 conf.have_log_level ? "" : " (it sets no level: the start level)");
+		log_change_level(conf.have_log_level ? conf.log_level : s->start_level, why);
+	}
+	return 0;
+}
+
+/* SIGHUP: re-read the configuration and reopen the logs; never exits. */
+static void sighup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct sup *s = arg;
+
+	log_reopen();
+	log_warn("SIGHUP: logs reopened; re-reading %s", s->conf_path);
+	sup_conf_apply(s, false);
 }
 
 #ifdef VNIC_FAULT_INJECTION
@@ -245,6 +343,9 @@ int main(int argc, char **argv)
 		{ "restart-max", required_argument, NULL, 'R' },
 		{ "inflight", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "uid-range", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sup s;
@@ -252,8 +353,17 @@ int main(int argc, char **argv)
 	enum log_level level = LOG_LEVEL_INFO;
 	bool foreground = false;
 	struct vmm_conn *c;
-	int opt;
+	char err[320];
+	int opt, nlisten;
+	uint32_t range_first = UIDRANGE_DEFAULT_FIRST, range_count = UIDRANGE_DEFAULT_COUNT;
+	bool have_range = false;
 
+	/* Inherited fds: only stdio and systemd's sockets (LISTEN_FDS) stay. */
+	nlisten = daemon_listen_fds();
+	if (daemon_close_inherited(3, nlisten) < 0) {
+		fprintf(stderr, "vnicd: closing inherited fds: %s\n", strerror(errno));
+		return 1;
+	}
 	memset(&s, 0, sizeof(s));
 	s.socket_path = VNICD_DEFAULT_SOCKET;
 	s.listen_fd = -1;
@@ -287,16 +397,33 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			s.level_from_cmdline = true;
+			break;
+		case 'U':
+			if (uidrange_parse(optarg, &range_first, &range_count, err, sizeof(err)) < 0) {
+				fprintf(stderr, "vnicd: %s\n", err);
+				return 2;
+			}
+			have_range = true;
+			break;
+		case 'C':
+			s.conf_path = optarg;
+			s.conf_explicit = true;
 			break;
 		case 'w': s.worker_path = optarg; break;
-		case 'u':
+		case 'u': {
 			/* Checked here so a typo fails at start, not at AddNic. */
-			if (!optarg[0] || strlen(optarg) > 32 || !getpwnam(optarg)) {
+			struct passwd *pw = optarg[0] && strlen(optarg) <= 32 ? getpwnam(optarg) : NULL;
+
+			if (!pw) {
 				fprintf(stderr, "vnicd: --user %s: no such user\n", optarg);
 				return 2;
 			}
 			s.worker_user = optarg;
+			s.worker_user_uid = pw->pw_uid;
+			s.worker_user_gid = pw->pw_gid;
 			break;
+		}
 		case 'S':
 			if (!strcmp(optarg, "on")) {
 				s.sandbox_off = false;
@@ -327,6 +454,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return 0;
+		case 'V': return vnic_print_version("vnicd");
 		default: usage(stderr); return 2;
 		}
 	}
@@ -334,12 +462,34 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	log_init("vnicd", level, !foreground);
+	/* stderr until vnicd detaches: every error before that is seen;
+	 * under systemd (stderr is the journal) the journal from the start. */
+	log_init("vnicd", level, false);
+	sdnotify_journal_setup("vnicd");
+	s.start_level = level;
+	if (!s.conf_path)
+		s.conf_path = DAEMON_CONF_DEFAULT;
+	if (sup_conf_apply(&s, true) < 0)
+		return 2;
 	if (sup_fault_init(&s) < 0)
 		return 2;
-	if (access(s.worker_path, X_OK) < 0)
-		log_warn("worker %s is not executable (%s): AddNic will fail", s.worker_path,
-			 strerror(errno));
+	if (daemon_check_worker(s.worker_path, err, sizeof(err)) < 0 ||
+	    daemon_check_privileges(s.sandbox_off, err, sizeof(err)) < 0) {
+		log_error("not starting: %s", err);
+		return 1;
+	}
+	if (have_range && (s.worker_user || s.sandbox_off)) {
+		fprintf(stderr, "vnicd: --uid-range goes with neither --user nor --sandbox=off\n");
+		return 2;
+	}
+	s.uid_per_nic = !s.worker_user && !s.sandbox_off;
+	if (s.uid_per_nic &&
+	    uidrange_init(&s.uids, range_first, range_count, err, sizeof(err)) < 0) {
+		log_error("not starting: %s", err);
+		return 1;
+	}
+	if (!daemon_has_net_admin())
+		log_warn("no CAP_NET_ADMIN: tap backends will fail (socket backends work)");
 	if (s.sandbox_off)
 		log_warn("*** --sandbox=off: workers run WITHOUT their sandbox (no seccomp filter, "
 			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
@@ -348,10 +498,15 @@ int main(int argc, char **argv)
 	/* RLIMIT_NOFILE to its hard limit; every bound from it (limits.c). */
 	sup_limits_init(&s);
 
-	if (listen_socket(&s) < 0)
+	if (nlisten ? adopt_listen_fd(&s, nlisten) < 0 : listen_socket(&s) < 0)
 		return 1;
-	if (!foreground)
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (!foreground) {
 		daemonize();
+		log_init("vnicd", log_get_level(), true);
+	}
 
 	cfg = event_config_new();
 	if (!cfg)
@@ -365,16 +520,24 @@ int main(int argc, char **argv)
 	s.ev_listen = event_new(s.base, s.listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, &s);
 	s.ev_sigterm = evsignal_new(s.base, SIGTERM, signal_cb, &s);
 	s.ev_sigint = evsignal_new(s.base, SIGINT, signal_cb, &s);
-	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || sup_watchdog_start(&s) < 0)
+	s.ev_sighup = evsignal_new(s.base, SIGHUP, sighup_cb, &s);
+	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || !s.ev_sighup ||
+	    sup_watchdog_start(&s) < 0)
 		fatalx("event_new failed");
+	event_add(s.ev_sighup, NULL);
 	event_add(s.ev_listen, NULL);
 	event_add(s.ev_sigterm, NULL);
 	event_add(s.ev_sigint, NULL);
+	if (s.uid_per_nic)
+		snprintf(err, sizeof(err), "a uid per NIC from %u-%u", s.uids.first,
+			 s.uids.first + s.uids.count - 1);
+	else
+		snprintf(err, sizeof(err), "%s", s.worker_user ? s.worker_user : "(none: sandbox off)");
 	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s, "
-		 "inflight %s)", s.socket_path, s.worker_path,
-		 s.worker_user ? s.worker_user : "(worker default)", s.sandbox_off ? "OFF" : "on",
+		 "inflight %s)", s.socket_path, s.worker_path, err, s.sandbox_off ? "OFF" : "on",
 		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
+	sdnotify_ready(&s);
 	event_base_dispatch(s.base);
 
 	while ((c = TAILQ_FIRST(&s.conns)))
@@ -382,10 +545,12 @@ int main(int argc, char **argv)
 	nic_free_all(&s);
 	if (s.listen_fd >= 0) {
 		close(s.listen_fd);
-		unlink(s.socket_path);
+		if (!s.socket_activated)
+			unlink(s.socket_path);
 	}
 	if (s.ev_shutdown)
 		event_free(s.ev_shutdown);
+	sdnotify_free(&s);
 	if (s.ev_accept_retry)
 		event_free(s.ev_accept_retry);
 	if (s.ev_watchdog)
@@ -393,7 +558,9 @@ int main(int argc, char **argv)
 	event_free(s.ev_listen);
 	event_free(s.ev_sigterm);
 	event_free(s.ev_sigint);
+	event_free(s.ev_sighup);
 	event_base_free(s.base);
+	uidrange_fini(&s.uids);
 	log_info("exit");
 	return 0;
 }

@@ -66,7 +66,6 @@ static int mon_queue_broken(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 {
 	const Vnic__Worker__QueueBroken *b = m->queue_broken;
 	struct nic_queue *q = nic_vq(n, b->queue);
-	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(5000, 10);
 
 	if (!q) {
 		snprintf(n->last_error, sizeof(n->last_error),
@@ -74,7 +73,8 @@ static int mon_queue_broken(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 		return -1;
 	}
 	/* The guest caused this: rate-limited log, first reason sticks. */
-	log_ratelimited(&rl, LOG_LEVEL_WARN, "nic %s: queue %s broken: %s", n->id,
+	log_ratelimited(nic_log_ratelimit(n, NIC_RL_QUEUE_BROKEN), LOG_LEVEL_WARN,
+			"nic %s: queue %s broken: %s", n->id,
 			nic_queue_name(nic_queue_slot(b->queue)), b->reason);
 	if (!q->broken) {
 		q->broken = true;
@@ -88,7 +88,6 @@ static int mon_queue_broken(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 
 static int mon_log(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 {
-	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(5000, 50);
 	enum log_level lv;
 
 	switch (m->log->level) {
@@ -97,8 +96,10 @@ static int mon_log(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	case VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO: lv = LOG_LEVEL_INFO; break;
 	default: lv = LOG_LEVEL_DEBUG; break;
 	}
-	/* A worker may relay guest-triggered lines: rate-limited. */
-	log_ratelimited(&rl, lv, "nic %s worker: %s", n->id, m->log->text);
+	/* A worker may relay guest-triggered lines: rate-limited, one
+	 * bucket per NIC so that one noisy guest hides no other NIC's. */
+	log_ratelimited(nic_log_ratelimit(n, NIC_RL_WORKER_LOG), lv, "nic %s worker: %s", n->id,
+			m->log->text);
 	return 0;
 }
 

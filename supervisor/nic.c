@@ -116,6 +116,30 @@ static void nic_worker_release(struct nic *n)
 	n->w.pid = 0;
 }
 
+/* The uid and gid this NIC's workers run as, for its whole life (its
+ * restarts included): its own from --uid-range, --user's, or none. */
+static int nic_worker_ids(struct nic *n, char *err, size_t errlen)
+{
+	struct sup *s = n->sup;
+	uint32_t id;
+
+	if (s->uid_per_nic) {
+		if (uidrange_alloc(&s->uids, &id) < 0) {
+			snprintf(err, errlen, "no free uid in --uid-range %u-%u (%u NICs use them)",
+				 s->uids.first, s->uids.first + s->uids.count - 1, s->uids.used);
+			return -ENOSPC;
+		}
+		n->worker_uid = n->worker_gid = id;
+		/* "UID:GID": the worker needs no passwd lookup (and so loads
+		 * no NSS module: README "Scale"). */
+		snprintf(n->worker_user, sizeof(n->worker_user), "%u:%u", id, id);
+	} else if (!s->sandbox_off) {
+		n->worker_uid = s->worker_user_uid;
+		n->worker_gid = s->worker_user_gid;
+	}
+	return 0;
+}
+
 /* Guarantee 1 (issue 11 item 8): a reply that tells the VMM its memory
  * and eventfds are free goes out only after this. */
 void nic_close_vmm_fds(struct nic *n)
@@ -143,6 +167,7 @@ static struct nic *nic_free(struct nic *n)
 		event_free(n->ev_timer);
 	nic_close_vmm_fds(n);
 	free(n->regions);
+	uidrange_free(&n->sup->uids, n->worker_uid);
 	free(n);
 	return NULL;
 }
@@ -433,7 +458,8 @@ static uint64_t us_between(const struct timespec *a, const struct timespec *b)
 static int nic_launch(struct nic *n)
 {
 	struct sup *s = n->sup;
-	struct worker_opts o = { .user = s->worker_user, .sandbox_off = s->sandbox_off,
+	struct worker_opts o = { .user = n->worker_user[0] ? n->worker_user : s->worker_user,
+				 .sandbox_off = s->sandbox_off,
 				 .fault = nic_fault_spec(n) };
 	int rc;
 
@@ -548,6 +574,9 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 			goto out_free;
 	}
 
+	rc = nic_worker_ids(n, err, errlen);
+	if (rc)
+		goto out_free;
 	/* Adopt: from here on the NIC owns the frame's fds. */
 	n->nregions = spec->nregions;
 	for (unsigned i = 0; i < spec->nregions; i++) {

@@ -26,6 +26,7 @@
 
 #include "log.h"
 #include "nic_state.h"
+#include "uidrange.h"
 #include "validate.h"
 #include "wire.h"
 #include "worker_spawn.h"
@@ -97,6 +98,16 @@ struct sup_limits {
 struct sup;
 struct vmm_conn;
 
+/* Per-NIC log buckets (nic_log.c). */
+enum nic_rl {
+	NIC_RL_WORKER_LOG,   /* Log messages the worker relays: 50 per 5 s */
+	NIC_RL_QUEUE_BROKEN, /* QueueBroken reports: 10 per 5 s */
+	NIC_RL_COUNT,
+};
+#define NIC_RL_WINDOW_MS 5000
+#define NIC_RL_WORKER_LOG_BURST 50
+#define NIC_RL_QUEUE_BROKEN_BURST 10
+
 struct nic_queue {
 	uint32_t index;   /* virtqueue index (slot from nic_queue_slot) */
 	uint32_t size;
@@ -165,6 +176,7 @@ struct nic {
 	uint64_t remove_req;
 	bool policy_pending;        /* SetPolicy sent to the worker, PolicySet awaited */
 	uint64_t policy_req;
+	unsigned policy_conn_id;    /* an administrator's connection asked (admin.c); 0: the owner */
 	struct nic_policy policy_new;
 	struct timespec remove_t0;
 	bool deadline_missed;
@@ -183,6 +195,14 @@ struct nic {
 	unsigned mon_once;          /* monitor.c: ONCE rows seen from this worker (bit per row) */
 	uint64_t restart_us;        /* the last restart's death -> READY */
 	char last_error[192];
+	/* The uid and gid its workers run as (supervisor/uidrange.c); 0:
+	 * none allocated (--sandbox=off). Kept across restarts. */
+	uint32_t worker_uid, worker_gid;
+	char worker_user[24];       /* "UID:GID" for --user, "" when not from the range */
+	/* Log rate limits of this NIC's guest- or worker-triggered lines
+	 * (nic_log.c): its own buckets, so a flood hides no other NIC. */
+	struct log_ratelimit rl[NIC_RL_COUNT];
+	bool rl_ready;
 };
 
 TAILQ_HEAD(nic_list, nic);
@@ -222,9 +242,17 @@ struct sup {
 	gid_t group;
 	const char *group_name;
 	int listen_fd;
+	bool socket_activated;        /* listen_fd came from LISTEN_FDS: never unlinked */
 	struct event *ev_listen;
-	struct event *ev_sigterm, *ev_sigint;
+	struct event *ev_sigterm, *ev_sigint, *ev_sighup;
+	/* Configuration file (daemon.h), re-read on SIGHUP. */
+	const char *conf_path;
+	bool conf_explicit;           /* --config given: it must exist */
+	bool level_from_cmdline;      /* --log-level given: wins at start */
+	enum log_level start_level;
 	struct event *ev_shutdown;    /* backstop timer during shutdown */
+	struct event *ev_notify;      /* sd_notify STATUS refresh (sdnotify.c) */
+	char notify_status[300];      /* the last STATUS= sent */
 	struct conn_list conns;
 	struct nic_list nics;
 	unsigned nnics;
@@ -239,7 +267,12 @@ struct sup {
 	/* Worker options (issue 4): --user (NULL: the worker's default) and
 	 * --sandbox=off (debugging only, loud). */
 	const char *worker_user;
+	uint32_t worker_user_uid, worker_user_gid; /* --user's ids, for status */
 	bool sandbox_off;
+	/* A uid and gid per NIC from --uid-range (uidrange.h); off with
+	 * --user or --sandbox=off. */
+	bool uid_per_nic;
+	struct uidrange uids;
 	unsigned restart_max;         /* --restart-max; 0: never restart */
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 #ifdef VNIC_FAULT_INJECTION
@@ -266,6 +299,9 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+/* admin.c */
+void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			      struct wire_fds *fds);
 /* Replies for NIC operations that complete later (nic.c calls these). */
 void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
 void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
@@ -312,6 +348,9 @@ void nic_free_all(struct sup *s);
 struct stats_queue_snapshot;
 void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *out);
 uint64_t nic_uptime_s(const struct nic *n);
+
+/* nic_log.c: the NIC's own bucket for lines of kind @which. */
+struct log_ratelimit *nic_log_ratelimit(struct nic *n, enum nic_rl which);
 
 /* monitor.c: messages from a worker, through the permission table. */
 void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);

@@ -56,6 +56,8 @@ static const struct vmm_row {
 	  vmm_handle_get_status },
 	{ VNIC__VMM__REQUEST__BODY_SET_POLICY, "SetPolicy", VMM_NEEDS_HELLO, 0,
 	  vmm_handle_set_policy },
+	{ VNIC__VMM__REQUEST__BODY_SET_LOG_LEVEL, "SetLogLevel", VMM_NEEDS_HELLO, 0,
+	  vmm_handle_set_log_level },
 };
 
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin.h"
 #include "supervisor.h"
 #include "vring.h"
 #include "workers/stats.h"
@@ -52,7 +53,7 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	const Vnic__Vmm__Hello *h = r->hello;
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__HelloReply hr;
-	char server[64];
+	char server[64], version[] = PACKAGE_VERSION;
 
 	if (h->min_version > WIRE_VMM_VERSION || h->max_version < WIRE_VMM_VERSION) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
@@ -77,6 +78,10 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.max_queue_size = VRING_MAX_SIZE;
 	hr.max_message_size = WIRE_VMM_MSG_MAX;
 	hr.max_fds = WIRE_MAX_FDS;
+	hr.version_major = PACKAGE_VERSION_MAJOR;
+	hr.version_minor = PACKAGE_VERSION_MINOR;
+	hr.version_patch = PACKAGE_VERSION_PATCH;
+	hr.version_string = version;
 	rep.request_id = r->request_id;
 	rep.code = VNIC__VMM__STATUS__STATUS_OK;
 	rep.error = empty_str;
@@ -242,7 +247,9 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 	rc = nic_start(s, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
 	if (rc) {
 		log_warn("conn %u: AddNic \"%s\" failed: %s", c->id, spec.id, err);
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -ENOSPC ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+						   : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
 				     "%s", err);
 	}
 out:
@@ -396,6 +403,7 @@ struct nic_status_buf {
 	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
 	struct stats_queue_snapshot snap[NIC_NUM_QUEUES];
 	char names[NIC_NUM_QUEUES][8];
+	struct admin_status_buf admin;
 };
 
 static void fill_status(struct nic *n, struct nic_status_buf *b)
@@ -417,6 +425,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.sandboxed = n->sandboxed;
 	b->ns.start_us = n->start_us;
 	b->ns.restart_us = n->restart_us;
+	admin_fill_status(n, &b->ns, &b->admin);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		Vnic__Vmm__QueueStatus *q = &b->qs[i];
 		struct stats_queue_snapshot *sn = &b->snap[i];
@@ -503,6 +512,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 {
 	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
 	struct nic *n = nic_find(c->sup, sp->id);
+	bool admin = n && n->conn != c && admin_conn_is_admin(c); /* vnicctl set-policy */
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__SetPolicy wsp;
 	Vnic__Vmm__Policy pol;
@@ -510,7 +520,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	char err[128];
 	int rc;
 
-	if (!n || n->conn != c) {
+	if (!n || (n->conn != c && !admin)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", sp->id);
 		return;
@@ -571,15 +581,20 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	n->policy_new = p;
 	n->policy_pending = true;
 	n->policy_req = r->request_id;
+	n->policy_conn_id = admin ? c->id : 0;
 }
 
 void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error)
 {
+	struct vmm_conn *c;
+
 	if (!n->policy_pending)
 		return;
 	n->policy_pending = false;
-	if (n->conn)
-		vmm_conn_reply_error(n->conn, n->policy_req, code, "%s", error ? error : "");
+	/* An administrator's SetPolicy is answered on its own connection. */
+	c = n->policy_conn_id ? admin_conn_by_id(n->sup, n->policy_conn_id) : n->conn;
+	if (c)
+		vmm_conn_reply_error(c, n->policy_req, code, "%s", error ? error : "");
 }
 
 void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)

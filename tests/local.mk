@@ -143,3 +143,14 @@ dist_check_SCRIPTS += tests/lifecycle.sh
 if FAULT_INJECTION
 TESTS += tests/lifecycle.sh
 endif
+
+# Administration (issue 10): versions, vnicctl as an operator's tool.
+dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh tests/admin_uid.sh tests/admin_scale.sh
+EXTRA_DIST += tests/sd_helper.py
+TESTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh tests/admin_uid.sh tests/admin_scale.sh
+check_PROGRAMS += tests/check_admin
+tests_check_admin_SOURCES = tests/check_admin.c tests/suptest.c tests/suptest.h \
+	supervisor/uidrange.c supervisor/uidrange.h
+tests_check_admin_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
+tests_check_admin_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
+TESTS += tests/check_admin

@@ -72,6 +72,10 @@ void st_vnicd_start(struct vnicd_proc *v, const char *worker, ...)
 	argv[argc++] = "debug";
 	argv[argc++] = "--worker";
 	argv[argc++] = worker;
+	/* Without root vnicd refuses to start sandboxed workers (issue 10):
+	 * the scripted workers of unprivileged runs need no sandbox. */
+	if (geteuid() != 0)
+		argv[argc++] = "--sandbox=off";
 	va_start(ap, worker);
 	while ((a = va_arg(ap, const char *)) && argc < 30)
 		argv[argc++] = a;

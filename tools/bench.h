@@ -23,6 +23,8 @@ bench_main_fn bench_traffic_main;
 bench_usage_fn bench_traffic_usage;
 bench_main_fn bench_hostile_main;
 bench_usage_fn bench_hostile_usage;
+bench_main_fn bench_scale_main;
+bench_usage_fn bench_scale_usage;
 
 /* vnicd's control socket from `vnic-bench --socket PATH SUBCOMMAND`, or
  * NULL (subcommands then take their own --socket or libvnic's default). */

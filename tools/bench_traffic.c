@@ -754,15 +754,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &vmm_end) < 0)
 		return -EIO;
 
-	reg = (struct vnic_region){ .gpa = GUEST_GPA_BASE, .size = n->g->memsize, .offset = 0,
-				    .fd = n->g->memfd };
-	for (unsigned i = 0; i < 2; i++)
-		q[i] = (struct vnic_queue){
-			.index = i, .size = GUEST_QUEUE_SIZE,
-			.desc_gpa = n->g->lay[i].desc, .avail_gpa = n->g->lay[i].avail,
-			.used_gpa = n->g->lay[i].used, .avail_idx = 0,
-			.kick_fd = n->g->kick[i], .call_fd = n->g->call[i],
-		};
+	guest_vnic_memory(n->g, &reg, q);
 	cfg.id = n->id;
 	frames_guest_mac(n->idx, cfg.mac);
 	cfg.mtu = r->mtu;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "guest.h"
+#include "libvnic.h"
 
 /* Offsets inside guest memory. Rings first, each in its own 16 KiB, then
  * the receive buffers, then the TX slots. */
@@ -335,4 +336,17 @@ void guest_read_call(struct guest *g, unsigned q)
 
 	if (read(g->call[q], &v, sizeof(v)) == sizeof(v))
 		g->irqs_seen[q] += v;
+}
+
+void guest_vnic_memory(const struct guest *g, struct vnic_region *reg, struct vnic_queue *q)
+{
+	*reg = (struct vnic_region){ .gpa = GUEST_GPA_BASE, .size = g->memsize, .offset = 0,
+				     .fd = g->memfd };
+	for (unsigned i = 0; i < 2; i++)
+		q[i] = (struct vnic_queue){
+			.index = i, .size = GUEST_QUEUE_SIZE,
+			.desc_gpa = g->lay[i].desc, .avail_gpa = g->lay[i].avail,
+			.used_gpa = g->lay[i].used, .avail_idx = 0,
+			.kick_fd = g->kick[i], .call_fd = g->call[i],
+		};
 }

@@ -64,6 +64,12 @@ struct guest {
  */
 int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen);
 
+/* guest_vnic_memory - what AddNic needs of this guest: its one memory
+ * region and its rx0/tx0 queues (q[0], q[1]; fds borrowed from the guest). */
+struct vnic_region;
+struct vnic_queue;
+void guest_vnic_memory(const struct guest *g, struct vnic_region *reg, struct vnic_queue *q);
+
 /* guest_free - accepts NULL; unmaps, closes every fd. Returns NULL. */
 struct guest *guest_free(struct guest *g);
 

@@ -5,15 +5,17 @@ tools_vnic_bench_SOURCES = tools/vnic-bench.c tools/bench_ring.c tools/bench.h
 tools_vnic_bench_LDADD = libvnicshm.la -lm
 EXTRA_DIST += tools/demo.sh tools/unplug_latency.sh
 
-# vnicctl: status of every NIC (table, --json, --watch), over libvnic.
+# vnicctl: the operator's tool (list, status, set-policy, log-level; --json
+# through json-c), over libvnic.
 # In the build tree at $(builddir)/tools/vnicctl, beside vnic-bench.
 bin_PROGRAMS += tools/vnicctl
 tools_vnicctl_SOURCES = tools/vnicctl.c
-tools_vnicctl_LDADD = libvnic.la
+tools_vnicctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tools_vnicctl_LDADD = libvnic.la $(JSONC_LIBS)
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
 tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
-	tools/frames.c tools/frames.h
+	tools/frames.c tools/frames.h tools/bench_scale.c
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
-EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh
+EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "version.h"
 
 static const struct bench_cmd {
 	const char *name;
@@ -29,6 +30,8 @@ static const struct bench_cmd {
 	  bench_traffic_main, bench_traffic_usage },
 	{ "hostile", "a guest posts a looping TX chain: needs-reset, other NICs unaffected",
 	  bench_hostile_main, bench_hostile_usage },
+	{ "scale", "N NICs on one vnicd: add, frames, status of all, remove; times and memory",
+	  bench_scale_main, bench_scale_usage },
 };
 
 const char *bench_socket_path;
@@ -37,7 +40,7 @@ const char *bench_socket_path;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vnic-bench [--socket PATH] SUBCOMMAND [OPTIONS]\n"
+	fprintf(f, "usage: vnic-bench [--socket PATH] SUBCOMMAND [OPTIONS] | --version\n"
 		   "       vnic-bench SUBCOMMAND --help\n\nsubcommands:\n");
 	for (size_t i = 0; i < BENCH_NCMDS; i++)
 		fprintf(f, "  %-10s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
@@ -134,6 +137,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "--version"))
+		return vnic_print_version("vnic-bench");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;

@@ -1,21 +1,25 @@
 /*
- * vnicctl: administration client of vnicd.
+ * vnicctl: the operator's tool for vnicd.
  *
- *   vnicctl [--socket PATH] status [--json] [--watch [--interval S] [--count N]]
+ *   vnicctl [--socket PATH] [--json] COMMAND [ARGS]
  *
- * status    a table of every NIC: id, state, worker pid, policy, sandbox
- *           ("NO(OFF)" for a worker started with --sandbox=off), uptime,
- *           restarts, last error, and per queue packets, bytes, kicks,
- *           interrupts, suppressed notifications, drops, errors, broken.
- * --json    one JSON object: {"nics":[{"id","state","pid","policy",
- *           "restarts","uptime_s","last_error","sandboxed","start_us",
- *           "restart_us","queues":[{"name",
- *           "packets","bytes","kicks","interrupts","suppressed","drops",
- *           "errors","broken","broken_reason"}]}]}
- * --watch   reprint every --interval seconds (default 1) with per-second
- *           rates; with --json one object per line; --count N stops after
- *           N prints (default: until interrupted).
+ *   list                      one line per NIC: id, state, worker pid and
+ *                             uid, owner, backend, tap, MAC
+ *   status [ID] [--watch [--interval S] [--count N]]
+ *                             counters of every NIC (or of ID) and its queues;
+ *                             --watch reprints every S seconds with per-second
+ *                             rates and a timestamp line
+ *   set-policy ID [--mode M] [--timer-us N] [--poll-us N]
+ *                 [--budget-packets N] [--budget-bytes N]
+ *                             change a running NIC's TX policy (its owner, or
+ *                             an administrator: uid 0 or vnicd's uid)
+ *   log-level LEVEL           vnicd's log level until its next SIGHUP
+ *                             (administrators only)
+ *   --version                 vnicctl's version; with a running vnicd, also
+ *                             `vnicctl --json status` says vnicd's
  *
+ * --json: every output is one JSON object per line, made with json-c; the
+ * schema (VNICCTL_JSON_SCHEMA) is in README.md "vnicctl" and vnicctl(8).
  * Errors: one line on stderr, exit status 1 (2 for usage).
  */
 #include "config.h"
@@ -30,71 +34,166 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "libvnic.h"
+#include "version.h"
+
+/* Bumped when a field changes meaning or goes away (adding one does not). */
+#define VNICCTL_JSON_SCHEMA 1
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vnicctl [--socket PATH] status [--json] [--watch [--interval S] [--count N]]\n");
+	fprintf(f,
+		"usage: vnicctl [--socket PATH] [--json] COMMAND\n"
+		"  list\n"
+		"  status [ID] [--watch [--interval S] [--count N]]\n"
+		"  set-policy ID [--mode bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
+		"                [--budget-packets N] [--budget-bytes N]\n"
+		"  log-level error|warn|info|debug\n"
+		"  --version\n");
 }
 
-/* JSON string with every control character escaped (RFC 8259 7). */
-static void json_str(FILE *f, const char *s)
+struct opts {
+	bool json, watch;
+	double interval;
+	long count;
+	bool policy_set;
+	struct vnic_policy policy;
+};
+
+/* "2026-12-01T08:40:00.123Z" */
+static void utc_now(char *buf, size_t len)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\b': fputs("\\b", f); break;
-		case '\f': fputs("\\f", f); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
-	}
-	fputc('"', f);
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (ts.tv_nsec / 1000000) % 1000);
 }
 
-static void print_json(const struct vnic_status *st)
+static void mac_str(const uint8_t *m, char *buf, size_t len)
 {
-	printf("{\"nics\":[");
-	for (unsigned i = 0; i < st->nnics; i++) {
-		const struct vnic_nic_status *n = &st->nics[i];
-
-		printf("%s{\"id\":", i ? "," : "");
-		json_str(stdout, n->id);
-		printf(",\"state\":");
-		json_str(stdout, vnic_nic_state_name(n->state));
-		printf(",\"pid\":%" PRId32 ",\"policy\":", n->pid);
-		json_str(stdout, vnic_mitigation_name(n->policy.mode));
-		printf(",\"restarts\":%" PRIu32 ",\"uptime_s\":%" PRIu64 ",\"last_error\":",
-		       n->restarts, n->uptime_s);
-		json_str(stdout, n->last_error);
-		printf(",\"sandboxed\":%s,\"start_us\":%" PRIu64 ",\"restart_us\":%" PRIu64
-		       ",\"queues\":[", n->sandboxed ? "true" : "false", n->start_us, n->restart_us);
-		for (unsigned j = 0; j < n->nqueues; j++) {
-			const struct vnic_queue_status *q = &n->queues[j];
-
-			printf("%s{\"name\":", j ? "," : "");
-			json_str(stdout, q->name);
-			printf(",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"kicks\":%" PRIu64
-			       ",\"interrupts\":%" PRIu64 ",\"suppressed\":%" PRIu64
-			       ",\"drops\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"broken\":%s"
-			       ",\"broken_reason\":",
-			       q->packets, q->bytes, q->kicks, q->interrupts, q->suppressed,
-			       q->drops, q->errors, q->broken ? "true" : "false");
-			json_str(stdout, q->broken_reason);
-			printf("}");
-		}
-		printf("]}");
-	}
-	printf("]}\n");
+	snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
+
+static const struct {
+	uint64_t bit;
+	const char *name;
+} feature_names[] = {
+	{ VNIC_F_CSUM, "CSUM" },           { VNIC_F_GUEST_CSUM, "GUEST_CSUM" },
+	{ VNIC_F_MTU, "MTU" },             { VNIC_F_MAC, "MAC" },
+	{ VNIC_F_GUEST_TSO4, "GUEST_TSO4" }, { VNIC_F_GUEST_TSO6, "GUEST_TSO6" },
+	{ VNIC_F_HOST_TSO4, "HOST_TSO4" }, { VNIC_F_HOST_TSO6, "HOST_TSO6" },
+	{ VNIC_F_MRG_RXBUF, "MRG_RXBUF" }, { VNIC_F_INDIRECT_DESC, "INDIRECT_DESC" },
+	{ VNIC_F_EVENT_IDX, "EVENT_IDX" }, { VNIC_F_VERSION_1, "VERSION_1" },
+};
+
+/* ------------------------------------------------------------------ JSON */
+
+static void jadd(json_object *o, const char *k, json_object *v)
+{
+	json_object_object_add(o, k, v);
+}
+
+static json_object *json_nic(const struct vnic_nic_status *n)
+{
+	json_object *o = json_object_new_object(), *qs = json_object_new_array();
+	json_object *pol = json_object_new_object(), *feat = json_object_new_array();
+	char mac[24];
+
+	jadd(o, "id", json_object_new_string(n->id));
+	jadd(o, "state", json_object_new_string(vnic_nic_state_name(n->state)));
+	jadd(o, "pid", json_object_new_int(n->pid));
+	jadd(o, "policy", json_object_new_string(vnic_mitigation_name(n->policy.mode)));
+	jadd(pol, "timer_us", json_object_new_int64(n->policy.timer_us));
+	jadd(pol, "poll_us", json_object_new_int64(n->policy.poll_us));
+	jadd(pol, "budget_packets", json_object_new_int64(n->policy.budget_packets));
+	jadd(pol, "budget_bytes", json_object_new_int64(n->policy.budget_bytes));
+	jadd(o, "policy_params", pol);
+	jadd(o, "restarts", json_object_new_int64(n->restarts));
+	jadd(o, "uptime_s", json_object_new_uint64(n->uptime_s));
+	jadd(o, "last_error", json_object_new_string(n->last_error));
+	jadd(o, "sandboxed", json_object_new_boolean(n->sandboxed));
+	jadd(o, "start_us", json_object_new_uint64(n->start_us));
+	jadd(o, "restart_us", json_object_new_uint64(n->restart_us));
+	if (n->owner_pid || n->owner_path[0]) {
+		json_object *ow = json_object_new_object();
+
+		jadd(ow, "pid", json_object_new_int(n->owner_pid));
+		jadd(ow, "uid", json_object_new_int64(n->owner_uid));
+		jadd(ow, "path", json_object_new_string(n->owner_path));
+		jadd(o, "owner", ow);
+	} else {
+		jadd(o, "owner", NULL);
+	}
+	jadd(o, "backend", json_object_new_string(n->backend));
+	jadd(o, "tap_name", json_object_new_string(n->tap_name));
+	mac_str(n->mac, mac, sizeof(mac));
+	jadd(o, "mac", json_object_new_string(mac));
+	jadd(o, "mtu", json_object_new_int64(n->mtu));
+	jadd(o, "features", json_object_new_uint64(n->features));
+	for (size_t i = 0; i < sizeof(feature_names) / sizeof(feature_names[0]); i++)
+		if (n->features & feature_names[i].bit)
+			json_object_array_add(feat, json_object_new_string(feature_names[i].name));
+	jadd(o, "feature_names", feat);
+	jadd(o, "worker_uid", json_object_new_int64(n->worker_uid));
+	jadd(o, "worker_gid", json_object_new_int64(n->worker_gid));
+	for (unsigned j = 0; j < n->nqueues; j++) {
+		const struct vnic_queue_status *q = &n->queues[j];
+		json_object *jq = json_object_new_object();
+
+		jadd(jq, "name", json_object_new_string(q->name));
+		jadd(jq, "packets", json_object_new_uint64(q->packets));
+		jadd(jq, "bytes", json_object_new_uint64(q->bytes));
+		jadd(jq, "kicks", json_object_new_uint64(q->kicks));
+		jadd(jq, "interrupts", json_object_new_uint64(q->interrupts));
+		jadd(jq, "suppressed", json_object_new_uint64(q->suppressed));
+		jadd(jq, "drops", json_object_new_uint64(q->drops));
+		jadd(jq, "errors", json_object_new_uint64(q->errors));
+		jadd(jq, "broken", json_object_new_boolean(q->broken));
+		jadd(jq, "broken_reason", json_object_new_string(q->broken_reason));
+		json_object_array_add(qs, jq);
+	}
+	jadd(o, "queues", qs);
+	return o;
+}
+
+/* The envelope of every --json output line. */
+static json_object *json_envelope(const struct vnic_hello_info *hi)
+{
+	json_object *o = json_object_new_object();
+	char now[96];
+
+	utc_now(now, sizeof(now));
+	jadd(o, "schema", json_object_new_int(VNICCTL_JSON_SCHEMA));
+	jadd(o, "time", json_object_new_string(now));
+	jadd(o, "vnicd_version", json_object_new_string(hi->vnicd_version));
+	jadd(o, "vnicctl_version", json_object_new_string(PACKAGE_VERSION));
+	jadd(o, "protocol", json_object_new_int64(hi->version));
+	return o;
+}
+
+static void json_print(json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static void print_json(const struct vnic_hello_info *hi, const struct vnic_status *st)
+{
+	json_object *o = json_envelope(hi), *nics = json_object_new_array();
+
+	for (unsigned i = 0; i < st->nnics; i++)
+		json_object_array_add(nics, json_nic(&st->nics[i]));
+	jadd(o, "nics", nics);
+	json_print(o);
+}
+
+/* ----------------------------------------------------------------- text */
 
 /* Text for a table cell: control characters from the wire become '?'. */
 static const char *clean(const char *s, char *buf, size_t len)
@@ -105,6 +204,40 @@ static const char *clean(const char *s, char *buf, size_t len)
 		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
 	buf[i] = '\0';
 	return buf;
+}
+
+static const char *owner_str(const struct vnic_nic_status *n, char *buf, size_t len)
+{
+	char p[120];
+
+	if (n->owner_path[0])
+		snprintf(buf, len, "%s", clean(n->owner_path, p, sizeof(p)));
+	else if (n->owner_pid)
+		snprintf(buf, len, "pid %" PRId32 " uid %" PRIu32, n->owner_pid, n->owner_uid);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+static void print_list(const struct vnic_status *st)
+{
+	char b1[96], b2[140], b3[40], mac[24];
+
+	if (st->nnics == 0) {
+		printf("no NICs\n");
+		return;
+	}
+	printf("%-20s %-10s %8s %8s %-22s %-7s %-15s %s\n", "ID", "STATE", "PID", "UID", "OWNER",
+	       "BACKEND", "TAP", "MAC");
+	for (unsigned i = 0; i < st->nnics; i++) {
+		const struct vnic_nic_status *n = &st->nics[i];
+
+		mac_str(n->mac, mac, sizeof(mac));
+		printf("%-20s %-10s %8" PRId32 " %8" PRIu32 " %-22s %-7s %-15s %s\n",
+		       clean(n->id, b1, sizeof(b1)), vnic_nic_state_name(n->state), n->pid,
+		       n->worker_uid, owner_str(n, b2, sizeof(b2)), n->backend,
+		       n->tap_name[0] ? clean(n->tap_name, b3, sizeof(b3)) : "-", mac);
+	}
 }
 
 static const struct vnic_queue_status *find_prev_queue(const struct vnic_status *prev,
@@ -127,7 +260,27 @@ static double rate(uint64_t now, uint64_t before, double secs)
 	return now >= before && secs > 0 ? (double)(now - before) / secs : 0.0;
 }
 
-static void print_table(const struct vnic_status *st, const struct vnic_status *prev, double secs)
+/* With one NIC asked for by id: its owner and device lines too. */
+static void print_detail(const struct vnic_nic_status *n)
+{
+	char b[140], mac[24];
+	size_t used = 0;
+
+	mac_str(n->mac, mac, sizeof(mac));
+	printf("  owner %s, backend %s%s%s, mac %s, mtu %" PRIu32 ", worker uid %" PRIu32
+	       " gid %" PRIu32 "\n", owner_str(n, b, sizeof(b)), n->backend,
+	       n->tap_name[0] ? " " : "", n->tap_name[0] ? clean(n->tap_name, b, 32) : "", mac,
+	       n->mtu, n->worker_uid, n->worker_gid);
+	b[0] = '\0';
+	for (size_t i = 0; i < sizeof(feature_names) / sizeof(feature_names[0]); i++)
+		if ((n->features & feature_names[i].bit) && used + 20 < sizeof(b))
+			used += (size_t)snprintf(b + used, sizeof(b) - used, "%s%s", used ? " " : "",
+						 feature_names[i].name);
+	printf("  features 0x%" PRIx64 " (%s)\n", n->features, b);
+}
+
+static void print_table(const struct vnic_status *st, const struct vnic_status *prev, double secs,
+			bool detail)
 {
 	char b1[96], b2[300];
 
@@ -147,6 +300,8 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 		       vnic_mitigation_name(n->policy.mode),
 		       n->pid == 0 ? "-" : n->sandboxed ? "yes" : "NO(OFF)", n->uptime_s, n->restarts,
 		       n->last_error[0] ? clean(n->last_error, b2, sizeof(b2)) : "-");
+		if (detail)
+			print_detail(n);
 		if (prev)
 			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PKT/S",
 			       "BYTES/S", "KICKS/S", "IRQ/S", "SUPPR/S", "DROPS", "ERRORS", "BROKEN");
@@ -185,12 +340,29 @@ static double mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int cmd_status(struct vnic_conn *conn, bool json, bool watch, double interval, long count)
+/* Keep only the NIC named @id; false when it is not there. */
+static bool keep_only(struct vnic_status *st, const char *id)
+{
+	for (unsigned i = 0; i < st->nnics; i++) {
+		if (!strcmp(st->nics[i].id, id)) {
+			if (i)
+				st->nics[0] = st->nics[i];
+			st->nnics = 1;
+			return true;
+		}
+	}
+	st->nnics = 0;
+	return false;
+}
+
+static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
+		      const struct opts *o, const char *id, bool list)
 {
 	struct vnic_status *prev = NULL;
 	double t_prev = 0;
+	bool watch = o->watch && !list;
 
-	for (long iter = 0; !watch || count <= 0 || iter < count; iter++) {
+	for (long iter = 0;; iter++) {
 		struct vnic_status *st = NULL;
 		double t;
 		int rc = vnic_status(conn, &st);
@@ -201,24 +373,35 @@ static int cmd_status(struct vnic_conn *conn, bool json, bool watch, double inte
 			return 1;
 		}
 		t = mono();
-		if (json) {
-			print_json(st);
+		if (id && !keep_only(st, id)) {
+			fprintf(stderr, "vnicctl: no NIC \"%s\"\n", id);
+			vnic_status_free(st);
+			vnic_status_free(prev);
+			return 1;
+		}
+		if (o->json) {
+			print_json(hi, st);
+		} else if (list) {
+			print_list(st);
 		} else {
-			if (watch)
-				printf("%s--- %s", iter ? "\n" : "", ctime(&(time_t){ time(NULL) }));
-			print_table(st, prev, t - t_prev);
+			if (watch) {
+				char now[96];
+
+				utc_now(now, sizeof(now));
+				printf("%s--- %s\n", iter ? "\n" : "", now);
+			}
+			print_table(st, prev, t - t_prev, id != NULL);
 		}
 		fflush(stdout);
 		vnic_status_free(prev);
 		prev = st;
 		t_prev = t;
-		if (!watch)
-			break;
-		if (count > 0 && iter + 1 >= count)
+		if (!watch || (o->count > 0 && iter + 1 >= o->count))
 			break;
 		{
-			struct timespec ts = { .tv_sec = (time_t)interval,
-					       .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) };
+			struct timespec ts = { .tv_sec = (time_t)o->interval,
+					       .tv_nsec = (long)((o->interval - (double)(time_t)o->interval) *
+								 1e9) };
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -226,51 +409,157 @@ static int cmd_status(struct vnic_conn *conn, bool json, bool watch, double inte
 	return 0;
 }
 
+static int cmd_set_policy(struct vnic_conn *conn, const struct opts *o, const char *id)
+{
+	int rc;
+
+	if (!o->policy_set) {
+		fprintf(stderr, "vnicctl: set-policy %s: give at least one of --mode, --timer-us, "
+			"--poll-us, --budget-packets, --budget-bytes\n", id);
+		return 2;
+	}
+	rc = vnic_set_policy(conn, id, &o->policy);
+	if (rc) {
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
+		return 1;
+	}
+	if (!o->json)
+		printf("nic %s: policy %s\n", id, vnic_mitigation_name(o->policy.mode));
+	return 0;
+}
+
+static int cmd_log_level(struct vnic_conn *conn, const struct vnic_hello_info *hi,
+			 const struct opts *o, const char *level)
+{
+	char old[32] = "";
+	int rc = vnic_set_log_level(conn, level, old, sizeof(old));
+
+	if (rc) {
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
+		return 1;
+	}
+	if (o->json) {
+		json_object *j = json_envelope(hi);
+
+		jadd(j, "old_level", json_object_new_string(old));
+		jadd(j, "level", json_object_new_string(level));
+		json_print(j);
+	} else {
+		printf("log level %s -> %s\n", old, level);
+	}
+	return 0;
+}
+
+static int parse_u32(const char *opt, const char *v, uint32_t *ret)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || !v[0] || *end || x > UINT32_MAX) {
+		fprintf(stderr, "vnicctl: --%s %s: give a number\n", opt, v);
+		return -1;
+	}
+	*ret = (uint32_t)x;
+	return 0;
+}
+
+static int parse_mode(const char *v, enum vnic_mitigation *ret)
+{
+	static const enum vnic_mitigation all[] = { VNIC_MITIGATION_TIMER, VNIC_MITIGATION_BH,
+						    VNIC_MITIGATION_ADAPTIVE, VNIC_MITIGATION_POLL };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		if (!strcmp(v, vnic_mitigation_name(all[i]))) {
+			*ret = all[i];
+			return 0;
+		}
+	}
+	fprintf(stderr, "vnicctl: --mode %s: use bh, timer, adaptive or poll\n", v);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "timer-us", required_argument, NULL, 'T' },
+		{ "poll-us", required_argument, NULL, 'P' },
+		{ "budget-packets", required_argument, NULL, 'B' },
+		{ "budget-bytes", required_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = VNIC_DEFAULT_SOCKET;
-	bool json = false, watch = false;
-	double interval = 1.0;
-	long count = 0;
+	const char *path = VNIC_DEFAULT_SOCKET, *cmd, *arg = NULL;
+	struct opts o = { .interval = 1.0 };
+	struct vnic_hello_info hi;
 	struct vnic_conn *conn = NULL;
 	char *end;
-	int opt, rc;
+	int opt, rc, nargs;
 
-	/* Options may come before or after the command ("+" not used). */
-	while ((opt = getopt_long(argc, argv, "s:jwi:c:h", opts, NULL)) != -1) {
+	/* Options may come before or after the command. */
+	while ((opt = getopt_long(argc, argv, "s:jwi:c:h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 's': path = optarg; break;
-		case 'j': json = true; break;
-		case 'w': watch = true; break;
+		case 'j': o.json = true; break;
+		case 'w': o.watch = true; break;
 		case 'i':
 			errno = 0;
-			interval = strtod(optarg, &end);
-			if (errno || *end || interval < 0.1 || interval > 3600) {
+			o.interval = strtod(optarg, &end);
+			if (errno || *end || o.interval < 0.1 || o.interval > 3600) {
 				fprintf(stderr, "vnicctl: --interval %s: give seconds in 0.1..3600\n", optarg);
 				return 2;
 			}
 			break;
 		case 'c':
-			count = strtol(optarg, &end, 10);
-			if (*end || count < 1) {
+			o.count = strtol(optarg, &end, 10);
+			if (*end || o.count < 1) {
 				fprintf(stderr, "vnicctl: --count %s: give a positive number\n", optarg);
 				return 2;
 			}
 			break;
+		case 'm':
+			if (parse_mode(optarg, &o.policy.mode) < 0)
+				return 2;
+			o.policy_set = true;
+			break;
+		case 'T':
+		case 'P':
+		case 'B':
+		case 'Y': {
+			uint32_t *dst = opt == 'T' ? &o.policy.timer_us : opt == 'P' ? &o.policy.poll_us :
+					opt == 'B' ? &o.policy.budget_packets : &o.policy.budget_bytes;
+			const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
+					 opt == 'B' ? "budget-packets" : "budget-bytes";
+
+			if (parse_u32(nm, optarg, dst) < 0)
+				return 2;
+			o.policy_set = true;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
+		case 'V': return vnic_print_version("vnicctl");
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1 || strcmp(argv[optind], "status")) {
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind];
+	nargs = argc - optind - 1;
+	if (nargs == 1)
+		arg = argv[optind + 1];
+	if (!((!strcmp(cmd, "list") && nargs == 0) || (!strcmp(cmd, "status") && nargs <= 1) ||
+	      (!strcmp(cmd, "set-policy") && nargs == 1) ||
+	      (!strcmp(cmd, "log-level") && nargs == 1))) {
 		usage(stderr);
 		return 2;
 	}
@@ -281,13 +570,20 @@ int main(int argc, char **argv)
 			rc == -ENOENT || rc == -ECONNREFUSED ? " (is vnicd running?)" : "");
 		return 1;
 	}
-	rc = vnic_hello(conn, "vnicctl", NULL);
+	rc = vnic_hello(conn, "vnicctl " PACKAGE_VERSION, &hi);
 	if (rc) {
 		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
 		vnic_close(conn);
 		return 1;
 	}
-	rc = cmd_status(conn, json, watch, interval, count);
+	if (!strcmp(cmd, "list"))
+		rc = cmd_status(conn, &hi, &o, NULL, true);
+	else if (!strcmp(cmd, "status"))
+		rc = cmd_status(conn, &hi, &o, arg, false);
+	else if (!strcmp(cmd, "set-policy"))
+		rc = cmd_set_policy(conn, &o, arg);
+	else
+		rc = cmd_log_level(conn, &hi, &o, arg);
 	vnic_close(conn);
 	return rc;
 }

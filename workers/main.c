@@ -51,6 +51,7 @@
 #include "log.h"
 #include "privdrop.h"
 #include "sandbox.h"
+#include "version.h"
 #include "workers/worker.h"
 
 static struct worker W;
@@ -421,6 +422,7 @@ static void worker_fault_kill(const char *point)
 static void usage(void)
 {
 	fprintf(stderr, "usage: vnicd-worker --nic ID [--user USER] [--sandbox on|off]%s\n"
+		"       vnicd-worker --version\n"
 		"  started by vnicd with its control socket at fd 3; not for direct use\n",
 #ifdef VNIC_FAULT_INJECTION
 		" [--fault SPEC]"
@@ -553,6 +555,8 @@ int main(int argc, char **argv)
 	int *region_fds = NULL;
 	int r, code, sandboxed;
 
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return vnic_print_version("vnicd-worker");
 	if (parse_args(argc, argv, w, &args) < 0) {
 		usage();
 		return 2;

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * daemon: what vnicd checks and cleans before it serves (issue 10).
+ * Contracts in daemon.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+int daemon_listen_fds(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	char *end;
+	long p, n;
+
+	if (!pid || !fds)
+		return 0;
+	errno = 0;
+	p = strtol(pid, &end, 10);
+	if (errno || *end || p != (long)getpid())
+		return 0;
+	n = strtol(fds, &end, 10);
+	if (errno || *end || n < 0 || n > 64)
+		return 0;
+	return (int)n;
+}
+
+int daemon_close_inherited(int keep_from, int keep_n)
+{
+	int hi_first = keep_from + keep_n;
+
+	/* 0-2 stay (stdio, /dev/null once detached); [keep_from,
+	 * keep_from + keep_n) are sockets systemd passed (LISTEN_FDS). */
+	if (keep_n <= 0) {
+		hi_first = 3;
+	} else if (keep_from > 3) {
+		if (syscall(SYS_close_range, 3u, (unsigned)keep_from - 1, 0u) < 0)
+			return -errno;
+	}
+	if (syscall(SYS_close_range, (unsigned)hi_first, ~0u, 0u) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool cap_has(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+int daemon_check_worker(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		snprintf(err, errlen, "worker binary %s: %s (give --worker PATH or $VNICD_WORKER)",
+			 path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
+		snprintf(err, errlen, "worker binary %s is not an executable file", path);
+		return -EACCES;
+	}
+	return 0;
+}
+
+int daemon_check_privileges(bool sandbox_off, char *err, size_t errlen)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	static const struct {
+		int cap;
+		const char *name, *why;
+	} need[] = {
+		{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN", "the workers' namespaces and empty root" },
+		{ CAP_SETUID, "CAP_SETUID", "the workers' uid drop" },
+		{ CAP_SETGID, "CAP_SETGID", "the workers' gid drop" },
+	};
+	char missing[160] = "";
+	size_t used = 0;
+
+	if (sandbox_off)
+		return 0;
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &hdr, d) < 0) {
+		snprintf(err, errlen, "capget: %s", strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!cap_has(d, need[i].cap))
+			used += (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%s (%s)",
+						 used ? ", " : "", need[i].name, need[i].why);
+	if (used) {
+		snprintf(err, errlen,
+			 "workers cannot be sandboxed: missing %s; run vnicd as root (or with "
+			 "these capabilities), or --sandbox=off for debugging",
+			 missing);
+		return -EPERM;
+	}
+	return 0;
+}
+
+bool daemon_has_net_admin(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	memset(d, 0, sizeof(d));
+	return syscall(SYS_capget, &hdr, d) == 0 && cap_has(d, CAP_NET_ADMIN);
+}
+
+/* One "key = value" line; false for a comment or a blank line. */
+static bool conf_split(char *line, char **key, char **val)
+{
+	char *p = line, *eq, *e;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '#' || *p == '\0' || *p == '\n')
+		return false;
+	e = p + strlen(p);
+	while (e > p && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	eq = strchr(p, '=');
+	*key = p;
+	*val = NULL;
+	if (!eq)
+		return true;
+	*val = eq + 1;
+	for (e = eq; e > p && (e[-1] == ' ' || e[-1] == '\t'); e--)
+		;
+	*e = '\0';
+	while (**val == ' ' || **val == '\t')
+		(*val)++;
+	return true;
+}
+
+int daemon_conf_read(const char *path, struct daemon_conf *ret, char *err, size_t errlen)
+{
+	char line[512];
+	unsigned lineno = 0;
+	FILE *f;
+	int rc = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	f = fopen(path, "re");
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *key, *val;
+
+		lineno++;
+		if (!conf_split(line, &key, &val))
+			continue;
+		if (!val) {
+			snprintf(err, errlen, "%s:%u: \"%.64s\": want KEY = VALUE", path, lineno, key);
+			rc = -EINVAL;
+			break;
+		}
+		if (!strcmp(key, "log-level")) {
+			if (log_level_parse(val, &ret->log_level) < 0) {
+				snprintf(err, errlen, "%s:%u: log-level %.32s: use error, warn, info or debug",
+					 path, lineno, val);
+				rc = -EINVAL;
+				break;
+			}
+			ret->have_log_level = true;
+		} else {
+			snprintf(err, errlen, "%s:%u: unknown key \"%.64s\" (known: log-level)", path,
+				 lineno, key);
+			rc = -EINVAL;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}

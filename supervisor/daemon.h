@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * daemon: vnicd's start-up checks and hygiene (issue 10).
+ *
+ * Before anything else vnicd closes every fd it inherited except stdio
+ * and the sockets systemd passes (LISTEN_FDS, from fd 3); it refuses to
+ * start, with one line on stderr, when the worker binary is missing or
+ * when it lacks the capabilities its workers' sandbox needs; and it reads
+ * its configuration file (--config PATH, default DAEMON_CONF_DEFAULT when
+ * that exists) at start and on every SIGHUP.
+ *
+ * Configuration file: "KEY = VALUE" lines, '#' comments. Keys:
+ *   log-level = error|warn|info|debug
+ * An unknown key or a bad value is an error (at start: vnicd does not
+ * start; on SIGHUP: a warning, nothing changes).
+ */
+#ifndef VNIC_SUP_DAEMON_H
+#define VNIC_SUP_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "log.h"
+
+#define DAEMON_CONF_DEFAULT "/etc/vnicd/vnicd.conf"
+
+/* daemon_listen_fds - how many sockets systemd passed from fd 3
+ * (LISTEN_FDS, when LISTEN_PID is ours); 0 when none. */
+int daemon_listen_fds(void);
+
+/* daemon_close_inherited - close every fd >= 3 except
+ * [keep_from, keep_from + keep_n). Returns: 0 or a negative errno. */
+int daemon_close_inherited(int keep_from, int keep_n);
+
+/* daemon_check_worker - the worker binary exists and is executable.
+ * Returns: 0, or a negative errno with err filled (one line). */
+int daemon_check_worker(const char *path, char *err, size_t errlen);
+
+/* daemon_check_privileges - with the sandbox on, the effective set holds
+ * CAP_SYS_ADMIN, CAP_SETUID and CAP_SETGID (root has them).
+ * Returns: 0, or -EPERM with err naming what is missing. */
+int daemon_check_privileges(bool sandbox_off, char *err, size_t errlen);
+
+/* CAP_NET_ADMIN, which tap backends need (a warning only without it). */
+bool daemon_has_net_admin(void);
+
+struct daemon_conf {
+	bool have_log_level;
+	enum log_level log_level;
+};
+
+/* daemon_conf_read - parse @path. Returns: 0 and *ret; -ENOENT (and
+ * others from fopen) or -EINVAL with err filled (file:line: what). */
+int daemon_conf_read(const char *path, struct daemon_conf *ret, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,41 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# bench_scale.sh BUILD_DIR [REPS]: vnic-bench scale at N = 1, 64 and 256
+# NICs against one fresh vnicd per run, the three sizes alternating, REPS
+# rounds (default 3); prints min / median / max of each figure per N and
+# the load average before and after. Needs root (sandboxed workers).
+set -eu
+b=${1:?usage: bench_scale.sh BUILD_DIR [REPS]}
+reps=${2:-3}
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+echo "load before: $(cat /proc/loadavg)"
+for r in $(seq "$reps"); do
+	for n in 1 64 256; do
+		"$b/supervisor/vnicd" --socket "$t/s" --foreground --worker "$b/workers/vnicd-worker" \
+			2>"$t/vnicd.log" &
+		p=$!
+		i=0; until [ -S "$t/s" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
+		timeout 300 "$b/tools/vnic-bench" --socket "$t/s" scale --nics $n | grep '^RESULT' >>"$t/results" ||
+			echo "run $r N=$n failed" >&2
+		kill -TERM $p
+		wait $p || true
+	done
+done
+echo "load after:  $(cat /proc/loadavg)"
+python3 - "$t/results" <<'PY'
+import sys, statistics
+rows = {}
+for line in open(sys.argv[1]):
+    kv = dict(f.split("=", 1) for f in line.split()[2:])
+    rows.setdefault(int(kv["nics"]), []).append({k: float(v) for k, v in kv.items()})
+keys = ["add_ms", "frames_ms", "status_ms_med", "remove_ms", "vnicd_rss_kb", "vnicd_pss_kb",
+        "worker_pss_idle_kb_med", "worker_pss_idle_kb_max", "worker_pss_busy_kb_med"]
+print("%-24s" % "figure (min/med/max)" + "".join("%26s" % ("N=%d (%d runs)" % (n, len(rows[n]))) for n in sorted(rows)))
+for k in keys:
+    cells = []
+    for n in sorted(rows):
+        v = sorted(r[k] for r in rows[n])
+        cells.append("%8.1f/%8.1f/%8.1f" % (v[0], statistics.median(v), v[-1]))
+    print("%-24s" % k + "".join("%26s" % c for c in cells))
+PY
