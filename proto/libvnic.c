@@ -461,6 +461,18 @@ int vnic_hello(struct vnic_conn *c, const char *client, struct vnic_hello_info *
 	return rc;
 }
 
+static void policy_to_pb(const struct vnic_policy *p, Vnic__Vmm__Policy *pb)
+{
+	pb->mode = (Vnic__Vmm__Mitigation)p->mode;
+	pb->timer_us = p->timer_us;
+	pb->poll_us = p->poll_us;
+	pb->budget_packets = p->budget_packets;
+	pb->budget_bytes = p->budget_bytes;
+	pb->latency_us = p->latency_us;
+	pb->safety_pct = p->safety_pct;
+	pb->max_window = p->max_window;
+}
+
 int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *err, size_t errlen)
 {
 	Vnic__Vmm__Request req;
@@ -562,11 +574,7 @@ int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *e
 		break; /* sent without a backend: the supervisor says why not */
 	}
 	a.backend = &be;
-	pol.mode = (Vnic__Vmm__Mitigation)cfg->policy.mode;
-	pol.timer_us = cfg->policy.timer_us;
-	pol.poll_us = cfg->policy.poll_us;
-	pol.budget_packets = cfg->policy.budget_packets;
-	pol.budget_bytes = cfg->policy.budget_bytes;
+	policy_to_pb(&cfg->policy, &pol);
 	a.policy = &pol;
 	req.body_case = VNIC__VMM__REQUEST__BODY_ADD_NIC;
 	req.add_nic = &a;
@@ -648,11 +656,7 @@ int vnic_set_policy(struct vnic_conn *c, const char *id, const struct vnic_polic
 	vnic__vmm__set_policy__init(&sp);
 	vnic__vmm__policy__init(&pol);
 	snprintf(idbuf, sizeof(idbuf), "%s", id);
-	pol.mode = (Vnic__Vmm__Mitigation)p->mode;
-	pol.timer_us = p->timer_us;
-	pol.poll_us = p->poll_us;
-	pol.budget_packets = p->budget_packets;
-	pol.budget_bytes = p->budget_bytes;
+	policy_to_pb(p, &pol);
 	sp.id = idbuf;
 	sp.policy = &pol;
 	req.body_case = VNIC__VMM__REQUEST__BODY_SET_POLICY;
@@ -705,7 +709,11 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 		d->policy.poll_us = s->policy->poll_us;
 		d->policy.budget_packets = s->policy->budget_packets;
 		d->policy.budget_bytes = s->policy->budget_bytes;
+		d->policy.latency_us = s->policy->latency_us;
+		d->policy.safety_pct = s->policy->safety_pct;
+		d->policy.max_window = s->policy->max_window;
 	}
+	d->policy_switches = s->policy_switches;
 	d->uptime_s = s->uptime_s;
 	d->restarts = s->restarts;
 	copy_str(d->last_error, sizeof(d->last_error), s->last_error);
@@ -735,6 +743,12 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 		o->suppressed = q->suppressed;
 		o->drops = q->drops;
 		o->errors = q->errors;
+		o->window = q->window;
+		o->flushes = q->flushes;
+		o->timer_fires = q->timer_fires;
+		o->timer_hits = q->timer_hits;
+		o->poll_spins = q->poll_spins;
+		o->poll_hits = q->poll_hits;
 		o->broken = q->broken;
 		copy_str(o->broken_reason, sizeof(o->broken_reason), q->broken_reason);
 	}

@@ -162,10 +162,12 @@ enum vnic_mitigation {
 	VNIC_MITIGATION_POLL = 4,
 };
 
-/* TX mitigation; zero fields take the supervisor's defaults. */
+/* TX mitigation; zero fields take the supervisor's defaults (README "TX
+ * mitigation policies"), except poll_us: 0 means poll forever. */
 struct vnic_policy {
 	enum vnic_mitigation mode;
 	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
+	uint32_t latency_us, safety_pct, max_window; /* adaptive */
 };
 
 struct vnic_nic_config {
@@ -216,7 +218,6 @@ struct vnic_remove_result {
  * next wake-up); a worker restarted later starts with it too.
  * Returns: 0, a negative errno, or VNIC_STATUS_NOT_FOUND (no such NIC on
  * this connection), VNIC_STATUS_INVALID_ARGUMENT (out of range),
- * VNIC_STATUS_UNIMPLEMENTED (a mode other than bh: not implemented yet),
  * VNIC_STATUS_FAILED_PRECONDITION (not running, or a SetPolicy in
  * progress), VNIC_STATUS_UNAVAILABLE (the worker died before applying it).
  */
@@ -257,6 +258,11 @@ const char *vnic_mitigation_name(enum vnic_mitigation m);
 struct vnic_queue_status {
 	char name[16];       /* rx0, tx0 */
 	uint64_t packets, bytes, kicks, interrupts, suppressed, drops, errors;
+	/* TX policy counters (0 on RX): the adaptive window now, runs that
+	 * published used entries, policy timer fires and those that found
+	 * frames, poll spins that found nothing and that found frames. */
+	uint32_t window;
+	uint64_t flushes, timer_fires, timer_hits, poll_spins, poll_hits;
 	bool broken;
 	char broken_reason[192];
 };
@@ -272,6 +278,7 @@ struct vnic_nic_status {
 	bool sandboxed;      /* false: the worker runs without its sandbox (--sandbox=off) */
 	uint64_t start_us;   /* the worker's start, spawn -> READY */
 	uint64_t restart_us; /* the last restart, death noticed -> READY; 0 if none */
+	uint32_t policy_switches; /* SetPolicy requests its workers applied */
 	unsigned nqueues;
 	struct vnic_queue_status queues[VNIC_MAX_QUEUES];
 	/* Owner and device (since 0.1.0's admin fields, NicStatus 20-29). */

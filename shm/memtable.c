@@ -278,10 +278,14 @@ struct memtable *memtable_free(struct memtable *mt)
 	return NULL;
 }
 
-/* The region containing gpa, or NULL. Binary search over sorted regions. */
+/* The region containing gpa, or NULL: the last hit first, then a binary
+ * search over sorted regions. */
 static const struct mem_region *find(const struct memtable *mt, uint64_t gpa)
 {
-	unsigned lo = 0, hi = mt->n;
+	unsigned lo = 0, hi = mt->n, last = __atomic_load_n(&mt->last, __ATOMIC_RELAXED);
+
+	if (last < mt->n && gpa - mt->r[last].gpa < mt->r[last].size && gpa >= mt->r[last].gpa)
+		return &mt->r[last];
 
 	while (lo < hi) {
 		unsigned mid = lo + (hi - lo) / 2;
@@ -291,8 +295,12 @@ static const struct mem_region *find(const struct memtable *mt, uint64_t gpa)
 			hi = mid;
 		else if (gpa - r->gpa >= r->size)
 			lo = mid + 1;
-		else
+		else {
+			/* The cache is a hint: casting const away for it
+			 * changes no translation. */
+			__atomic_store_n((unsigned *)(uintptr_t)&mt->last, mid, __ATOMIC_RELAXED);
 			return r;
+		}
 	}
 	return NULL;
 }

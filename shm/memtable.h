@@ -48,6 +48,10 @@ struct mem_region {
 
 struct memtable {
 	unsigned n;
+	/* The region of the last successful lookup (a cache: buffers of a
+	 * burst mostly lie in one region). Written with relaxed atomics
+	 * through a const table: any value below n is correct. */
+	unsigned last;
 	struct mem_region r[]; /* n entries, sorted by gpa, non-overlapping */
 };
 

@@ -221,6 +221,7 @@ int vring_init(struct vring *vq, const struct memtable *mt, unsigned num,
 void vring_set_base(struct vring *vq, uint16_t idx)
 {
 	vq->last_avail_idx = idx;
+	vq->avail_shadow = idx;
 	vq->used_idx = idx;
 	vq->published_idx = idx;
 	vq->signalled_used_valid = false;
@@ -451,22 +452,28 @@ int vring_pop(struct vring *vq, struct vring_chain *c)
 		vring_mark_broken(vq, "inflight region not recovered before the first pop");
 		return -EIO;
 	}
-	avail_idx = vring_load16(&vq->avail->idx);
-	if (avail_idx == vq->last_avail_idx)
-		return 0;
-	/* G4, spec 2.7.13.3: the driver never moves idx back nor more than a
-	 * queue's worth ahead of what we consumed. */
-	pending = (uint16_t)(avail_idx - vq->last_avail_idx);
-	if (pending > vq->num) {
-		vring_mark_broken(vq, "avail index moved from %u to %u: %u entries pending, more "
-				  "than queue size %u", vq->last_avail_idx, avail_idx, pending,
-				  vq->num);
-		return -EIO;
+	/* Burst: while entries seen at the last read remain, no read of
+	 * avail->idx and no barrier (they were validated and fenced then). */
+	if (vq->avail_shadow == vq->last_avail_idx) {
+		avail_idx = vring_load16(&vq->avail->idx);
+		if (avail_idx == vq->last_avail_idx)
+			return 0;
+		/* G4, spec 2.7.13.3: the driver never moves idx back nor more
+		 * than a queue's worth ahead of what we consumed. */
+		pending = (uint16_t)(avail_idx - vq->last_avail_idx);
+		if (pending > vq->num) {
+			vring_mark_broken(vq, "avail index moved from %u to %u: %u entries "
+					  "pending, more than queue size %u", vq->last_avail_idx,
+					  avail_idx, pending, vq->num);
+			return -EIO;
+		}
+		/* Barrier A' (read): read avail->ring[] and descriptors only
+		 * after avail->idx. Pairs with Barrier A in the driver, its
+		 * write barrier before publishing avail->idx
+		 * (vring_drv_publish). */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		vq->avail_shadow = avail_idx;
 	}
-	/* Barrier A' (read): read avail->ring[] and descriptors only after
-	 * avail->idx. Pairs with Barrier A in the driver, its write barrier
-	 * before publishing avail->idx (vring_drv_publish). */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 
 	/* G5: the guest has only num buffers; a head offered while num are
 	 * in flight is reused before completion. */
@@ -536,6 +543,7 @@ void vring_unpop(struct vring *vq, uint16_t n)
 		f->avail_seq = from;
 	}
 	vq->last_avail_idx = (uint16_t)(vq->last_avail_idx - n);
+	vq->avail_shadow = vq->last_avail_idx; /* read (and check) again */
 	vq->inflight = (uint16_t)(vq->inflight - n);
 }
 
@@ -637,6 +645,28 @@ bool vring_notify_enable(struct vring *vq)
 	 * or a guest adding a buffer concurrently and reading the old
 	 * suppression state could skip the kick while we go to sleep (lost
 	 * wakeup). Pairs with the full barrier in vring_drv_kick_needed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
+}
+
+bool vring_notify_enable_window(struct vring *vq, unsigned window)
+{
+	if (window <= 1 || !vq->event_idx)
+		return vring_notify_enable(vq);
+	if (window > vq->num)
+		window = vq->num;
+	/* notify_enabled stays false: vring_pop must not move avail_event
+	 * back to "every entry" while the window is open (the caller drains
+	 * with notifications off and calls this again when the ring is
+	 * empty). */
+	vq->notify_enabled = false;
+	if (vq->broken)
+		return false;
+	/* avail_event = last_avail_idx + window - 1: the guest kicks when it
+	 * publishes the window-th entry after the ones we consumed (spec
+	 * 2.7.10: it notifies when its index passes avail_event). */
+	vring_store16(vring_avail_event(vq), (uint16_t)(vq->last_avail_idx + window - 1));
+	/* Barrier K, as in vring_notify_enable. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
 }
@@ -840,6 +870,7 @@ int vring_recover_inflight(struct vring *vq, unsigned *ret_completed)
 	/* Resume: the region's indices are the truth; the Config's base
 	 * (vring_set_base) was the previous launch's. */
 	vq->last_avail_idx = (uint16_t)avail;
+	vq->avail_shadow = (uint16_t)avail;
 	vq->used_idx = (uint16_t)used;
 	vq->published_idx = (uint16_t)used;
 	vq->signalled_used_valid = false;

@@ -161,6 +161,10 @@ struct vring {
 
 	/* Device state: shadows, never read back from guest memory. */
 	uint16_t last_avail_idx;   /* next avail entry to pop */
+	/* avail->idx as last read (validated, after Barrier A'): entries
+	 * up to it are popped without reading the index or fencing again,
+	 * so a burst costs one index read and one barrier (issue 9). */
+	uint16_t avail_shadow;
 	uint16_t used_idx;         /* next used entry to write */
 	uint16_t published_idx;    /* last value written to used->idx */
 	uint16_t signalled_used;   /* used idx at the last interrupt */
@@ -236,6 +240,15 @@ void vring_notify_disable(struct vring *vq);
  * Returns: true when buffers arrived meanwhile: the caller must process
  * them (and may disable notifications again) instead of sleeping. */
 bool vring_notify_enable(struct vring *vq);
+
+/* vring_notify_enable_window - like vring_notify_enable, but with
+ * EVENT_IDX ask the guest to kick only once it has published @window more
+ * entries than we consumed (avail_event = last_avail_idx + window - 1).
+ * window <= 1, or no EVENT_IDX: exactly vring_notify_enable. The caller
+ * must bound how long it sleeps on a window above 1 (a timer): a guest
+ * that posts fewer entries never kicks. Re-checks after Barrier K.
+ * Returns: true when buffers are already pending (process them). */
+bool vring_notify_enable_window(struct vring *vq, unsigned window);
 
 /* vring_avail_pending - is there at least one chain to pop? */
 bool vring_avail_pending(struct vring *vq);

@@ -137,12 +137,14 @@ static int mon_policy_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 {
 	const Vnic__Vmm__Policy *p = m->policy_set->policy;
 
-	if (!n->policy_pending || !p || p->budget_packets != n->policy_new.budget_packets ||
+	if (!n->policy_pending || !p || (uint32_t)p->mode != n->policy_new.mode ||
+	    p->budget_packets != n->policy_new.budget_packets ||
 	    p->budget_bytes != n->policy_new.budget_bytes) {
 		snprintf(n->last_error, sizeof(n->last_error),
 			 "worker sent PolicySet that does not answer our SetPolicy");
 		return -1;
 	}
+	n->policy_switches++;
 	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", n->id,
 		 nic_policy_name(n->policy.mode), p->budget_packets, p->budget_bytes);
 	vmm_reply_set_policy(n, VNIC__VMM__STATUS__STATUS_OK, NULL);

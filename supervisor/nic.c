@@ -48,6 +48,7 @@
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
+#include "workers/policy.h"
 #include "workers/stats.h"
 
 struct nic *nic_find(struct sup *s, const char *id)
@@ -346,11 +347,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	fds[nfds++] = n->stats_fd;
 	if (n->inflight_fd >= 0)
 		fds[nfds++] = n->inflight_fd;
-	pol.mode = (Vnic__Vmm__Mitigation)n->policy.mode;
-	pol.timer_us = n->policy.timer_us;
-	pol.poll_us = n->policy.poll_us;
-	pol.budget_packets = n->policy.budget_packets;
-	pol.budget_bytes = n->policy.budget_bytes;
+	nic_policy_to_pb(&n->policy, &pol);
 
 	cfg.nic_id = n->id;
 	cfg.features = n->features;
@@ -418,12 +415,48 @@ void nic_policy_resolve(struct nic_policy *p)
 {
 	if (p->mode == NIC_POLICY_DEFAULT)
 		p->mode = NIC_POLICY_BH;
-	if (p->mode == NIC_POLICY_TIMER && p->timer_us == 0)
-		p->timer_us = 150; /* the 2008 baseline */
+	/* Every mode's parameters get their default, so status shows what
+	 * a switch to another mode would run with. poll_us 0 means poll
+	 * forever and stays. */
+	if (p->timer_us == 0)
+		p->timer_us = NET_TIMER_US_DEFAULT; /* the 2008 baseline */
+	if (p->latency_us == 0)
+		p->latency_us = NET_LATENCY_US_DEFAULT;
+	if (p->safety_pct == 0)
+		p->safety_pct = NET_SAFETY_PCT_DEFAULT;
+	if (p->max_window == 0)
+		p->max_window = NET_WINDOW_MAX_DEFAULT;
 	if (p->budget_packets == 0)
 		p->budget_packets = 256; /* vhost-net's weights */
 	if (p->budget_bytes == 0)
 		p->budget_bytes = 512 * 1024;
+}
+
+void nic_policy_from_pb(const Vnic__Vmm__Policy *pb, struct nic_policy *p)
+{
+	*p = (struct nic_policy){ 0 };
+	if (!pb)
+		return;
+	p->mode = (uint32_t)pb->mode;
+	p->timer_us = pb->timer_us;
+	p->poll_us = pb->poll_us;
+	p->budget_packets = pb->budget_packets;
+	p->budget_bytes = pb->budget_bytes;
+	p->latency_us = pb->latency_us;
+	p->safety_pct = pb->safety_pct;
+	p->max_window = pb->max_window;
+}
+
+void nic_policy_to_pb(const struct nic_policy *p, Vnic__Vmm__Policy *pb)
+{
+	pb->mode = (Vnic__Vmm__Mitigation)p->mode;
+	pb->timer_us = p->timer_us;
+	pb->poll_us = p->poll_us;
+	pb->budget_packets = p->budget_packets;
+	pb->budget_bytes = p->budget_bytes;
+	pb->latency_us = p->latency_us;
+	pb->safety_pct = p->safety_pct;
+	pb->max_window = p->max_window;
 }
 
 /* last_error, truncated to fit (a long reason loses its tail, never the

@@ -178,6 +178,7 @@ struct nic {
 	uint64_t policy_req;
 	unsigned policy_conn_id;    /* an administrator's connection asked (admin.c); 0: the owner */
 	struct nic_policy policy_new;
+	uint32_t policy_switches;   /* SetPolicy requests a worker applied */
 	struct timespec remove_t0;
 	bool deadline_missed;
 
@@ -327,6 +328,11 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why);
 int nic_worker_ready(struct nic *n, bool sandboxed);
 /* nic_policy_resolve - fill in defaults so a worker gets concrete values. */
 void nic_policy_resolve(struct nic_policy *p);
+
+/* nic_policy_from_pb / nic_policy_to_pb - the Policy message and ours
+ * (from: a NULL message is all defaults). */
+void nic_policy_from_pb(const Vnic__Vmm__Policy *pb, struct nic_policy *p);
+void nic_policy_to_pb(const struct nic_policy *p, Vnic__Vmm__Policy *pb);
 /* nic_start - adopt the validated spec's fds (set to -1 in the frame),
  * open the backend, spawn the worker, send Config; the AddNic reply
  * follows on READY or failure. Returns 0 or a negative errno with err

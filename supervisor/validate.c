@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "validate.h"
+#include "workers/policy.h"
 #include "vring.h"
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -184,20 +185,30 @@ int validate_policy(const struct nic_policy *p, char *err, size_t errlen)
 {
 	if (p->mode > NIC_POLICY_POLL)
 		return fail(err, errlen, -EINVAL, "policy mode %u is unknown", p->mode);
-	if (p->timer_us > NIC_POLICY_MAX_US || p->poll_us > NIC_POLICY_MAX_US)
-		return fail(err, errlen, -EINVAL, "policy timer_us/poll_us above %u",
-			    NIC_POLICY_MAX_US);
+	if (p->timer_us && (p->timer_us < NET_TIMER_US_MIN || p->timer_us > NET_TIMER_US_MAX))
+		return fail(err, errlen, -EINVAL, "policy timer_us %u: must be %u..%u (0: %u)",
+			    p->timer_us, NET_TIMER_US_MIN, NET_TIMER_US_MAX, NET_TIMER_US_DEFAULT);
+	if (p->poll_us > NET_POLL_US_MAX)
+		return fail(err, errlen, -EINVAL, "policy poll_us %u: must be 0..%u (0: poll forever)",
+			    p->poll_us, NET_POLL_US_MAX);
+	if (p->latency_us &&
+	    (p->latency_us < NET_LATENCY_US_MIN || p->latency_us > NET_LATENCY_US_MAX))
+		return fail(err, errlen, -EINVAL, "policy latency_us %u: must be %u..%u (0: %u)",
+			    p->latency_us, NET_LATENCY_US_MIN, NET_LATENCY_US_MAX,
+			    NET_LATENCY_US_DEFAULT);
+	if (p->safety_pct &&
+	    (p->safety_pct < NET_SAFETY_PCT_MIN || p->safety_pct > NET_SAFETY_PCT_MAX))
+		return fail(err, errlen, -EINVAL, "policy safety_pct %u: must be %u..%u (0: %u)",
+			    p->safety_pct, NET_SAFETY_PCT_MIN, NET_SAFETY_PCT_MAX,
+			    NET_SAFETY_PCT_DEFAULT);
+	if (p->max_window > NET_WINDOW_MAX_MAX)
+		return fail(err, errlen, -EINVAL, "policy max_window %u: must be 1..%u (0: %u)",
+			    p->max_window, NET_WINDOW_MAX_MAX, NET_WINDOW_MAX_DEFAULT);
 	if (p->budget_packets > NIC_POLICY_MAX_BUDGET_PKTS ||
 	    p->budget_bytes > NIC_POLICY_MAX_BUDGET_BYTES)
 		return fail(err, errlen, -EINVAL,
 			    "policy budget above %u packets or %u bytes per wake-up",
 			    NIC_POLICY_MAX_BUDGET_PKTS, NIC_POLICY_MAX_BUDGET_BYTES);
-	/* Only the bottom half is implemented: say so rather than run
-	 * something else under the requested name. */
-	if (p->mode != NIC_POLICY_DEFAULT && p->mode != NIC_POLICY_BH)
-		return fail(err, errlen, -ENOSYS,
-			    "mitigation policy \"%s\" is not implemented yet (bh is)",
-			    nic_policy_name(p->mode));
 	return 0;
 }
 

@@ -64,7 +64,6 @@ enum nic_policy_mode {
 	NIC_POLICY_ADAPTIVE = 3,
 	NIC_POLICY_POLL = 4,
 };
-#define NIC_POLICY_MAX_US 1000000u /* timer/poll parameters: at most 1 s */
 /* Work per wake-up a policy may ask for: a whole queue, 64 MiB. More would
  * let one queue starve the others and the control channel (G21). */
 #define NIC_POLICY_MAX_BUDGET_PKTS 32768u
@@ -73,6 +72,7 @@ enum nic_policy_mode {
 struct nic_policy {
 	uint32_t mode;  /* enum nic_policy_mode, as sent */
 	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
+	uint32_t latency_us, safety_pct, max_window; /* adaptive */
 };
 
 /* Name of a policy mode for status ("bh", "timer", ...). */
@@ -133,8 +133,9 @@ int validate_features(uint64_t features, enum nic_backend_type backend,
 int validate_ifname(const char *name, char *err, size_t errlen);
 /* Network namespace name as `ip netns` makes them: one path component. */
 int validate_netns_name(const char *name, char *err, size_t errlen);
-/* A policy for AddNic or SetPolicy: -EINVAL out of range, -ENOSYS for a
- * mode not implemented (only bh is), with err filled. */
+/* A policy for AddNic or SetPolicy: -EINVAL for an unknown mode or a
+ * parameter out of its bounds (workers/policy.h; 0 = the default), err
+ * naming it. Every mode is implemented. */
 int validate_policy(const struct nic_policy *p, char *err, size_t errlen);
 
 /*

@@ -174,13 +174,7 @@ static int decode_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds
 	}
 	if (lay->backend >= 0)
 		s->backend_fd = fds->fd[lay->backend];
-	if (a->policy) {
-		s->policy.mode = (uint32_t)a->policy->mode;
-		s->policy.timer_us = a->policy->timer_us;
-		s->policy.poll_us = a->policy->poll_us;
-		s->policy.budget_packets = a->policy->budget_packets;
-		s->policy.budget_bytes = a->policy->budget_bytes;
-	}
+	nic_policy_from_pb(a->policy, &s->policy);
 	return 0;
 }
 
@@ -207,8 +201,7 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 		log_info("conn %u: AddNic \"%.64s\" rejected: %s", c->id, a->id, err);
 		vmm_conn_reply_error(c, r->request_id,
 				     rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
-				     : rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
-							 : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+						   : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
 		goto out;
 	}
@@ -410,11 +403,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 {
 	vnic__vmm__nic_status__init(&b->ns);
 	vnic__vmm__policy__init(&b->pol);
-	b->pol.mode = (Vnic__Vmm__Mitigation)n->policy.mode;
-	b->pol.timer_us = n->policy.timer_us;
-	b->pol.poll_us = n->policy.poll_us;
-	b->pol.budget_packets = n->policy.budget_packets;
-	b->pol.budget_bytes = n->policy.budget_bytes;
+	nic_policy_to_pb(&n->policy, &b->pol);
 	b->ns.id = n->id;
 	b->ns.state = state_pb(n->state);
 	b->ns.pid = (int32_t)n->w.pid;
@@ -426,6 +415,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.start_us = n->start_us;
 	b->ns.restart_us = n->restart_us;
 	admin_fill_status(n, &b->ns, &b->admin);
+	b->ns.policy_switches = n->policy_switches;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		Vnic__Vmm__QueueStatus *q = &b->qs[i];
 		struct stats_queue_snapshot *sn = &b->snap[i];
@@ -441,6 +431,12 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 		q->suppressed = sn->suppressed;
 		q->drops = sn->drops;
 		q->errors = sn->errors;
+		q->window = (uint32_t)(sn->window > UINT32_MAX ? UINT32_MAX : sn->window);
+		q->flushes = sn->flushes;
+		q->timer_fires = sn->timer_fires;
+		q->timer_hits = sn->timer_hits;
+		q->poll_spins = sn->poll_spins;
+		q->poll_hits = sn->poll_hits;
 		/* Broken from either source: the page or a QueueBroken message. */
 		q->broken = sn->broken || n->q[i].broken;
 		if (n->q[i].broken)
@@ -525,18 +521,10 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 				     "no NIC \"%.64s\" on this connection", sp->id);
 		return;
 	}
-	if (sp->policy) {
-		p.mode = (uint32_t)sp->policy->mode;
-		p.timer_us = sp->policy->timer_us;
-		p.poll_us = sp->policy->poll_us;
-		p.budget_packets = sp->policy->budget_packets;
-		p.budget_bytes = sp->policy->budget_bytes;
-	}
+	nic_policy_from_pb(sp->policy, &p);
 	rc = validate_policy(&p, err, sizeof(err));
 	if (rc) {
-		vmm_conn_reply_error(c, r->request_id,
-				     rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
-						       : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
 		return;
 	}
@@ -561,11 +549,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__set_policy__init(&wsp);
 	vnic__vmm__policy__init(&pol);
-	pol.mode = (Vnic__Vmm__Mitigation)p.mode;
-	pol.timer_us = p.timer_us;
-	pol.poll_us = p.poll_us;
-	pol.budget_packets = p.budget_packets;
-	pol.budget_bytes = p.budget_bytes;
+	nic_policy_to_pb(&p, &pol);
 	wsp.policy = &pol;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
 	m.set_policy = &wsp;

@@ -6,6 +6,6 @@ set -eu
 bench="${VNIC_TOP_BUILDDIR:-.}/tools/vnic-bench"
 out=$("$bench" ring --runs 1 --seconds 0.05 --sizes 64,1500)
 echo "$out"
-for mode in suppressed notify-all memcpy; do
+for mode in suppressed notify-all poll memcpy; do
 	echo "$out" | grep -q "$mode" || { echo "no $mode row in the table" >&2; exit 1; }
 done

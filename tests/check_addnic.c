@@ -1114,14 +1114,29 @@ START_TEST(f3_worker_holds_only_its_own_fds)
 }
 END_TEST
 
-/* Only the bh mitigation exists: a NIC asking for another is refused, not
- * run as something else under the requested name. */
-START_TEST(policy_unimplemented_mode_rejected)
+/* Every mode exists (issue 9); an unknown one, or a parameter outside its
+ * bounds, is refused with a line naming it. */
+START_TEST(policy_parameters_out_of_range)
 {
-	g.cfg.policy.mode = VNIC_MITIGATION_POLL;
-	expect_reject(VNIC_STATUS_UNIMPLEMENTED, "\"poll\" is not implemented");
+	g.cfg.policy.mode = (enum vnic_mitigation)5;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "mode 5 is unknown");
 	g.cfg.policy.mode = VNIC_MITIGATION_TIMER;
-	expect_reject(VNIC_STATUS_UNIMPLEMENTED, "\"timer\" is not implemented");
+	g.cfg.policy.timer_us = 100001;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "timer_us 100001");
+	g.cfg.policy.timer_us = 0;
+	g.cfg.policy.mode = VNIC_MITIGATION_POLL;
+	g.cfg.policy.poll_us = 1000001;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "poll_us 1000001");
+	g.cfg.policy.poll_us = 0;
+	g.cfg.policy.mode = VNIC_MITIGATION_ADAPTIVE;
+	g.cfg.policy.latency_us = 4;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "latency_us 4");
+	g.cfg.policy.latency_us = 0;
+	g.cfg.policy.safety_pct = 101;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "safety_pct 101");
+	g.cfg.policy.safety_pct = 0;
+	g.cfg.policy.max_window = 4097;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "max_window 4097");
 }
 END_TEST
 
@@ -1158,8 +1173,33 @@ START_TEST(set_policy_running_nic)
 	ck_assert_uint_eq(n.policy.budget_bytes, 2048);
 	ck_assert_int_eq(n.pid, pid); /* applied in place, no restart */
 
+	/* Every mode, in place, its defaults resolved and shown. */
 	p.mode = VNIC_MITIGATION_ADAPTIVE;
-	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), VNIC_STATUS_UNIMPLEMENTED);
+	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), 0);
+	n = st_one_nic(lconn);
+	ck_assert_int_eq(n.policy.mode, VNIC_MITIGATION_ADAPTIVE);
+	ck_assert_uint_eq(n.policy.latency_us, 100);
+	ck_assert_uint_eq(n.policy.safety_pct, 80);
+	ck_assert_uint_eq(n.policy.max_window, 64);
+	p.mode = VNIC_MITIGATION_TIMER;
+	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), 0);
+	n = st_one_nic(lconn);
+	ck_assert_int_eq(n.policy.mode, VNIC_MITIGATION_TIMER);
+	ck_assert_uint_eq(n.policy.timer_us, 150);
+	p.mode = VNIC_MITIGATION_POLL;
+	p.poll_us = 20;
+	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), 0);
+	n = st_one_nic(lconn);
+	ck_assert_int_eq(n.policy.mode, VNIC_MITIGATION_POLL);
+	ck_assert_uint_eq(n.policy.poll_us, 20);
+	ck_assert_uint_eq(n.policy_switches, 4);
+	ck_assert_int_eq(n.pid, pid);
+	p.poll_us = 0;
+	p.mode = VNIC_MITIGATION_TIMER;
+	p.timer_us = 200000;
+	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(vnic_last_error(lconn), "timer_us 200000"));
+	p.timer_us = 0;
 	p.mode = VNIC_MITIGATION_BH;
 	p.budget_packets = 40000;
 	ck_assert_int_eq(vnic_set_policy(lconn, "nic0", &p), VNIC_STATUS_INVALID_ARGUMENT);
@@ -1229,7 +1269,7 @@ static Suite *addnic_suite(void)
 	tcase_add_test(tc, f1_inet_socket_as_backend);
 	tcase_add_test(tc, f1_eventfd_as_tap);
 	tcase_add_test(tc, worker_exit_before_ready);
-	tcase_add_test(tc, policy_unimplemented_mode_rejected);
+	tcase_add_test(tc, policy_parameters_out_of_range);
 	tcase_add_test(tc, policy_budget_out_of_range);
 	suite_add_tcase(s, tc);
 

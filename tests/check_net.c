@@ -69,6 +69,8 @@ struct harness {
 	char broken_reason[200];
 	unsigned logs;
 	char last_log[256];
+	unsigned timer_calls;
+	uint32_t timer_us;   /* the last net_ops.timer request (0: cancelled) */
 };
 
 static struct harness H;
@@ -99,7 +101,15 @@ static void cb_log(void *opaque, unsigned qidx, const char *msg)
 	snprintf(h->last_log, sizeof(h->last_log), "%s", msg);
 }
 
-static const struct net_ops ops = { cb_notify, cb_broken, cb_log };
+static void cb_timer(void *opaque, unsigned qidx, uint32_t us)
+{
+	struct harness *h = opaque;
+
+	h->timer_calls++;
+	h->timer_us = us;
+}
+
+static const struct net_ops ops = { cb_notify, cb_broken, cb_log, cb_timer };
 
 static void set_bufs(int fd, int size)
 {
@@ -1449,6 +1459,138 @@ START_TEST(tap_no_mrg_small_buffers)
 }
 END_TEST
 
+/* ---- TX policies (issue 9): the engine's side, timers driven by hand ---- */
+
+static uint16_t avail_event_of(unsigned q)
+{
+	struct vring *vq = net_queue_vring(H.d, q);
+	uint16_t v;
+
+	/* avail_event follows the used ring's num entries (spec 2.7.8). */
+	memcpy(&v, (const uint8_t *)vq->used + 4 + 8u * vq->num, sizeof(v));
+	return le16toh(v);
+}
+
+static void set_policy(enum net_policy_mode mode, uint32_t us)
+{
+	struct net_policy_params p = { .mode = mode, .timer_us = us, .poll_us = us,
+				       .latency_us = us, .max_window = 8 };
+
+	net_set_policy(H.d, &p, NULL);
+}
+
+/* timer: a kick only arms the timer (kicks off); the frame leaves when it
+ * fires; then kicks are back on. */
+START_TEST(policy_timer_holds_until_fired)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 8, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_policy(NET_POLICY_TIMER, 150);
+	fill_frame(frame, 100, 1);
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(H.timer_us, 150);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), -1); /* held */
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE); /* a late kick: still held */
+	ck_assert_int_eq(be_recv(got, sizeof(got)), -1);
+	ck_assert_int_eq(net_tx_timer(H.d, TXQ), NET_IDLE);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	ck_assert_uint_eq(H.st->q[TXQ].timer_fires, 1);
+	ck_assert_uint_eq(H.st->q[TXQ].timer_hits, 1);
+	ck_assert_uint_eq(avail_event_of(TXQ), 1); /* kick for the next one */
+	h_teardown();
+}
+END_TEST
+
+/* adaptive: a kick that found more chains than the window grows it; the
+ * window is avail_event W - 1 ahead with the latency timer armed; a
+ * timer that finds nothing means idle: window 1, no timer. */
+START_TEST(policy_adaptive_window_and_idle)
+{
+	unsigned calls;
+
+	h_setup(F_V1 | F_EVENT_IDX, 32, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_policy(NET_POLICY_ADAPTIVE, 1000);
+	ck_assert_uint_eq(H.st->q[TXQ].window, 1);
+	fill_frame(frame, 100, 1);
+	for (unsigned i = 0; i < 5; i++)
+		tx_add(&hdr0, frame, 100, NULL, 0);
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(tx_reclaim(), 5);
+	ck_assert_uint_eq(H.st->q[TXQ].window, 2);
+	ck_assert_uint_eq(avail_event_of(TXQ), 5 + 2 - 1);
+	ck_assert_uint_eq(H.timer_us, 1000); /* never idle unbounded */
+	/* One more buffer, not kicked (below the window): the timer finds it. */
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	calls = H.timer_calls;
+	H.timer_us = 0; /* the one-shot timer fired: nothing armed now */
+	ck_assert_int_eq(net_tx_timer(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(H.timer_calls, calls); /* and not armed again */
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	ck_assert_uint_eq(H.st->q[TXQ].timer_hits, 1);
+	ck_assert_uint_eq(H.st->q[TXQ].window, 1); /* found 1: 1 / 2, at least 1 */
+	ck_assert_uint_eq(avail_event_of(TXQ), 6);
+	ck_assert_uint_eq(H.timer_us, 0); /* window 1: no timer */
+	/* A lone chain per kick never grows the window. */
+	for (unsigned i = 0; i < 4; i++) {
+		tx_add(&hdr0, frame, 100, NULL, 0);
+		ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
+		ck_assert_uint_eq(tx_reclaim(), 1);
+		ck_assert_uint_eq(H.st->q[TXQ].window, 1);
+	}
+	for (unsigned i = 0; i < 10; i++)
+		ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), -1);
+	h_teardown();
+}
+END_TEST
+
+/* poll: after the ring empties it keeps spinning (NET_POLL, wasted spins
+ * counted, hits when a spin finds work), then kicks on after poll_us. */
+START_TEST(policy_poll_spins_then_sleeps)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 8, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_policy(NET_POLICY_POLL, 20000);
+	fill_frame(frame, 100, 1);
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_POLL);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	ck_assert_int_eq(net_tx_resume(H.d, TXQ), NET_POLL);
+	ck_assert_uint_eq(H.st->q[TXQ].poll_spins, 1);
+	tx_add(&hdr0, frame, 100, NULL, 0); /* no kick needed: polled */
+	ck_assert_int_eq(net_tx_resume(H.d, TXQ), NET_POLL);
+	ck_assert_uint_eq(H.st->q[TXQ].poll_hits, 1);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	usleep(30000);
+	ck_assert_int_eq(net_tx_resume(H.d, TXQ), NET_IDLE); /* poll_us passed */
+	ck_assert_uint_eq(avail_event_of(TXQ), 2); /* kicks on again */
+	ck_assert_uint_eq(tx_reclaim(), 2);
+	h_teardown();
+}
+END_TEST
+
+/* A switch with a frame held by the timer: the timer is cancelled and the
+ * new policy's resume sends it. */
+START_TEST(policy_switch_keeps_held_frame)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 8, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_policy(NET_POLICY_TIMER, 150);
+	fill_frame(frame, 100, 1);
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(H.timer_us, 150);
+	set_policy(NET_POLICY_BH, 0);
+	ck_assert_uint_eq(H.timer_us, 0); /* cancelled */
+	ck_assert_int_eq(net_tx_timer(H.d, TXQ), NET_IDLE); /* a late fire does nothing */
+	ck_assert_uint_eq(H.st->q[TXQ].timer_fires, 0);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), -1);
+	ck_assert_int_eq(net_tx_resume(H.d, TXQ), NET_IDLE);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	h_teardown();
+}
+END_TEST
+
 /* Issue 11 item 9, the backend channel: a tap_fd backend shares its open
  * file description with the VMM, which can clear O_NONBLOCK. RX with
  * nothing to read (both read paths: with and without enough buffers)
@@ -1508,6 +1650,10 @@ static Suite *net_suite(void)
 	tcase_add_test(tx, tx_backend_full_keeps_chain);
 	tcase_add_test(tx, tx_broken_reported);
 	tcase_add_test(tx, queue_stop_indices);
+	tcase_add_test(tx, policy_timer_holds_until_fired);
+	tcase_add_test(tx, policy_adaptive_window_and_idle);
+	tcase_add_test(tx, policy_poll_spins_then_sleeps);
+	tcase_add_test(tx, policy_switch_keeps_held_frame);
 	suite_add_tcase(s, tx);
 
 	tcase_add_test(rx, rx_socket_bytes_exact_random_mrg);

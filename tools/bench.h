@@ -21,6 +21,8 @@ bench_main_fn bench_ring_main;
 bench_usage_fn bench_ring_usage;
 bench_main_fn bench_traffic_main;
 bench_usage_fn bench_traffic_usage;
+bench_main_fn bench_policy_main;
+bench_usage_fn bench_policy_usage;
 bench_main_fn bench_hostile_main;
 bench_usage_fn bench_hostile_usage;
 bench_main_fn bench_scale_main;

@@ -17,6 +17,11 @@
  *    sleeping; each side notifies only when the other asked.
  *  - notify-all: no EVENT_IDX, nothing suppressed: every buffer is kicked
  *    and every used buffer interrupted.
+ *  - poll: both sides busy-poll (vnicd's "poll" policy against a guest
+ *    polling its used ring, as DPDK's vhost and virtio-user do): the
+ *    device keeps kicks off and never interrupts, the guest never kicks
+ *    and never sleeps; each side spins on the other's index (bounded by
+ *    the run's time and the stall check). The fair case for DPDK.
  *  - memcpy: no ring: this process copies the same buffers out of the same
  *    guest memory into a local buffer, to compare the ring's cost with the
  *    copy it wraps.
@@ -30,6 +35,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -54,11 +60,12 @@
 #define RING_DEV_BUDGET  256u                  /* chains per device pass (vhost weight) */
 #define RING_FLUSH_EVERY 32u
 
-enum ring_mode { RING_SUPPRESSED, RING_NOTIFY_ALL, RING_MEMCPY, RING_NMODES };
+enum ring_mode { RING_SUPPRESSED, RING_NOTIFY_ALL, RING_POLL, RING_MEMCPY, RING_NMODES };
 
 static const char *const ring_mode_name[RING_NMODES] = {
 	[RING_SUPPRESSED] = "suppressed",
 	[RING_NOTIFY_ALL] = "notify-all",
+	[RING_POLL] = "poll",
 	[RING_MEMCPY] = "memcpy",
 };
 
@@ -169,7 +176,7 @@ static int ring_device(struct ring_env *e)
 	struct memtable_region_desc d = {
 		.gpa = RING_GPA_BASE, .size = e->len, .offset = 0, .fd = e->memfd,
 	};
-	const bool all = e->mode == RING_NOTIFY_ALL;
+	const bool all = e->mode == RING_NOTIFY_ALL, spin = e->mode == RING_POLL;
 	struct ring_shared *sh = e->sh;
 	struct memtable *mt = NULL;
 	struct vring_chain *c;
@@ -239,17 +246,29 @@ static int ring_device(struct ring_env *e)
 			} else if (++since_flush == RING_FLUSH_EVERY) {
 				since_flush = 0;
 				vring_flush(&vq);
-				if (vring_should_notify(&vq) && ring_dev_call(e))
+				if (!spin && vring_should_notify(&vq) && ring_dev_call(e))
 					goto out_unmap;
 			}
 		}
 		if (!all) {
 			vring_flush(&vq);
-			if (vring_should_notify(&vq) && ring_dev_call(e))
+			if (!spin && vring_should_notify(&vq) && ring_dev_call(e))
 				goto out_unmap;
 		}
 		if (done == RING_DEV_BUDGET)
 			continue;
+		if (spin) {
+			/* Poll: kicks stay off; look at the stop fd now and then. */
+			if ((iter & 1023u) == 0 && poll(&pfd[1], 1, 0) > 0) {
+				rc = 0;
+				goto out_unmap;
+			}
+			/* Give the CPU up when it is shared with the guest (2
+			 * cores, other load): a spin that holds it only delays
+			 * the buffers it waits for. */
+			sched_yield();
+			continue;
+		}
 		/* Empty: enable kicks, full barrier, recheck, then sleep until
 		 * a kick or stop; a timeout only bounds the wait (going back to
 		 * the ring on a timeout would hide a lost kick). */
@@ -316,7 +335,7 @@ static int ring_kick(struct ring_env *e, uint64_t *kicks)
 /* Run the guest for o->seconds, then take every buffer back. */
 static int ring_guest(struct ring_env *e, struct ring_sample *out)
 {
-	const bool all = e->mode == RING_NOTIFY_ALL;
+	const bool all = e->mode == RING_NOTIFY_ALL, spin = e->mode == RING_POLL;
 	const unsigned num = e->o->queue;
 	uint64_t t0, t_end, now, last_progress, done = 0, kicks = 0;
 	unsigned inflight = 0;
@@ -390,12 +409,16 @@ static int ring_guest(struct ring_env *e, struct ring_sample *out)
 		}
 		if (added && !all) {
 			vring_drv_publish(&d);
-			if (vring_drv_kick_needed(&d) && ring_kick(e, &kicks) < 0)
+			if (!spin && vring_drv_kick_needed(&d) && ring_kick(e, &kicks) < 0)
 				goto out;
 		}
 		if (got || added) {
 			last_progress = now;
 			continue;
+		}
+		if (spin) {
+			sched_yield(); /* as the device does */
+			continue; /* poll the used ring again: no interrupt, no sleep */
 		}
 		/* Nothing to do: enable interrupts, full barrier, recheck;
 		 * sleep on the call eventfd only if still nothing. */

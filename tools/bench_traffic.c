@@ -9,7 +9,8 @@
  *       [--expect-json FILE] [--before-remove CMD]
  *       [--id-prefix P] [--fault-nic I] [--unplug-after S]
  *       [--remove-deadline MS] [--disconnect-after S]
- *       [--stall-backend-after S]
+ *       [--stall-backend-after S] [--policy P] [--timer-us N] [--poll-us N]
+ *       [--latency-us N] [--switch-policy MS]
  *   vnic-bench --socket PATH hostile --kind loop|selfloop [--victim 0|1]
  *       [--seconds S]
  *
@@ -168,6 +169,12 @@ struct tr_run {
 	uint8_t *buf;               /* host scratch, one frame */
 	uint32_t mtu;
 	enum vnic_mitigation policy;  /* --policy, DEFAULT: the supervisor's */
+	struct vnic_policy pol;       /* its parameters (--timer-us ...) */
+	double switch_ms;             /* --switch-policy: SetPolicy every MS, 0 off */
+	uint64_t rr;                  /* --rr N: request/response transactions, 0 off */
+	unsigned guest_batch;         /* --guest-batch: frames per publish (0: a burst) */
+	uint64_t next_switch_ns;
+	unsigned switches, switch_next, switch_sets; /* rounds; SetPolicy calls */
 	const char *expect_json, *before_remove;
 	uint64_t t0, inject_ns;
 	/* hostile: the victim gets its looping chain at inject_at, half-way
@@ -409,6 +416,10 @@ static void tr_guest_tx(struct tr_run *r, struct tr_nic *n, uint64_t now)
 			f->sent++;
 			f->sent_bytes += len;
 			added++;
+			/* --guest-batch: publish (and kick if asked) every N
+			 * frames, as a Linux guest does without xmit_more. */
+			if (r->guest_batch && added % r->guest_batch == 0)
+				guest_tx_flush(n->g);
 		}
 		if (added)
 			guest_tx_flush(n->g);
@@ -765,6 +776,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 	cfg.regions = &reg;
 	cfg.nqueues = 2;
 	cfg.queues = q;
+	cfg.policy = r->pol;
 	cfg.policy.mode = r->policy;
 	if (r->backend == TR_SOCKET) {
 		cfg.backend = VNIC_BACKEND_SOCKET;
@@ -1093,6 +1105,38 @@ static void tr_disconnect_poll(struct tr_run *r, struct tr_nic *n)
 }
 
 /* Lifecycle steps due at now; the per-flow stall check of NICs that run. */
+static bool tr_sending(const struct tr_run *r, uint64_t now);
+
+/* --switch-policy: every NIC goes to the next of timer, bh, adaptive,
+ * poll, round and round, while the frames flow (each checked as always). */
+static void tr_switch_policy(struct tr_run *r, uint64_t now)
+{
+	static const enum vnic_mitigation order[] = { VNIC_MITIGATION_TIMER, VNIC_MITIGATION_BH,
+						      VNIC_MITIGATION_ADAPTIVE,
+						      VNIC_MITIGATION_POLL };
+	struct vnic_policy p = r->pol;
+
+	if (r->switch_ms <= 0 || now < r->next_switch_ns || !tr_sending(r, now))
+		return;
+	r->next_switch_ns = now + (uint64_t)(r->switch_ms * 1e6);
+	p.mode = order[r->switch_next++ % 4];
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+		int rc;
+
+		if (n->gone || n->hostile || n->failed)
+			continue;
+		rc = vnic_set_policy(n->conn, n->id, &p);
+		if (rc) {
+			tr_fail(r, "nic %u: SetPolicy %s: %s", n->idx, vnic_mitigation_name(p.mode),
+				vnic_last_error(n->conn));
+			return;
+		}
+		r->switch_sets++;
+	}
+	r->switches++;
+}
+
 static void tr_lifecycle(struct tr_run *r, uint64_t now)
 {
 	struct tr_nic *n0 = &r->nics[0];
@@ -1224,6 +1268,7 @@ static void tr_loop(struct tr_run *r)
 			return;
 		tr_lifecycle(r, now);
 		tr_cpu_sample(r, now);
+		tr_switch_policy(r, now);
 		for (unsigned i = 0; i < r->nnics; i++)
 			if (r->nics[i].reread_pid && !r->nics[i].gone) {
 				r->nics[i].reread_pid = false;
@@ -1497,6 +1542,39 @@ static void tr_sum_counters(struct tr_run *r, const struct vnic_status *st, uint
 	}
 }
 
+/* The TX policy counters (a line of its own: the RESULT lines keep their
+ * format). */
+static void tr_report_policy(struct tr_run *r, const struct vnic_status *st)
+{
+	uint64_t fl = 0, tf = 0, th = 0, ps = 0, ph = 0;
+	uint32_t win = 0, sw = 0;
+	const char *name = "?";
+
+	for (unsigned i = 0; i < r->nnics; i++) {
+		const struct vnic_nic_status *s = tr_nic_status(st, r->nics[i].id);
+		const struct vnic_queue_status *q = s ? tr_queue(s, "tx0") : NULL;
+
+		if (!q || r->nics[i].hostile)
+			continue;
+		name = vnic_mitigation_name(s->policy.mode);
+		fl += q->flushes;
+		tf += q->timer_fires;
+		th += q->timer_hits;
+		ps += q->poll_spins;
+		ph += q->poll_hits;
+		sw += s->policy_switches;
+		if (q->window > win)
+			win = q->window;
+	}
+	printf("POLICY policy=%s window=%u flushes=%llu timer_fires=%llu timer_hits=%llu "
+	       "poll_spins=%llu poll_hits=%llu switches=%u status_switches=%u\n", name, win,
+	       (unsigned long long)fl, (unsigned long long)tf, (unsigned long long)th,
+	       (unsigned long long)ps, (unsigned long long)ph, r->switches, sw);
+	if (sw != r->switch_sets)
+		tr_fail(r, "%u SetPolicy calls answered OK, status counts %u switches", r->switch_sets,
+			sw);
+}
+
 /* After the loop: losses, counters, summary. */
 static void tr_report(struct tr_run *r, const char *mode)
 {
@@ -1579,12 +1657,22 @@ static void tr_report(struct tr_run *r, const char *mode)
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		char err[200];
+		int rc = 0;
 
 		/* Every TX descriptor of a running NIC is back (exactly once:
 		 * a second return fails in guest_tx_reclaim). */
 		if (n->gone || n->failed || n->hostile || !n->g)
 			continue;
-		if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0)
+		/* The worker publishes a run's used entries after its last
+		 * send, so the host end may hold the last frame before its
+		 * descriptor is back: give it a moment (bounded). */
+		for (uint64_t until = bench_now_ns() + TR_COUNTER_WAIT_NS;;) {
+			rc = guest_tx_reclaim(n->g, err, sizeof(err));
+			if (rc < 0 || n->g->ntxfree == n->g->ntxslots || bench_now_ns() > until)
+				break;
+			usleep(1000);
+		}
+		if (rc < 0)
 			tr_fail(r, "nic %u: %s", i, err);
 		else if (n->g->ntxfree != n->g->ntxslots)
 			tr_fail(r, "nic %u: %u TX descriptors never came back", i,
@@ -1654,7 +1742,155 @@ static void tr_report(struct tr_run *r, const char *mode)
 		       mode, mb > 0 ? kicks / mb : 0, mb > 0 ? irqs / mb : 0, have_cpu ? cpu : -1.0,
 		       (unsigned long long)drops);
 	}
+	tr_report_policy(r, st);
 	vnic_status_free(st);
+}
+
+/* ---- request/response (--rr) ---- */
+
+static int tr_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Wait (bounded) for fd to be readable; 0 ready, -1 timeout or error. */
+static int tr_wait_fd(int fd, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = bench_now_ns();
+		int rc;
+
+		if (now >= deadline)
+			return -1;
+		rc = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+		if (rc > 0)
+			return 0;
+		if (rc < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/*
+ * tr_rr - netperf TCP_RR over one NIC and the socket backend: one frame in
+ * flight. The guest sends request i (g2h), the host end answers with
+ * response i (h2g) as soon as it has the request, the guest waits for it
+ * on its RX interrupt; the time from the request's kick to the response
+ * in the guest is one transaction. The --direction's frame is --size,
+ * the other one the smallest frame (60 B). Every frame is checked.
+ */
+static void tr_rr(struct tr_run *r)
+{
+	struct tr_nic *n = &r->nics[0];
+	uint32_t req = r->dirs == 2 ? FRAMES_MIN : r->fixed;
+	uint32_t rsp = r->dirs == 2 ? r->fixed : FRAMES_MIN;
+	uint64_t *lat = calloc(r->rr, sizeof(*lat)), deadline, sum = 0;
+	uint64_t t_all = bench_now_ns();
+	char err[200];
+
+	if (!lat) {
+		tr_fail(r, "out of memory");
+		return;
+	}
+	for (unsigned d = 0; d < 2; d++)
+		if (tr_flow_reserve(&n->f[d], r->rr) < 0) {
+			tr_fail(r, "out of memory");
+			goto out;
+		}
+	for (uint64_t i = 0; i < r->rr && !tr_stop; i++) {
+		uint64_t t0, seq;
+		unsigned slot;
+		uint8_t *p;
+		ssize_t len;
+		const uint8_t *fr;
+		size_t flen;
+		int rc;
+
+		if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0) {
+			tr_fail(r, "nic 0: %s", err);
+			goto out;
+		}
+		p = guest_tx_slot(n->g, &slot);
+		if (!p) {
+			tr_fail(r, "rr: no free TX slot with one frame in flight");
+			goto out;
+		}
+		frames_build(p, req, n->idx, FRAMES_G2H, i, n->host_mac);
+		deadline = bench_now_ns() + TR_STALL_NS;
+		t0 = bench_now_ns();
+		if (guest_tx_add(n->g, slot, req) < 0) {
+			tr_fail(r, "rr: guest_tx_add failed");
+			goto out;
+		}
+		n->f[FRAMES_G2H].sent++;
+		n->f[FRAMES_G2H].sent_bytes += req;
+		guest_tx_flush(n->g);
+		/* The host end: the request, then the response at once. */
+		if (tr_wait_fd(n->host_fd, deadline) < 0) {
+			tr_fail(r, "rr %llu: the request did not arrive within %.0f s",
+				(unsigned long long)i, TR_STALL_NS / TR_NS);
+			goto out;
+		}
+		len = recv(n->host_fd, r->buf, FRAMES_MAX + 1, MSG_TRUNC | MSG_DONTWAIT);
+		if (len < 0 || frames_check(r->buf, (size_t)len, n->idx, FRAMES_G2H, req, r->maxsize,
+					    n->host_mac, true, &seq, err, sizeof(err)) < 0) {
+			tr_fail(r, "rr %llu: request: %s", (unsigned long long)i,
+				len < 0 ? strerror(errno) : err);
+			goto out;
+		}
+		tr_flow_record(r, n, FRAMES_G2H, seq, (size_t)len);
+		frames_build(r->buf, rsp, n->idx, FRAMES_H2G, i, n->host_mac);
+		n->f[FRAMES_H2G].sent++;
+		n->f[FRAMES_H2G].sent_bytes += rsp;
+		if (send(n->host_fd, r->buf, rsp, MSG_DONTWAIT) != (ssize_t)rsp) {
+			tr_fail(r, "rr %llu: host send: %s", (unsigned long long)i, strerror(errno));
+			goto out;
+		}
+		/* The guest: its RX interrupt, then the response. */
+		for (;;) {
+			rc = guest_rx_next(n->g, &fr, &flen, err, sizeof(err));
+			if (rc < 0) {
+				tr_fail(r, "nic 0: %s", err);
+				goto out;
+			}
+			if (rc == 1)
+				break;
+			if (guest_rx_arm(n->g))
+				continue;
+			if (tr_wait_fd(n->g->call[GUEST_RX], deadline) < 0) {
+				tr_fail(r, "rr %llu: the response did not arrive within %.0f s",
+					(unsigned long long)i, TR_STALL_NS / TR_NS);
+				goto out;
+			}
+			guest_read_call(n->g, GUEST_RX);
+		}
+		lat[i] = bench_now_ns() - t0;
+		if (frames_check(fr, flen, n->idx, FRAMES_H2G, rsp, r->maxsize, n->host_mac, true,
+				 &seq, err, sizeof(err)) < 0) {
+			tr_fail(r, "rr %llu: response: %s", (unsigned long long)i, err);
+			goto out;
+		}
+		tr_flow_record(r, n, FRAMES_H2G, seq, flen);
+		sum += lat[i];
+	}
+	if (r->failures)
+		goto out;
+	{
+		uint64_t nn = n->f[FRAMES_H2G].recv;
+		double secs = (bench_now_ns() - t_all) / TR_NS;
+
+		qsort(lat, nn, sizeof(*lat), tr_cmp_u64);
+		printf("  rr: %llu transactions (request %u B, response %u B) in %.2f s: "
+		       "p50 %.1f us, p99 %.1f us, mean %.1f us\n", (unsigned long long)nn, req, rsp,
+		       secs, lat[nn / 2] / 1e3, lat[(nn * 99) / 100] / 1e3, nn ? sum / 1e3 / nn : 0);
+		printf("RESULT rr transactions=%llu req_bytes=%u rsp_bytes=%u p50_us=%.2f "
+		       "p99_us=%.2f mean_us=%.2f\n", (unsigned long long)nn, req, rsp,
+		       lat[nn / 2] / 1e3, lat[(nn * 99) / 100] / 1e3, nn ? sum / 1e3 / nn : 0);
+	}
+out:
+	free(lat);
 }
 
 /* ---- traffic ---- */
@@ -1673,6 +1909,16 @@ void bench_traffic_usage(FILE *f)
 		"  --netns      tap backend: namespace for the taps (created and removed\n"
 		"               if missing; default a private one)\n"
 		"  --policy     TX mitigation asked for in AddNic (default: vnicd's)\n"
+		"  --timer-us N, --poll-us N, --latency-us N  its parameters (0: vnicd's\n"
+		"               defaults; poll: --poll-us 0 polls forever; default here 50)\n"
+		"  --switch-policy MS  every MS ms SetPolicy timer, bh, adaptive, poll, ...\n"
+		"               on every NIC while the frames flow (all checked as always)\n"
+		"  --guest-batch N  the guest publishes its TX frames (and kicks when the\n"
+		"               device asks) every N frames (default: once per burst of %u)\n"
+		"  --rr N       request/response instead (netperf TCP_RR): N transactions,\n"
+		"               one frame in flight, 1 NIC, socket backend, --size for the\n"
+		"               --direction (g2h: the request), 60 B the other way; prints\n"
+		"               p50/p99 latency in a 'RESULT rr' line\n"
 		"  --window     frames in flight per NIC and direction (default %u;\n"
 		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
@@ -1689,7 +1935,8 @@ void bench_traffic_usage(FILE *f)
 		"  --stall-backend-after S  NIC 0's host end stops reading at S s\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
-		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_DEFAULT_WINDOW, TR_WINDOW_BYTES >> 20);
+		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_BURST, TR_DEFAULT_WINDOW,
+		TR_WINDOW_BYTES >> 20);
 }
 
 static int tr_parse_common(struct tr_run *r, int opt, const char *arg)
@@ -1750,13 +1997,20 @@ int bench_traffic_main(int argc, char **argv)
 		{ "remove-deadline", required_argument, NULL, 'R' },
 		{ "disconnect-after", required_argument, NULL, 'D' },
 		{ "stall-backend-after", required_argument, NULL, 'T' },
+		{ "timer-us", required_argument, NULL, 1000 },
+		{ "poll-us", required_argument, NULL, 1001 },
+		{ "latency-us", required_argument, NULL, 1002 },
+		{ "switch-policy", required_argument, NULL, 1003 },
+		{ "rr", required_argument, NULL, 1004 },
+		{ "guest-batch", required_argument, NULL, 1005 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct tr_run r = { .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = 1,
 			    .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
 			    .disconnect_after = -1, .stall_after = -1,
-			    .remove_deadline_ms = 5000 };
+			    .remove_deadline_ms = 5000,
+			    .pol = { .poll_us = 50 } };
 	unsigned long v;
 	int opt, rc = 1;
 
@@ -1844,6 +2098,32 @@ int bench_traffic_main(int argc, char **argv)
 				goto usage;
 			r.remove_deadline_ms = (uint32_t)v;
 			break;
+		case 1000:
+		case 1001:
+		case 1002:
+			if (bench_parse_ulong(optarg, 0, 1000000, &v) < 0)
+				goto usage;
+			if (opt == 1000)
+				r.pol.timer_us = (uint32_t)v;
+			else if (opt == 1001)
+				r.pol.poll_us = (uint32_t)v;
+			else
+				r.pol.latency_us = (uint32_t)v;
+			break;
+		case 1003:
+			if (bench_parse_double(optarg, 1, 60000, &r.switch_ms) < 0)
+				goto usage;
+			break;
+		case 1005:
+			if (bench_parse_ulong(optarg, 1, TR_BURST, &v) < 0)
+				goto usage;
+			r.guest_batch = (unsigned)v;
+			break;
+		case 1004:
+			if (bench_parse_ulong(optarg, 1, 10000000, &v) < 0)
+				goto usage;
+			r.rr = v;
+			break;
 		case 'h':
 			bench_traffic_usage(stdout);
 			return 0;
@@ -1860,6 +2140,11 @@ int bench_traffic_main(int argc, char **argv)
 	}
 	if (r.fault_nic >= (int)r.nnics) {
 		fprintf(stderr, "vnic-bench: --fault-nic %d: only %u NICs\n", r.fault_nic, r.nnics);
+		return 2;
+	}
+	if (r.rr && (r.nnics != 1 || r.backend != TR_SOCKET || r.dirs == 3 || !r.fixed)) {
+		fprintf(stderr, "vnic-bench: --rr takes 1 NIC, the socket backend, --direction "
+				"g2h or h2g and a fixed --size\n");
 		return 2;
 	}
 	tr_init_common(&r);
@@ -1889,8 +2174,14 @@ int bench_traffic_main(int argc, char **argv)
 			r.nics[i].f[d].limit = r.count ? r.count : UINT64_MAX;
 		}
 	r.t0 = bench_now_ns();
-	tr_loop(&r);
-	tr_report(&r, "traffic");
+	if (r.rr) {
+		tr_rr(&r);
+		if (!r.failures)
+			tr_report(&r, "traffic");
+	} else {
+		tr_loop(&r);
+		tr_report(&r, "traffic");
+	}
 	if (r.expect_json && tr_write_expect(&r) < 0)
 		tr_fail(&r, "cannot write %s", r.expect_json);
 	if (r.before_remove) {

@@ -14,8 +14,9 @@ tools_vnicctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tools_vnicctl_LDADD = libvnic.la $(JSONC_LIBS)
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
-tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/guest.c tools/guest.h \
+tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/bench_policy.c tools/guest.c tools/guest.h \
 	tools/frames.c tools/frames.h tools/bench_scale.c
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
 EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh
+EXTRA_DIST += tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring.sh

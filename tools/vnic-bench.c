@@ -4,6 +4,7 @@
  *   vnic-bench ring [options]   split ring between two processes
  *   vnic-bench [--socket PATH] traffic [options]   frames through vnicd
  *   vnic-bench [--socket PATH] hostile [options]   a looping guest vs vnicd
+ *   vnic-bench --socket PATH policy [options]      the TX policy table
  * main dispatches on argv[1] through the table below; a new workload adds
  * a row and a bench_<name>.c file.
  */
@@ -28,6 +29,8 @@ static const struct bench_cmd {
 	  bench_ring_main, bench_ring_usage },
 	{ "traffic", "simulated VMM + guests: checked UDP frames through vnicd workers",
 	  bench_traffic_main, bench_traffic_usage },
+	{ "policy", "the TX policies side by side: throughput, kicks, CPU, RR latency",
+	  bench_policy_main, bench_policy_usage },
 	{ "hostile", "a guest posts a looping TX chain: needs-reset, other NICs unaffected",
 	  bench_hostile_main, bench_hostile_usage },
 	{ "scale", "N NICs on one vnicd: add, frames, status of all, remove; times and memory",

@@ -11,6 +11,9 @@
  *                             rates and a timestamp line
  *   set-policy ID [--mode M] [--timer-us N] [--poll-us N]
  *                 [--budget-packets N] [--budget-bytes N]
+ *                 [--latency-us N] [--safety-pct N] [--max-window N]
+ *                             (fields not given take vnicd's defaults;
+ *                             poll with poll_us 0 polls forever)
  *                             change a running NIC's TX policy (its owner, or
  *                             an administrator: uid 0 or vnicd's uid)
  *   log-level LEVEL           vnicd's log level until its next SIGHUP
@@ -50,6 +53,7 @@ static void usage(FILE *f)
 		"  status [ID] [--watch [--interval S] [--count N]]\n"
 		"  set-policy ID [--mode bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
 		"                [--budget-packets N] [--budget-bytes N]\n"
+		"                [--latency-us N] [--safety-pct N] [--max-window N]\n"
 		"  log-level error|warn|info|debug\n"
 		"  --version\n");
 }
@@ -112,7 +116,11 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 	jadd(pol, "poll_us", json_object_new_int64(n->policy.poll_us));
 	jadd(pol, "budget_packets", json_object_new_int64(n->policy.budget_packets));
 	jadd(pol, "budget_bytes", json_object_new_int64(n->policy.budget_bytes));
+	jadd(pol, "latency_us", json_object_new_int64(n->policy.latency_us));
+	jadd(pol, "safety_pct", json_object_new_int64(n->policy.safety_pct));
+	jadd(pol, "max_window", json_object_new_int64(n->policy.max_window));
 	jadd(o, "policy_params", pol);
+	jadd(o, "policy_switches", json_object_new_int64(n->policy_switches));
 	jadd(o, "restarts", json_object_new_int64(n->restarts));
 	jadd(o, "uptime_s", json_object_new_uint64(n->uptime_s));
 	jadd(o, "last_error", json_object_new_string(n->last_error));
@@ -153,6 +161,13 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 		jadd(jq, "suppressed", json_object_new_uint64(q->suppressed));
 		jadd(jq, "drops", json_object_new_uint64(q->drops));
 		jadd(jq, "errors", json_object_new_uint64(q->errors));
+		/* TX policy counters (README "TX mitigation policies"). */
+		jadd(jq, "window", json_object_new_int64(q->window));
+		jadd(jq, "flushes", json_object_new_uint64(q->flushes));
+		jadd(jq, "timer_fires", json_object_new_uint64(q->timer_fires));
+		jadd(jq, "timer_hits", json_object_new_uint64(q->timer_hits));
+		jadd(jq, "poll_spins", json_object_new_uint64(q->poll_spins));
+		jadd(jq, "poll_hits", json_object_new_uint64(q->poll_hits));
 		jadd(jq, "broken", json_object_new_boolean(q->broken));
 		jadd(jq, "broken_reason", json_object_new_string(q->broken_reason));
 		json_object_array_add(qs, jq);
@@ -328,6 +343,12 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 				       clean(q->name, b1, sizeof(b1)), q->packets, q->bytes, q->kicks,
 				       q->interrupts, q->suppressed, q->drops, q->errors,
 				       q->broken && !q->broken_reason[0] ? "yes" : brk);
+			if (!strncmp(q->name, "tx", 2))
+				printf("  %-5s policy %s: window %" PRIu32 ", flushes %" PRIu64
+				       ", timer fires %" PRIu64 " (found frames %" PRIu64
+				       "), poll spins %" PRIu64 " (found frames %" PRIu64 ")\n", "",
+				       vnic_mitigation_name(n->policy.mode), q->window, q->flushes,
+				       q->timer_fires, q->timer_hits, q->poll_spins, q->poll_hits);
 		}
 	}
 }
@@ -415,7 +436,8 @@ static int cmd_set_policy(struct vnic_conn *conn, const struct opts *o, const ch
 
 	if (!o->policy_set) {
 		fprintf(stderr, "vnicctl: set-policy %s: give at least one of --mode, --timer-us, "
-			"--poll-us, --budget-packets, --budget-bytes\n", id);
+			"--poll-us, --budget-packets, --budget-bytes, --latency-us, --safety-pct, "
+			"--max-window\n", id);
 		return 2;
 	}
 	rc = vnic_set_policy(conn, id, &o->policy);
@@ -493,6 +515,9 @@ int main(int argc, char **argv)
 		{ "poll-us", required_argument, NULL, 'P' },
 		{ "budget-packets", required_argument, NULL, 'B' },
 		{ "budget-bytes", required_argument, NULL, 'Y' },
+		{ "latency-us", required_argument, NULL, 'L' },
+		{ "safety-pct", required_argument, NULL, 'F' },
+		{ "max-window", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -533,11 +558,19 @@ int main(int argc, char **argv)
 		case 'T':
 		case 'P':
 		case 'B':
-		case 'Y': {
+		case 'Y':
+		case 'L':
+		case 'F':
+		case 'W': {
 			uint32_t *dst = opt == 'T' ? &o.policy.timer_us : opt == 'P' ? &o.policy.poll_us :
-					opt == 'B' ? &o.policy.budget_packets : &o.policy.budget_bytes;
+					opt == 'B' ? &o.policy.budget_packets :
+					opt == 'Y' ? &o.policy.budget_bytes :
+					opt == 'L' ? &o.policy.latency_us :
+					opt == 'F' ? &o.policy.safety_pct : &o.policy.max_window;
 			const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
-					 opt == 'B' ? "budget-packets" : "budget-bytes";
+					 opt == 'B' ? "budget-packets" : opt == 'Y' ? "budget-bytes" :
+					 opt == 'L' ? "latency-us" : opt == 'F' ? "safety-pct" :
+					 "max-window";
 
 			if (parse_u32(nm, optarg, dst) < 0)
 				return 2;

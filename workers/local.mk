@@ -5,6 +5,8 @@ noinst_LTLIBRARIES += libvnicnet.la
 libvnicnet_la_SOURCES = \
 	workers/net.c workers/net.h workers/net_priv.h \
 	workers/net_tx.c workers/net_rx.c \
+	workers/policy.h workers/policy.c workers/policy_bh.c workers/policy_timer.c \
+	workers/policy_adaptive.c workers/policy_poll.c \
 	workers/stats.h
 libvnicnet_la_LIBADD = libvnicshm.la $(FAULT_LIBS)
 

@@ -190,6 +190,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	struct memtable_region_desc *rd = NULL;
 	struct wire_fd_layout lay;
 	struct net_params np = { 0 };
+	struct net_policy_params policy;
 	int backend_fds[NET_MAX_PAIRS];
 	void *p;
 	int r;
@@ -235,12 +236,8 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		return -EINVAL;
 	}
 	if (c->policy) {
-		Vnic__Vmm__Mitigation mode = c->policy->mode;
-
-		if (mode != VNIC__VMM__MITIGATION__MITIGATION_DEFAULT &&
-		    mode != VNIC__VMM__MITIGATION__MITIGATION_BH)
-			log_warn("nic %s: mitigation mode %d is not implemented yet; using bh",
-				 w->nic_id, (int)mode);
+		worker_policy_params(c->policy, &policy);
+		np.policy = &policy;
 		np.budget_pkts = c->policy->budget_packets;
 		np.budget_bytes = c->policy->budget_bytes;
 	}

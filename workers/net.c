@@ -91,6 +91,11 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 		d->q[i].tx = (i & 1u) != 0;
 		d->q[i].st = &p->stats->q[i];
 	}
+	{
+		struct net_policy_params bh = { .mode = NET_POLICY_BH };
+
+		net_set_policy(d, p->policy ? p->policy : &bh, NULL);
+	}
 	*ret_dev = d;
 	return 0;
 }
@@ -226,6 +231,7 @@ void net_flush(struct net_dev *d, struct net_queue *q)
 	if (q->pushed == 0)
 		return;
 	q->pushed = 0;
+	stats_add(&q->st->flushes, 1);
 	FAULT_POINT("worker.flush.before_idx");
 	vring_flush(&q->vq);
 	if (vring_should_notify(&q->vq)) {
@@ -248,7 +254,7 @@ enum net_run net_report_broken(struct net_dev *d, struct net_queue *q)
 	return NET_BROKEN;
 }
 
-static uint64_t net_now_ns(void)
+uint64_t net_now_ns(void)
 {
 	struct timespec ts;
 

@@ -43,6 +43,7 @@
 
 #include "memtable.h"
 #include "vring.h"
+#include "workers/policy.h"
 #include "workers/stats.h"
 
 /* virtio-net feature bits (spec 5.1.3). */
@@ -137,6 +138,8 @@ enum net_run {
 	NET_BROKEN,     /* the queue is broken: stop serving it */
 	NET_BACKEND_DOWN, /* RX: the backend failed or hung up (counted in
 			   * errors): stop reading it */
+	NET_POLL,       /* TX "poll" spin: call net_tx_resume again as soon
+			 * as the other ready events ran (kicks are off) */
 };
 
 struct net_ops {
@@ -147,6 +150,10 @@ struct net_ops {
 	/* A guest-triggered event worth a log line; already rate-limited
 	 * (NET_LOG_BURST per NET_LOG_WINDOW_NS per queue). May be NULL. */
 	void (*log)(void *opaque, unsigned qidx, const char *msg);
+	/* Call net_tx_timer(qidx) in us microseconds (replacing a pending
+	 * one); us 0 cancels. NULL: only the bh policy can run (the others
+	 * fall back to it). */
+	void (*timer)(void *opaque, unsigned qidx, uint32_t us);
 };
 
 struct net_queue {
@@ -169,6 +176,9 @@ struct net_queue {
 	uint64_t log_window;
 	unsigned log_count;
 	bool broken_reported;
+	/* TX: the mitigation policy and its state (policy.h). */
+	const struct net_policy *pol;
+	struct net_policy_state ps;
 };
 
 struct net_params {
@@ -181,6 +191,7 @@ struct net_params {
 	void *opaque;
 	unsigned budget_pkts;              /* per queue per wake-up; 0: NET_BUDGET_PKTS */
 	unsigned budget_bytes;             /* 0: NET_BUDGET_BYTES */
+	const struct net_policy_params *policy; /* TX mitigation; NULL: bh */
 };
 
 struct net_dev;
@@ -201,6 +212,29 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
  */
 void net_set_budget(struct net_dev *d, unsigned pkts, unsigned bytes, unsigned *ret_pkts,
 		    unsigned *ret_bytes);
+
+/*
+ * net_set_policy - switch every TX queue to the policy p describes
+ * (net_policy_fill applied; a policy other than bh without net_ops.timer:
+ * bh). The old policy's timers are cancelled; the caller must then call
+ * net_tx_resume on every TX queue (the new policy takes over the ring as
+ * it is: nothing pending is lost). *ret (may be NULL) gets what is in
+ * effect.
+ */
+void net_set_policy(struct net_dev *d, const struct net_policy_params *p,
+		    struct net_policy_params *ret);
+
+/* The TX policy hooks (policy.c): each returns what to wait for. A queue
+ * that is not a configured TX queue answers NET_IDLE, a broken one
+ * NET_BROKEN. net_tx_kick after the kick's net_kicked; net_tx_resume
+ * after NET_MORE or NET_POLL, when the backend became writable, at Start
+ * and after net_set_policy; net_tx_timer when net_ops.timer's callback
+ * fires; net_tx_after_rx(tx qidx) after net_rx_run of the same pair
+ * moved rx_pkts frames (NET_IDLE: nothing changed). */
+enum net_run net_tx_kick(struct net_dev *d, unsigned qidx);
+enum net_run net_tx_resume(struct net_dev *d, unsigned qidx);
+enum net_run net_tx_timer(struct net_dev *d, unsigned qidx);
+enum net_run net_tx_after_rx(struct net_dev *d, unsigned qidx, unsigned rx_pkts);
 
 /* net_dev_free - accepts NULL; does not close the backend fds. Returns NULL. */
 struct net_dev *net_dev_free(struct net_dev *d);
@@ -240,7 +274,8 @@ unsigned net_nqueues(const struct net_dev *d);
 void net_kicked(struct net_dev *d, unsigned qidx, uint64_t n);
 
 /*
- * net_tx_run - serve TX queue qidx with the "bh" mitigation: guest kicks
+ * net_tx_run - serve TX queue qidx with the "bh" mitigation, whatever its
+ * policy (policy_bh.c; the bh policy's hooks): guest kicks
  * off, drain up to the budget, then either yield (NET_MORE, kicks stay off:
  * call again soon) or re-enable kicks and re-check the ring
  * (vring_notify_enable), looping while buffers keep arriving. Used entries

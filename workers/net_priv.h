@@ -17,6 +17,7 @@ struct net_dev {
 	int sock_type;  /* SOCK_DGRAM or SOCK_SEQPACKET for a socket backend */
 	struct stats_page *stats;
 	unsigned budget_pkts, budget_bytes;
+	struct net_policy_params policy;
 	const struct net_ops *ops;
 	void *opaque;
 	struct net_queue q[2 * NET_MAX_PAIRS];
@@ -47,6 +48,36 @@ static inline int net_pair_fd(const struct net_dev *d, const struct net_queue *q
 /* net_flush - publish pushed used entries, then interrupt the guest if it
  * wants one (counted as an interrupt) or count a suppressed one. */
 void net_flush(struct net_dev *d, struct net_queue *q);
+
+/* What one wake-up may still do (net_tx_budget_init: the NIC's budget). */
+struct net_tx_budget {
+	unsigned pkts;
+	size_t bytes;
+	unsigned done; /* chains consumed so far */
+};
+
+static inline void net_tx_budget_init(const struct net_dev *d, struct net_tx_budget *b)
+{
+	b->pkts = d->budget_pkts;
+	b->bytes = d->budget_bytes;
+	b->done = 0;
+}
+
+/*
+ * net_tx_drain - pop and send chains until the ring is empty or b is
+ * spent (kicks are left as they are); b->done counts the chains consumed.
+ * Does not flush.
+ * Returns: NET_IDLE (empty), NET_MORE (budget spent), NET_TX_BLOCKED
+ * (backend full, the chain kept), NET_BROKEN (reported).
+ */
+enum net_run net_tx_drain(struct net_dev *d, struct net_queue *q, struct net_tx_budget *b);
+
+/* net_timer - ask the caller for a timer callback on q in us (0:
+ * cancel); tracks q->ps.timer_armed. */
+void net_timer(struct net_dev *d, struct net_queue *q, uint32_t us);
+
+/* net_now_ns - CLOCK_MONOTONIC in ns. */
+uint64_t net_now_ns(void);
 
 /* net_report_broken - record the ring's reason in the stats page and tell
  * the caller, once per queue. Returns NET_BROKEN. */

@@ -8,6 +8,9 @@
  * bytes, so a guest rewriting the header after the check changes nothing
  * (G16). The frame itself goes from guest memory to the backend in one
  * writev/sendmsg.
+ *
+ * When to drain is the policy's business (policy.h): this file only
+ * drains, up to the budget.
  */
 #include "config.h"
 
@@ -208,55 +211,23 @@ static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
 	return 1;
 }
 
-enum net_run net_tx_run(struct net_dev *d, unsigned qidx)
+enum net_run net_tx_drain(struct net_dev *d, struct net_queue *q, struct net_tx_budget *b)
 {
-	struct net_queue *q;
-	unsigned pkts = 0, popped_run = 0;
-	size_t bytes = 0;
-	enum net_run ret = NET_IDLE;
+	int r = 0;
 
-	if (qidx >= 2 * d->npairs || !(qidx & 1u))
-		return NET_IDLE;
-	q = &d->q[qidx];
-	if (!q->configured)
-		return NET_IDLE; /* G22: kick on an unconfigured or stopped queue */
-	if (q->vq.broken)
-		return net_report_broken(d, q);
+	while (b->pkts > 0 && b->bytes > 0) {
+		size_t bytes = 0;
 
-	/* "bh" mitigation: no guest kicks while we drain. */
-	vring_notify_disable(&q->vq);
-	for (;;) {
-		int r = 0;
-
-		while (pkts < d->budget_pkts && bytes < d->budget_bytes) {
-			r = net_tx_one(d, q, &bytes);
-			if (r != 1)
-				break;
-			pkts++;
-			popped_run++;
-		}
-		if (r == -EIO) {
-			ret = net_report_broken(d, q);
+		r = net_tx_one(d, q, &bytes);
+		if (r != 1)
 			break;
-		}
-		if (r == -EAGAIN) {
-			/* Kicks stay off: the backend's writability wakes us. */
-			ret = NET_TX_BLOCKED;
-			break;
-		}
-		if (r == 1) {
-			/* G21: budget spent; yield with kicks still off. */
-			ret = NET_MORE;
-			break;
-		}
-		/* Empty: ask for kicks again, then re-check (lost wakeup,
-		 * Barrier K inside vring_notify_enable). */
-		if (!vring_notify_enable(&q->vq))
-			break;
-		vring_notify_disable(&q->vq);
+		b->pkts--;
+		b->bytes = bytes < b->bytes ? b->bytes - bytes : 0;
+		b->done++;
 	}
-	if (popped_run > 1)
-		stats_add(&q->st->kicks_avoided, popped_run - 1);
-	net_flush(d, q);
-	return ret;
+	if (r == -EIO)
+		return net_report_broken(d, q);
+	if (r == -EAGAIN)
+		return NET_TX_BLOCKED;
+	return r == 1 ? NET_MORE : NET_IDLE;
 }

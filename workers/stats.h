@@ -12,7 +12,7 @@
  * same host):
  *   offset 0   struct stats_page (64 bytes): magic, version, nqueues,
  *              queue_stride, reserved
- *   offset 64  nqueues x struct stats_queue (queue_stride = 256 bytes each),
+ *   offset 64  nqueues x struct stats_queue (queue_stride = 320 bytes each),
  *              in virtio-net order: q[0] = rx0, q[1] = tx0, q[2] = rx1 ...
  *
  * Concurrency contract:
@@ -77,6 +77,14 @@ struct stats_queue {
 	uint32_t broken;
 	uint32_t pad;
 	char broken_reason[STATS_REASON_LEN];
+	/* Added at the end for the TX policies (issue 9). TX queues only. */
+	uint64_t window;      /* adaptive: packets per kick asked for (gauge) */
+	uint64_t flushes;     /* runs that published used entries */
+	uint64_t timer_fires; /* policy timers that fired (timer, adaptive) */
+	uint64_t timer_hits;  /* of those, fires that found chains to send */
+	uint64_t poll_spins;  /* poll: spins that found nothing (wasted) */
+	uint64_t poll_hits;   /* poll: spins that found chains */
+	uint64_t reserved2[2];
 };
 
 struct stats_page {
@@ -92,7 +100,7 @@ struct stats_page {
 	struct stats_queue q[];
 };
 
-_Static_assert(sizeof(struct stats_queue) == 256, "stats_queue is 256 bytes in version 1");
+_Static_assert(sizeof(struct stats_queue) == 320, "stats_queue is 320 bytes in version 1");
 _Static_assert(sizeof(struct stats_page) == 64, "stats_page header is 64 bytes in version 1");
 
 /* stats_page_size - bytes of a page describing nqueues queues. */
@@ -153,6 +161,12 @@ static inline uint64_t stats_heartbeat(const struct stats_page *p)
 	return __atomic_load_n(&p->heartbeat, __ATOMIC_RELAXED);
 }
 
+/* stats_set - the single writer sets a gauge. */
+static inline void stats_set(uint64_t *ctr, uint64_t v)
+{
+	__atomic_store_n(ctr, v, __ATOMIC_RELAXED);
+}
+
 /* stats_set_broken - record the first broken reason, then the flag
  * (release: pairs with the acquire load in stats_queue_read). */
 static inline void stats_set_broken(struct stats_queue *q, const char *reason)
@@ -170,6 +184,7 @@ static inline void stats_set_broken(struct stats_queue *q, const char *reason)
 /* A reader's copy of one queue. */
 struct stats_queue_snapshot {
 	uint64_t packets, bytes, kicks, interrupts, suppressed, drops, errors, kicks_avoided;
+	uint64_t window, flushes, timer_fires, timer_hits, poll_spins, poll_hits;
 	int broken;
 	char broken_reason[STATS_REASON_LEN]; /* always NUL-terminated */
 };
@@ -188,6 +203,12 @@ static inline void stats_queue_read(const struct stats_queue *q, struct stats_qu
 	s->drops = __atomic_load_n(&q->drops, __ATOMIC_RELAXED);
 	s->errors = __atomic_load_n(&q->errors, __ATOMIC_RELAXED);
 	s->kicks_avoided = __atomic_load_n(&q->kicks_avoided, __ATOMIC_RELAXED);
+	s->window = __atomic_load_n(&q->window, __ATOMIC_RELAXED);
+	s->flushes = __atomic_load_n(&q->flushes, __ATOMIC_RELAXED);
+	s->timer_fires = __atomic_load_n(&q->timer_fires, __ATOMIC_RELAXED);
+	s->timer_hits = __atomic_load_n(&q->timer_hits, __ATOMIC_RELAXED);
+	s->poll_spins = __atomic_load_n(&q->poll_spins, __ATOMIC_RELAXED);
+	s->poll_hits = __atomic_load_n(&q->poll_hits, __ATOMIC_RELAXED);
 	s->broken = __atomic_load_n(&q->broken, __ATOMIC_ACQUIRE) != 0;
 	s->broken_reason[0] = '\0';
 	if (s->broken) {

@@ -33,6 +33,7 @@ struct worker_queue {
 	int call_fd;              /* written to interrupt the guest */
 	struct event *kick_ev;
 	struct event *resched_ev; /* zero timeout: run again after other events */
+	struct event *policy_ev;  /* TX: the policy's timer (net_ops.timer) */
 	bool tx_blocked;          /* TX: waiting for the backend to be writable */
 	bool rx_nobuf;            /* RX: backend read off until this queue is kicked */
 	bool broken;
@@ -109,6 +110,14 @@ int worker_kick_read(int fd, uint64_t *ret_n);
 /* worker_heartbeat_start/stop - the WORKER_BEAT_MS timer on w->base. */
 int worker_heartbeat_start(struct worker *w);
 void worker_heartbeat_stop(struct worker *w);
+
+/* worker_policy_params - a Policy message (defaults resolved by the
+ * supervisor, or not) as engine parameters, net_policy_fill applied. */
+void worker_policy_params(const Vnic__Vmm__Policy *p, struct net_policy_params *np);
+
+/* worker_policy_msg - engine parameters into a Policy message (mode and
+ * the timing fields; budgets are the caller's). */
+void worker_policy_msg(const struct net_policy_params *np, Vnic__Vmm__Policy *p);
 
 /* The engine's callbacks (struct net_ops) for this worker. */
 extern const struct net_ops worker_net_ops;

@@ -7,8 +7,12 @@
  *    guest has no RX buffers (G20) and re-added when it kicks the RX
  *    queue; EV_WRITE only while TX is blocked on a full backend;
  *  - a zero-timeout timer per queue to come back after a full budget
- *    (G21): timers run after the next poll, so the other fds get their
- *    turn first (event_active would run it again before polling);
+ *    (G21) or for a "poll" spin: timers run after the next poll, so the
+ *    other fds get their turn first (event_active would run it again
+ *    before polling);
+ *  - a policy timer per TX queue, armed and cancelled by the TX policy
+ *    through net_ops.timer (workers/policy.h): the policies own the
+ *    decisions, this file owns the timers;
  *  - the control socket, EV_READ|EV_PERSIST.
  * Every event is deleted before its fd is closed (at exit, by the kernel).
  */
@@ -100,7 +104,22 @@ static void worker_guest_log(void *opaque, unsigned qidx, const char *msg)
 	log_warn("nic %s: %s", w->nic_id, msg);
 }
 
-const struct net_ops worker_net_ops = { worker_notify, worker_broken, worker_guest_log };
+static void worker_timer(void *opaque, unsigned qidx, uint32_t us)
+{
+	struct worker *w = opaque;
+	struct worker_queue *wq = &w->q[qidx];
+	struct timeval tv = { us / 1000000u, us % 1000000u };
+
+	if (!wq->policy_ev)
+		return;
+	if (us)
+		event_add(wq->policy_ev, &tv);
+	else
+		event_del(wq->policy_ev);
+}
+
+const struct net_ops worker_net_ops = { worker_notify, worker_broken, worker_guest_log,
+					worker_timer };
 
 /* ------------------------------------------------------ data path */
 
@@ -110,6 +129,8 @@ static void queue_stop_events(struct worker_queue *wq)
 		event_del(wq->kick_ev);
 	if (wq->resched_ev)
 		event_del(wq->resched_ev);
+	if (wq->policy_ev)
+		event_del(wq->policy_ev);
 }
 
 static void pair_read(struct worker_pair *p, bool on)
@@ -123,15 +144,16 @@ static void pair_read(struct worker_pair *p, bool on)
 	p->rd_on = on;
 }
 
-static void run_tx(struct worker_queue *wq)
-{
-	struct worker *w = wq->w;
-	struct worker_pair *p = &w->p[wq->idx / 2];
+enum tx_hook { TX_KICK, TX_RESUME, TX_TIMER };
 
-	if (!w->started || wq->broken)
-		return;
-	switch (net_tx_run(w->net, wq->idx)) {
+/* What a TX policy hook asked for. */
+static void tx_next(struct worker_queue *wq, enum net_run r)
+{
+	struct worker_pair *p = &wq->w->p[wq->idx / 2];
+
+	switch (r) {
 	case NET_MORE:
+	case NET_POLL:
 		event_add(wq->resched_ev, &zero_tv);
 		break;
 	case NET_TX_BLOCKED:
@@ -147,13 +169,38 @@ static void run_tx(struct worker_queue *wq)
 	}
 }
 
+static void run_tx(struct worker_queue *wq, enum tx_hook hook)
+{
+	struct worker *w = wq->w;
+	enum net_run r;
+
+	if (!w->started || wq->broken || wq->tx_blocked)
+		return; /* blocked: the backend's EV_WRITE resumes us */
+	switch (hook) {
+	case TX_KICK:
+		r = net_tx_kick(w->net, wq->idx);
+		break;
+	case TX_TIMER:
+		r = net_tx_timer(w->net, wq->idx);
+		break;
+	default:
+		r = net_tx_resume(w->net, wq->idx);
+		break;
+	}
+	tx_next(wq, r);
+}
+
 static void run_rx(struct worker_queue *wq)
 {
 	struct worker *w = wq->w;
 	struct worker_pair *p = &w->p[wq->idx / 2];
 
+	struct worker_queue *txq = &w->q[wq->idx + 1];
+	uint64_t pkts0;
+
 	if (!w->started || wq->broken)
 		return;
+	pkts0 = __atomic_load_n(&w->stats->q[wq->idx].packets, __ATOMIC_RELAXED);
 	switch (net_rx_run(w->net, wq->idx)) {
 	case NET_MORE:
 		/* Still readable: level-triggered, the next poll returns it
@@ -180,6 +227,16 @@ static void run_rx(struct worker_queue *wq)
 		pair_read(p, true);
 		break;
 	}
+	/* The TX policy may want to know (adaptive: ACKs; poll: spin). */
+	if (wq->idx + 1 < w->nqueues && !txq->broken && !txq->tx_blocked) {
+		uint64_t moved = __atomic_load_n(&w->stats->q[wq->idx].packets, __ATOMIC_RELAXED) -
+				 pkts0;
+
+		if (moved)
+			tx_next(txq, net_tx_after_rx(w->net, txq->idx,
+						     moved > 0xffffffffu ? 0xffffffffu
+									 : (unsigned)moved));
+	}
 }
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
@@ -193,8 +250,7 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 		return; /* EAGAIN: a spurious wakeup (G22) */
 	net_kicked(wq->w->net, wq->idx, n);
 	if (wq->idx & 1u) {
-		if (!wq->tx_blocked)
-			run_tx(wq); /* blocked: the backend's EV_WRITE resumes us */
+		run_tx(wq, TX_KICK);
 	} else {
 		wq->rx_nobuf = false;
 		run_rx(wq);
@@ -206,9 +262,14 @@ static void resched_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker_queue *wq = arg;
 
 	if (wq->idx & 1u)
-		run_tx(wq);
+		run_tx(wq, TX_RESUME);
 	else
 		run_rx(wq);
+}
+
+static void policy_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	run_tx(arg, TX_TIMER);
 }
 
 static void backend_rd_cb(evutil_socket_t fd, short what, void *arg)
@@ -225,7 +286,7 @@ static void backend_wr_cb(evutil_socket_t fd, short what, void *arg)
 
 	/* EV_WRITE is one-shot (not persistent): armed only while blocked. */
 	wq->tx_blocked = false;
-	run_tx(wq);
+	run_tx(wq, TX_RESUME);
 }
 
 /* ------------------------------------------------------- control */
@@ -269,35 +330,66 @@ static void worker_start(struct worker *w)
 
 /* Stop: we run between packets, so "the packet in hand" is done; publish
  * used entries, report the final indices, leave the loop. */
-/* SetPolicy: the supervisor validated it; apply what this worker runs
- * (bh with the given budgets) and answer with what is now in effect. */
+/* SetPolicy: the supervisor validated it; switch every TX queue (the old
+ * policy's timers are cancelled, the new one takes the ring over as it
+ * is: a run is scheduled at once so nothing pending waits) and answer
+ * with what is now in effect. */
 static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
 {
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__PolicySet ps;
 	Vnic__Vmm__Policy now;
+	struct net_policy_params np, got;
 	unsigned pkts, bytes;
 
-	if (!p || (p->mode != VNIC__VMM__MITIGATION__MITIGATION_DEFAULT &&
-		   p->mode != VNIC__VMM__MITIGATION__MITIGATION_BH)) {
-		worker_send_error(w, EOPNOTSUPP, "SetPolicy: only the bh mitigation is implemented");
+	if (!p) {
+		worker_send_error(w, EPROTO, "SetPolicy without a policy");
 		w->exit_code = 1;
 		event_base_loopbreak(w->base);
 		return;
 	}
+	worker_policy_params(p, &np);
 	net_set_budget(w->net, p->budget_packets, p->budget_bytes, &pkts, &bytes);
-	log_info("nic %s: policy bh, budget %u packets / %u bytes per wake-up", w->nic_id, pkts,
-		 bytes);
+	net_set_policy(w->net, &np, &got);
+	for (unsigned j = 1; j < w->nqueues; j += 2)
+		if (w->started && !w->q[j].broken && !w->q[j].tx_blocked)
+			event_add(w->q[j].resched_ev, &zero_tv);
+	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", w->nic_id,
+		 net_policy_find(got.mode)->name, pkts, bytes);
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__policy_set__init(&ps);
 	vnic__vmm__policy__init(&now);
-	now.mode = VNIC__VMM__MITIGATION__MITIGATION_BH;
+	worker_policy_msg(&got, &now);
 	now.budget_packets = pkts;
 	now.budget_bytes = bytes;
 	ps.policy = &now;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET;
 	m.policy_set = &ps;
 	(void)worker_send(w, &m);
+}
+
+void worker_policy_params(const Vnic__Vmm__Policy *p, struct net_policy_params *np)
+{
+	*np = (struct net_policy_params){
+		.mode = p->mode == VNIC__VMM__MITIGATION__MITIGATION_DEFAULT ? NET_POLICY_BH
+									     : (enum net_policy_mode)p->mode,
+		.timer_us = p->timer_us,
+		.poll_us = p->poll_us,
+		.latency_us = p->latency_us,
+		.safety_pct = p->safety_pct,
+		.max_window = p->max_window,
+	};
+	net_policy_fill(np);
+}
+
+void worker_policy_msg(const struct net_policy_params *np, Vnic__Vmm__Policy *p)
+{
+	p->mode = (Vnic__Vmm__Mitigation)np->mode;
+	p->timer_us = np->timer_us;
+	p->poll_us = np->poll_us;
+	p->latency_us = np->latency_us;
+	p->safety_pct = np->safety_pct;
+	p->max_window = np->max_window;
 }
 
 static void worker_stop(struct worker *w)
@@ -405,8 +497,11 @@ int worker_loop_init(struct worker *w)
 
 	if (!cfg)
 		return -ENOMEM;
-	/* One thread: no locking in libevent. */
-	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	/* One thread: no locking in libevent. Precise timers: the TX
+	 * policies' timers are tens to hundreds of microseconds, and epoll's
+	 * millisecond timeout would round them up (libevent then uses a
+	 * timerfd, which the sandbox allows). */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK | EVENT_BASE_FLAG_PRECISE_TIMER);
 	w->base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
 	if (!w->base)
@@ -425,6 +520,11 @@ int worker_loop_init(struct worker *w)
 		wq->resched_ev = evtimer_new(w->base, resched_cb, wq);
 		if (!wq->kick_ev || !wq->resched_ev)
 			return -ENOMEM;
+		if (j & 1u) {
+			wq->policy_ev = evtimer_new(w->base, policy_timer_cb, wq);
+			if (!wq->policy_ev)
+				return -ENOMEM;
+		}
 	}
 	for (unsigned k = 0; k < w->npairs; k++) {
 		struct worker_pair *p = &w->p[k];
@@ -456,7 +556,9 @@ void worker_loop_free(struct worker *w)
 			event_free(w->q[j].kick_ev);
 		if (w->q[j].resched_ev)
 			event_free(w->q[j].resched_ev);
-		w->q[j].kick_ev = w->q[j].resched_ev = NULL;
+		if (w->q[j].policy_ev)
+			event_free(w->q[j].policy_ev);
+		w->q[j].kick_ev = w->q[j].resched_ev = w->q[j].policy_ev = NULL;
 	}
 	for (unsigned k = 0; k < w->npairs; k++) {
 		if (w->p[k].rd_ev)

@@ -1,0 +1,61 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# bench_dpdk_ring.sh VNIC_BENCH [ROUNDS] [SECONDS] [SIZES] - the polling fast path
+# against DPDK, in one run, alternating (both sides poll, the fair case):
+#   vnicd's ring: `vnic-bench ring` mode poll (vring.c device, vring_drv
+#     guest, two processes, the device copies each buffer out);
+#   DPDK: dpdk-testpmd net_vhost (rxonly, the device; it copies each
+#     buffer into an mbuf) fed by dpdk-testpmd net_virtio_user (txonly),
+#     each pinned to one of the two cores, --no-huge; Rx-pps of the vhost
+#     side, median of its 1 s samples after the first.
+# At 64 and 1518 bytes; prints min / median / max Mpps of each and the
+# ratio of the medians, with the load average. Needs dpdk-testpmd (Debian
+# dpdk) and its PMDs. Every process is bounded by timeout(1).
+set -eu
+BENCH=$1 ROUNDS=${2:-3} SECS=${3:-6} SIZES=${4:-64 1518}
+PMDS=$(dirname "$(find /usr/lib -name librte_net_vhost.so -path '*pmds*' | head -n 1)")
+[ -d "$PMDS" ] || { echo "bench_dpdk_ring.sh: no DPDK PMDs (apt-get install dpdk)" >&2; exit 77; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+dpdk_once() { # SIZE -> Mpps on stdout
+	sock=$TMP/vu.$$.$1.sock
+	timeout -k 2 $((SECS + 4)) dpdk-testpmd -l 0,1 --main-lcore 0 --no-pci --no-huge -m 512 \
+		--file-prefix vnbh$$ -d "$PMDS/librte_mempool_ring.so" -d "$PMDS/librte_net_vhost.so" \
+		--vdev "net_vhost0,iface=$sock,queues=1" -- --total-num-mbufs=4096 \
+		--forward-mode=rxonly -a --stats-period 1 >"$TMP/vh.log" 2>&1 </dev/null &
+	vh=$!
+	i=0
+	while [ ! -S "$sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	timeout -k 2 $((SECS + 1)) dpdk-testpmd -l 0,1 --main-lcore 1 --no-pci --no-huge -m 512 \
+		--file-prefix vnbu$$ -d "$PMDS/librte_mempool_ring.so" -d "$PMDS/librte_net_virtio.so" \
+		--vdev "net_virtio_user0,path=$sock,queues=1" -- --total-num-mbufs=4096 \
+		--forward-mode=txonly --txpkts="$1" -a --stats-period 1 >"$TMP/vu.log" 2>&1 </dev/null || true
+	wait $vh 2>/dev/null || true
+	awk '/Rx-pps:/ { if ($2 > 0) v[n++] = $2 } END {
+		if (n < 2) { print 0; exit }
+		m = 0; for (i = 0; i < n - 1; i++) w[m++] = v[i]   # drop the last (partial) sample
+		for (i = 0; i < m; i++) for (j = i + 1; j < m; j++) if (w[j] < w[i]) { t = w[i]; w[i] = w[j]; w[j] = t }
+		printf "%.3f\n", (m % 2 ? w[(m - 1) / 2] : (w[m / 2 - 1] + w[m / 2]) / 2) / 1e6 }' "$TMP/vh.log"
+}
+ring_once() { # SIZE -> Mpps
+	timeout -k 2 $((SECS + 20)) "$BENCH" ring --runs 1 --seconds "$SECS" --sizes "$1" |
+		awk '$2 == "poll" { print $3 }'
+}
+echo "load average at start: $(cat /proc/loadavg)"
+for size in $SIZES; do
+	: >"$TMP/d.$size"
+	: >"$TMP/r.$size"
+	r=0
+	while [ $r -lt "$ROUNDS" ]; do
+		dpdk_once $size >>"$TMP/d.$size"
+		ring_once $size >>"$TMP/r.$size"
+		r=$((r + 1))
+	done
+done
+echo "load average at end:   $(cat /proc/loadavg)"
+stat() { sort -g "$1" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f %.2f", v[1], m, v[NR] }'; }
+printf '%-6s %-26s %-26s %s\n' bytes "DPDK vhost Mpps min/med/max" "vnicd ring poll Mpps" "vnicd/DPDK (medians)"
+for size in $SIZES; do
+	d=$(stat "$TMP/d.$size") v=$(stat "$TMP/r.$size")
+	printf '%-6s %-26s %-26s %s\n' $size "$d" "$v" "$(echo "$d $v" | awk '{ if ($2 > 0) printf "%.2f", $5 / $2; else print "-" }')"
+done
