@@ -641,6 +641,99 @@ out:
 	return rc;
 }
 
+int vnic_add_vhost_user(struct vnic_conn *c, const struct vnic_vhost_user_config *cfg,
+			char *ifname, size_t ifname_len, char *err, size_t errlen)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__AddVhostUser a;
+	Vnic__Vmm__TapBackend tap;
+	Vnic__Vmm__Policy pol;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char idbuf[128], pathbuf[128], tapbuf[64], nsbuf[128];
+	uint8_t mac[6];
+	int rc;
+
+	if (!cfg || !cfg->id || !cfg->path)
+		return set_err(c, -EINVAL, "vnic_add_vhost_user: no id or path");
+	vnic__vmm__request__init(&req);
+	vnic__vmm__add_vhost_user__init(&a);
+	vnic__vmm__tap_backend__init(&tap);
+	vnic__vmm__policy__init(&pol);
+	snprintf(idbuf, sizeof(idbuf), "%s", cfg->id);
+	snprintf(pathbuf, sizeof(pathbuf), "%s", cfg->path);
+	snprintf(tapbuf, sizeof(tapbuf), "%s", cfg->tap_name ? cfg->tap_name : "");
+	snprintf(nsbuf, sizeof(nsbuf), "%s", cfg->netns ? cfg->netns : "");
+	a.id = idbuf;
+	a.path = pathbuf;
+	a.server = cfg->server;
+	tap.name = tapbuf;
+	tap.netns = nsbuf;
+	a.tap = &tap;
+	if (cfg->mac_set) {
+		memcpy(mac, cfg->mac, 6);
+		a.mac.data = mac;
+		a.mac.len = 6;
+	}
+	a.mtu = cfg->mtu;
+	pol.mode = (Vnic__Vmm__Mitigation)cfg->policy.mode;
+	pol.timer_us = cfg->policy.timer_us;
+	pol.poll_us = cfg->policy.poll_us;
+	pol.budget_packets = cfg->policy.budget_packets;
+	pol.budget_bytes = cfg->policy.budget_bytes;
+	pol.latency_us = cfg->policy.latency_us;
+	pol.safety_pct = cfg->policy.safety_pct;
+	pol.max_window = cfg->policy.max_window;
+	a.policy = &pol;
+	req.body_case = VNIC__VMM__REQUEST__BODY_ADD_VHOST_USER;
+	req.add_vhost_user = &a;
+	rc = call(c, &req, NULL, 0, c->timeout_ms, &m);
+	if (rc == 0) {
+		rc = reply_code(c, m->reply, "AddVhostUser");
+		if (rc == 0 && ifname && ifname_len &&
+		    m->reply->body_case == VNIC__VMM__REPLY__BODY_ADD_VHOST_USER)
+			snprintf(ifname, ifname_len, "%s", m->reply->add_vhost_user->ifname);
+		wire_vmm_free(m);
+	}
+	evq_deliver(c);
+	if (err && errlen)
+		snprintf(err, errlen, "%s", c->err);
+	return rc;
+}
+
+int vnic_remove_endpoint(struct vnic_conn *c, const char *id, uint32_t deadline_ms,
+			 uint64_t *latency_us)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__RemoveEndpoint rm;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char idbuf[128];
+	unsigned wait;
+	int rc;
+
+	if (!id)
+		return set_err(c, -EINVAL, "vnic_remove_endpoint: no id");
+	vnic__vmm__request__init(&req);
+	vnic__vmm__remove_endpoint__init(&rm);
+	snprintf(idbuf, sizeof(idbuf), "%s", id);
+	rm.id = idbuf;
+	rm.deadline_ms = deadline_ms;
+	req.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_ENDPOINT;
+	req.remove_endpoint = &rm;
+	wait = (deadline_ms ? deadline_ms : 5000) + 5000;
+	if (wait < c->timeout_ms)
+		wait = c->timeout_ms;
+	rc = call(c, &req, NULL, 0, wait, &m);
+	if (rc)
+		goto out;
+	rc = reply_code(c, m->reply, "RemoveEndpoint");
+	if (latency_us && m->reply->body_case == VNIC__VMM__REPLY__BODY_REMOVE_ENDPOINT)
+		*latency_us = m->reply->remove_endpoint->unplug_latency_us;
+	wire_vmm_free(m);
+out:
+	evq_deliver(c);
+	return rc;
+}
+
 int vnic_set_policy(struct vnic_conn *c, const char *id, const struct vnic_policy *p)
 {
 	Vnic__Vmm__Request req;
@@ -731,6 +824,14 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 	d->worker_uid = s->worker_uid;
 	d->worker_gid = s->worker_gid;
 	d->mtu = s->mtu;
+	copy_str(d->vhost_path, sizeof(d->vhost_path), s->vhost_path);
+	copy_str(d->vhost_mode, sizeof(d->vhost_mode), s->vhost_mode);
+	copy_str(d->vhost_state, sizeof(d->vhost_state), s->vhost_state);
+	copy_str(d->vhost_last_error, sizeof(d->vhost_last_error), s->vhost_last_error);
+	d->vhost_connects = s->vhost_connects;
+	d->vhost_messages = s->vhost_messages;
+	d->vhost_rejected = s->vhost_rejected;
+	d->vhost_reconfigs = s->vhost_reconfigs;
 	for (size_t i = 0; i < s->n_queues && i < VNIC_MAX_QUEUES; i++) {
 		const Vnic__Vmm__QueueStatus *q = s->queues[i];
 		struct vnic_queue_status *o = &d->queues[d->nqueues++];

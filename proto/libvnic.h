@@ -238,6 +238,39 @@ int vnic_set_policy(struct vnic_conn *conn, const char *id, const struct vnic_po
 int vnic_remove_nic(struct vnic_conn *conn, const char *id, uint32_t deadline_ms,
 		    struct vnic_remove_result *ret);
 
+/* A vhost-user endpoint: vnicd is the vhost-user back end on @path. */
+struct vnic_vhost_user_config {
+	const char *id;             /* as vnic_nic_config's */
+	const char *path;           /* absolute unix socket path, < 108 bytes */
+	bool server;                /* true: vnicd listens; false: vnicd connects (and reconnects) */
+	const char *tap_name;       /* NULL/"": the kernel chooses (tapN) */
+	const char *netns;          /* NULL/"": vnicd's own; else an existing /run/netns/<netns> */
+	bool mac_set;               /* false: a locally administered MAC derived from the id */
+	uint8_t mac[6];
+	uint32_t mtu;               /* 0: 1500 */
+	struct vnic_policy policy;
+};
+
+/*
+ * vnic_add_vhost_user - create a vhost-user endpoint. Server mode: answered
+ * once @path accepts connections. The endpoint does not belong to this
+ * connection: it lives until vnic_remove_endpoint, and across vnicd
+ * restarts (vnicd's state directory).
+ * @ifname, @ifname_len: the tap's name (may be NULL/0).
+ * Returns: 0, a negative errno, or a positive status code
+ * (VNIC_STATUS_ALREADY_EXISTS, VNIC_STATUS_INVALID_ARGUMENT, ...).
+ */
+int vnic_add_vhost_user(struct vnic_conn *conn, const struct vnic_vhost_user_config *cfg,
+			char *ifname, size_t ifname_len, char *err, size_t errlen);
+
+/*
+ * vnic_remove_endpoint - remove a vhost-user endpoint: the front end is
+ * disconnected and the worker reaped before the answer.
+ * Returns: 0, a negative errno, VNIC_STATUS_NOT_FOUND, ...
+ */
+int vnic_remove_endpoint(struct vnic_conn *conn, const char *id, uint32_t deadline_ms,
+			 uint64_t *latency_us);
+
 enum vnic_nic_state {
 	VNIC_NIC_UNSPECIFIED = 0,
 	VNIC_NIC_STARTING = 1,
@@ -281,6 +314,13 @@ struct vnic_nic_status {
 	uint32_t policy_switches; /* SetPolicy requests its workers applied */
 	unsigned nqueues;
 	struct vnic_queue_status queues[VNIC_MAX_QUEUES];
+	/* vhost-user endpoints only (vhost_path[0] == 0 otherwise). An
+	 * endpoint with no worker is STARTING with pid 0. */
+	char vhost_path[108];
+	char vhost_mode[8];          /* "server" or "client" */
+	char vhost_state[16];        /* listening, connecting, negotiating, running, stopping */
+	uint64_t vhost_connects, vhost_messages, vhost_rejected, vhost_reconfigs;
+	char vhost_last_error[192];
 	/* Owner and device (since 0.1.0's admin fields, NicStatus 20-29). */
 	int32_t owner_pid;   /* the owning connection's peer pid; 0: no owner connected */
 	uint32_t owner_uid;  /* its uid, when owner_pid != 0 */

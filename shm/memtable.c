@@ -45,7 +45,7 @@ static int cmp_by_gpa(const void *a, const void *b, void *arg)
 }
 
 /* One region on its own: sizes, overflow, and the fd it names. */
-static int check_region(const struct memtable_region_desc *r, unsigned i,
+static int check_region(const struct memtable_region_desc *r, unsigned i, unsigned flags,
 			char *err, size_t errlen)
 {
 	struct stat st;
@@ -84,18 +84,19 @@ static int check_region(const struct memtable_region_desc *r, unsigned i,
 	 * memfd, and guarantees it cannot be truncated under the worker
 	 * (which would kill it with SIGBUS: TESTPLAN F2). */
 	seals = fcntl(r->fd, F_GET_SEALS);
-	if (seals < 0) {
+	if (flags & MEMTABLE_UNSEALED_OK) {
+		/* Sealed or not: only the size check below applies. */
+	} else if (seals < 0) {
 		set_err(err, errlen, "region %u: fd %d is not a memfd (it cannot be sealed)", i, r->fd);
 		return -EINVAL;
-	}
-	if (!(seals & F_SEAL_SHRINK)) {
+	} else if (!(seals & F_SEAL_SHRINK)) {
 		set_err(err, errlen, "region %u: memfd is not sealed against shrinking (F_SEAL_SHRINK)", i);
 		return -EINVAL;
 	}
 	/* The worker maps it PROT_READ|PROT_WRITE, MAP_SHARED (issue 11 item
 	 * 6): a write seal or a read-only file makes that mmap fail, so refuse
 	 * it here, before a worker is started for nothing. */
-	if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+	if (seals > 0 && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) {
 		set_err(err, errlen, "region %u: memfd is sealed against writing (%s): guest memory "
 			"must be mappable read/write shared", i,
 			seals & F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
@@ -118,7 +119,7 @@ static int check_region(const struct memtable_region_desc *r, unsigned i,
 
 /* Validate every region, then the whole set; on success *ret_order holds
  * the indices sorted by gpa (caller frees). */
-static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
+static int validate_sorted(const struct memtable_region_desc *d, unsigned n, unsigned flags,
 			   unsigned **ret_order, char *err, size_t errlen)
 {
 	unsigned *order;
@@ -134,7 +135,7 @@ static int validate_sorted(const struct memtable_region_desc *d, unsigned n,
 		return -E2BIG;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		r = check_region(&d[i], i, err, errlen);
+		r = check_region(&d[i], i, flags, err, errlen);
 		if (r < 0)
 			return r;
 	}
@@ -183,43 +184,68 @@ int memtable_check_pages(const struct memtable_region_desc *d, unsigned n,
 	return 0;
 }
 
-int memtable_validate(const struct memtable_region_desc *d, unsigned n,
-		      char *err, size_t errlen)
+int memtable_validate_flags(const struct memtable_region_desc *d, unsigned n, unsigned flags,
+			    char *err, size_t errlen)
 {
 	unsigned *order = NULL;
-	int r = validate_sorted(d, n, &order, err, errlen);
+	int r = validate_sorted(d, n, flags, &order, err, errlen);
 
 	free(order);
 	return r;
 }
 
+int memtable_validate(const struct memtable_region_desc *d, unsigned n,
+		      char *err, size_t errlen)
+{
+	return memtable_validate_flags(d, n, 0, err, errlen);
+}
+
 /* Map one region with a PROT_NONE guard page on each side. */
+/* The mapping granule of fd: the page, or the huge page of a hugetlbfs
+ * file (its st_blksize; fstat is allowed where fstatfs is not), which
+ * mmap requires for address, offset and length. */
+static size_t map_granule(int fd)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && st.st_blksize > (blksize_t)page &&
+	    st.st_blksize <= (blksize_t)(1 << 30) && !(st.st_blksize & (st.st_blksize - 1)))
+		return (size_t)st.st_blksize;
+	return page;
+}
+
+/* Map one region with an inaccessible guard (at least one granule) on
+ * each side. */
 static int map_region(const struct memtable_region_desc *d, struct mem_region *m,
 		      char *err, size_t errlen, unsigned i)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t aligned_off = d->offset & ~(uint64_t)(page - 1);
+	size_t gran = map_granule(d->fd);
+	uint64_t aligned_off = d->offset & ~(uint64_t)(gran - 1);
 	uint64_t delta = d->offset - aligned_off;
 	uint64_t len = delta + d->size;
 	size_t maplen, total;
-	uint8_t *base;
+	uint8_t *base, *start;
 	void *p;
 
 	/* Sizes were bounded by the memfd's real size in check_region. */
-	len = (len + page - 1) & ~(uint64_t)(page - 1);
-	if (len > SIZE_MAX - 2 * page) {
+	len = (len + gran - 1) & ~(uint64_t)(gran - 1);
+	if (len > SIZE_MAX - 3 * gran) {
 		set_err(err, errlen, "region %u: too large to map", i);
 		return -ENOMEM;
 	}
 	maplen = (size_t)len;
-	total = maplen + 2 * page;
+	/* Room to align the start to the granule with a guard before it
+	 * and after it. */
+	total = maplen + (gran == (size_t)sysconf(_SC_PAGESIZE) ? 2 : 3) * gran;
 	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (base == MAP_FAILED) {
 		set_err(err, errlen, "region %u: reserving %zu bytes: %s", i, total, strerror(errno));
 		return -ENOMEM;
 	}
+	start = (uint8_t *)(((uintptr_t)base + gran + gran - 1) & ~(uintptr_t)(gran - 1));
 	/* Never PROT_EXEC: guest memory is data to the device. */
-	p = mmap(base + page, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+	p = mmap(start, maplen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		 d->fd, (off_t)aligned_off);
 	if (p == MAP_FAILED) {
 		int e = errno;
@@ -230,7 +256,7 @@ static int map_region(const struct memtable_region_desc *d, struct mem_region *m
 	}
 	m->gpa = d->gpa;
 	m->size = d->size;
-	m->hva = base + page + delta;
+	m->hva = start + delta;
 	m->map_base = base;
 	m->map_len = total;
 	return 0;
@@ -239,11 +265,17 @@ static int map_region(const struct memtable_region_desc *d, struct mem_region *m
 int memtable_map(const struct memtable_region_desc *d, unsigned n,
 		 struct memtable **ret_mt, char *err, size_t errlen)
 {
+	return memtable_map_flags(d, n, 0, ret_mt, err, errlen);
+}
+
+int memtable_map_flags(const struct memtable_region_desc *d, unsigned n, unsigned flags,
+		       struct memtable **ret_mt, char *err, size_t errlen)
+{
 	struct memtable *mt;
 	unsigned *order = NULL;
 	int r;
 
-	r = validate_sorted(d, n, &order, err, errlen);
+	r = validate_sorted(d, n, flags, &order, err, errlen);
 	if (r < 0)
 		return r;
 	mt = calloc(1, sizeof(*mt) + n * sizeof(mt->r[0]));

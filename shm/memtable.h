@@ -94,6 +94,17 @@ int memtable_check_pages(const struct memtable_region_desc *d, unsigned n,
 int memtable_map(const struct memtable_region_desc *d, unsigned n,
 		 struct memtable **ret_mt, char *err, size_t errlen);
 
+/* vhost-user front ends (DPDK virtio-user) pass unsealed memfds and
+ * hugetlbfs files. With this flag a region's fd need not carry
+ * F_SEAL_SHRINK (nor be a memfd at all): the caller has checked what it
+ * is; a front end that shrinks it then kills the process that maps it
+ * with SIGBUS (for vnicd: that NIC's worker only). */
+#define MEMTABLE_UNSEALED_OK 1u
+int memtable_validate_flags(const struct memtable_region_desc *d, unsigned n, unsigned flags,
+			    char *err, size_t errlen);
+int memtable_map_flags(const struct memtable_region_desc *d, unsigned n, unsigned flags,
+		       struct memtable **ret_mt, char *err, size_t errlen);
+
 /* memtable_free - unmap every region and free the table. Accepts NULL.
  * Returns: NULL. */
 struct memtable *memtable_free(struct memtable *mt);

@@ -228,6 +228,11 @@ void vring_set_base(struct vring *vq, uint16_t idx)
 	vq->inflight = 0;
 }
 
+uint16_t vring_guest_used_idx(const struct vring *vq)
+{
+	return vring_load16(&vq->used->idx);
+}
+
 /* Snapshot descriptor i of a table (the ring's or an indirect one, which
  * need not be aligned) into host byte order. One read of guest memory. */
 static void vring_desc_fetch(const uint8_t *table, unsigned i, struct vring_desc *d)

@@ -36,6 +36,7 @@
 
 #include "inflight.h"
 #include "memtable.h"
+#include "virtio_net.h"
 
 /* Spec 2.7: queue size is a power of 2, at most 32768. */
 #define VRING_MAX_SIZE 32768u
@@ -49,10 +50,7 @@
 #define VRING_AVAIL_F_NO_INTERRUPT 1u
 #define VRING_USED_F_NO_NOTIFY     1u
 
-/* Feature bits (spec 6). */
-#define VIRTIO_F_INDIRECT_DESC 28
-#define VIRTIO_F_EVENT_IDX     29
-#define VIRTIO_F_VERSION_1     32
+/* Feature bits (spec 6): virtio_net.h. */
 
 /* writev/readv take at most this many iovecs (UIO_MAXIOV). */
 #define VRING_CHAIN_MAX_IOV 1024u
@@ -197,6 +195,10 @@ int vring_init(struct vring *vq, const struct memtable *mt, unsigned num,
 /* vring_set_base - resume at index idx (vhost-user SET_VRING_BASE): both
  * last_avail_idx and used_idx start there, nothing in flight. */
 void vring_set_base(struct vring *vq, uint16_t idx);
+
+/* vring_guest_used_idx - used->idx as guest memory says now (one read;
+ * a hint for vhost-user resumption, never trusted beyond 16 bits). */
+uint16_t vring_guest_used_idx(const struct vring *vq);
 
 /*
  * vring_pop - take the next available chain.

@@ -91,10 +91,14 @@ void admin_fill_status(const struct nic *n, Vnic__Vmm__NicStatus *ns, struct adm
 	snprintf(b->tap_name, sizeof(b->tap_name), "%s",
 		 n->backend == NIC_BACKEND_TAP || n->backend == NIC_BACKEND_TAP_FD ? n->ifname : "");
 	memcpy(b->mac, n->mac, sizeof(b->mac));
-	if (n->conn) {
-		ns->owner_pid = (int32_t)n->conn->pid;
-		ns->owner_uid = (uint32_t)n->conn->uid;
+	if (n->ops == &vmm_nic_owner && n->owner) {
+		const struct vmm_conn *c = n->owner;
+
+		ns->owner_pid = (int32_t)c->pid;
+		ns->owner_uid = (uint32_t)c->uid;
 	}
+	/* A vhost-user endpoint's NIC: vmm_handlers.c's fill_vhost_status
+	 * sets owner_path to the endpoint's socket afterwards. */
 	ns->owner_path = b->owner_path;
 	ns->backend = b->backend;
 	ns->tap_name = b->tap_name;

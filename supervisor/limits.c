@@ -97,7 +97,7 @@ int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nfds, cha
 
 	TAILQ_FOREACH(n, &s->nics, link) {
 		all_fds += nic_vmm_fds(n);
-		if (n->conn == c) {
+		if (c && n->owner == (const void *)c) {
 			conn_fds += nic_vmm_fds(n);
 			conn_nics++;
 		}

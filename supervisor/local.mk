@@ -1,26 +1,32 @@
-# supervisor/: vnicd, the privileged daemon. The pieces with no libevent
-# (validation, tap, worker spawn) form a convenience library that the
+# supervisor/: vnicd, the privileged daemon. Validation, tap, worker spawn
+# and the NIC core (nic.c, monitor.c: a NIC, its worker and its owner
+# callbacks, no control protocol) form a convenience library that the
 # tests link directly.
 noinst_LTLIBRARIES += libvnicsup.la
 libvnicsup_la_SOURCES = \
 	supervisor/validate.c supervisor/validate.h \
 	supervisor/nic_state.c supervisor/nic_state.h \
 	supervisor/tap.c supervisor/tap.h \
-	supervisor/worker_spawn.c supervisor/worker_spawn.h
-libvnicsup_la_LIBADD = libvnicshm.la
+	supervisor/worker_spawn.c supervisor/worker_spawn.h \
+	supervisor/nic.c supervisor/monitor.c supervisor/supervisor.h \
+	supervisor/limits.c supervisor/watchdog.c \
+	supervisor/pbconv.c supervisor/pbconv.h \
+	supervisor/vhost_user.c supervisor/vhost_user.h \
+	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h \
+	supervisor/uidrange.c supervisor/uidrange.h \
+	supervisor/nic_log.c
+libvnicsup_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+libvnicsup_la_LIBADD = libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) \
+	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
 
 # In the build tree at $(builddir)/supervisor/vnicd (tests run it there).
 sbin_PROGRAMS += supervisor/vnicd
 supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
-	supervisor/nic.c supervisor/monitor.c \
 	supervisor/admin.c supervisor/admin.h \
 	supervisor/daemon.c supervisor/daemon.h \
-	supervisor/sdnotify.c supervisor/sdnotify.h \
-	supervisor/uidrange.c supervisor/uidrange.h \
-	supervisor/nic_log.c \
-	supervisor/limits.c supervisor/watchdog.c
+	supervisor/sdnotify.c supervisor/sdnotify.h
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)
@@ -42,3 +48,12 @@ libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^v
 # Generated headers first under make -j (wire.h includes them).
 $(supervisor_vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 
+
+# QEMU "Backend program conventions": a description file for management
+# tools (docs/interop/vhost-user.json), with the installed path of vnicd.
+qemuvhostdir = $(datadir)/qemu/vhost-user
+qemuvhost_DATA = data/50-vnicd.json
+EXTRA_DIST += data/50-vnicd.json.in
+CLEANFILES += data/50-vnicd.json
+data/50-vnicd.json: $(top_srcdir)/data/50-vnicd.json.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) data && sed 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/data/50-vnicd.json.in > $@

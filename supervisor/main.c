@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #include "sdnotify.h"
 #include "supervisor.h"
 #include "version.h"
+#include "vhost_user.h"
 
 #ifndef VNICD_WORKER_PATH
 #define VNICD_WORKER_PATH "/usr/local/libexec/vnicd/vnicd-worker"
@@ -48,7 +50,8 @@ static void usage(FILE *f)
 		"usage: vnicd [--socket PATH] [--foreground] [--group NAME]\n"
 		"             [--log-level error|warn|info|debug] [--worker PATH]\n"
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
-		"             [--inflight=on|off] [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
+		"             [--inflight=on|off] [--state-dir DIR] [--print-capabilities]\n"
+		"             [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
@@ -64,6 +67,9 @@ static void usage(FILE *f)
 		"                    one more death leaves the NIC FAILED (default %d)\n"
 		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
 		"                    or repeat chains in flight (for measuring its cost; default on)\n"
+		"  --state-dir DIR   vhost-user endpoints are saved there and re-created at start\n"
+		"                    (default: \"endpoints\" beside the socket; \"\": not saved)\n"
+		"  --print-capabilities  vhost-user back-end capabilities (JSON), then exit\n"
 		"  --config PATH     configuration file, read at start and on SIGHUP\n"
 		"                    (default %s when it exists)\n"
 		"  --version         print the version and exit\n",
@@ -192,7 +198,7 @@ static void daemonize(void)
 		close(fd);
 }
 
-void sup_maybe_exit(struct sup *s)
+static void sup_maybe_exit(struct sup *s)
 {
 	if (s->shutting_down && s->nnics == 0) {
 		log_info("every worker is reaped: exiting");
@@ -240,6 +246,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	s->ev_shutdown = evtimer_new(s->base, shutdown_backstop_cb, s);
 	if (s->ev_shutdown)
 		evtimer_add(s->ev_shutdown, &tv);
+	vu_shutdown(s);
 	TAILQ_FOREACH_SAFE(n, &s->nics, link, tmp)
 		nic_stop(n, SUP_SHUTDOWN_STOP_MS, "shutdown");
 	sup_maybe_exit(s);
@@ -342,6 +349,8 @@ int main(int argc, char **argv)
 		{ "sandbox", required_argument, NULL, 'S' },
 		{ "restart-max", required_argument, NULL, 'R' },
 		{ "inflight", required_argument, NULL, 'I' },
+		{ "state-dir", required_argument, NULL, 'D' },
+		{ "print-capabilities", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'C' },
@@ -351,7 +360,8 @@ int main(int argc, char **argv)
 	struct sup s;
 	struct event_config *cfg;
 	enum log_level level = LOG_LEVEL_INFO;
-	bool foreground = false;
+	bool foreground = false, state_dir_set = false;
+	char state_dir[PATH_MAX];
 	struct vmm_conn *c;
 	char err[320];
 	int opt, nlisten;
@@ -453,6 +463,8 @@ int main(int argc, char **argv)
 			s.restart_max = (unsigned)v;
 			break;
 		}
+		case 'D': state_dir_set = true; s.state_dir = optarg[0] ? optarg : NULL; break;
+		case 'P': vu_print_capabilities(); return 0;
 		case 'h': usage(stdout); return 0;
 		case 'V': return vnic_print_version("vnicd");
 		default: usage(stderr); return 2;
@@ -461,6 +473,15 @@ int main(int argc, char **argv)
 	if (optind != argc) {
 		usage(stderr);
 		return 2;
+	}
+	if (!state_dir_set) {
+		/* Beside the control socket: /run/vnicd/endpoints by default. */
+		const char *slash = strrchr(s.socket_path, '/');
+		int dl = slash ? (int)(slash - s.socket_path) : 1;
+
+		snprintf(state_dir, sizeof(state_dir), "%.*s/endpoints", dl,
+			 slash ? s.socket_path : ".");
+		s.state_dir = state_dir;
 	}
 	/* stderr until vnicd detaches: every error before that is seen;
 	 * under systemd (stderr is the journal) the journal from the start. */
@@ -513,6 +534,7 @@ int main(int argc, char **argv)
 		fatalx("event_config_new failed");
 	/* Single thread: no locking in libevent. */
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	s.nic_gone = sup_maybe_exit;
 	s.base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
 	if (!s.base)
@@ -537,12 +559,14 @@ int main(int argc, char **argv)
 		 "inflight %s)", s.socket_path, s.worker_path, err, s.sandbox_off ? "OFF" : "on",
 		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
 
+	vu_init(&s);
 	sdnotify_ready(&s);
 	event_base_dispatch(s.base);
 
 	while ((c = TAILQ_FIRST(&s.conns)))
 		vmm_conn_free(c);
 	nic_free_all(&s);
+	vu_free_all(&s);
 	if (s.listen_fd >= 0) {
 		close(s.listen_fd);
 		if (!s.socket_activated)

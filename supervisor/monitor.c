@@ -82,7 +82,7 @@ static int mon_queue_broken(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 		snprintf(n->last_error, sizeof(n->last_error), "queue %s broken: %s",
 			 nic_queue_name(nic_queue_slot(b->queue)), b->reason);
 	}
-	vmm_event_queue_needs_reset(n, b->queue, b->reason);
+	nic_notify_queue_reset(n, b->queue, b->reason);
 	return 0;
 }
 
@@ -147,7 +147,7 @@ static int mon_policy_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	n->policy_switches++;
 	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", n->id,
 		 nic_policy_name(n->policy.mode), p->budget_packets, p->budget_bytes);
-	vmm_reply_set_policy(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+	nic_notify_policy_set(n, NIC_RES_OK, NULL);
 	return 0;
 }
 

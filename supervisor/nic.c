@@ -45,6 +45,7 @@
 
 #include "fault.h"
 #include "inflight.h"
+#include "pbconv.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "tap.h"
@@ -86,9 +87,56 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why)
 	/* The owner hears of every change once AddNic was answered OK
 	 * (before that the AddNic reply is the news, and a NIC whose AddNic
 	 * failed never existed for the VMM). */
-	if (n->announced)
-		vmm_event_state_changed(n, old, st, why);
+	if (n->announced && n->ops->state_changed)
+		n->ops->state_changed(n, old, st, why);
 	return 0;
+}
+
+/* ------------------------------------------------ telling the owner */
+
+static void nic_notify_added(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->add_pending)
+		return;
+	n->add_pending = false;
+	if (n->owner && n->ops->added)
+		n->ops->added(n, r, error);
+}
+
+void nic_notify_removed(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->remove_pending)
+		return;
+	n->remove_pending = false;
+	if (n->owner && n->ops->removed)
+		n->ops->removed(n, r, error);
+}
+
+void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->policy_pending)
+		return;
+	n->policy_pending = false;
+	if (n->policy_conn_id && n->sup->admin_policy_set)
+		n->sup->admin_policy_set(n, r, error); /* vnicctl set-policy (admin.c) */
+	else if (n->owner && n->ops->policy_set)
+		n->ops->policy_set(n, r, error);
+	/* Whoever asked, an owner that re-creates its NIC (a vhost-user
+	 * endpoint on a new memory table) must start the next one with it. */
+	if (r == NIC_RES_OK && n->owner && n->ops->policy_changed)
+		n->ops->policy_changed(n);
+}
+
+static void nic_notify_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
+{
+	if (n->owner && n->ops->failed)
+		n->ops->failed(n, sig, exit_status, syscall_nr);
+}
+
+void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason)
+{
+	if (n->owner && n->ops->queue_reset)
+		n->ops->queue_reset(n, queue, reason);
 }
 
 static void close_fd(int *fd)
@@ -181,8 +229,11 @@ static void nic_remove(struct nic *n, const char *why)
 	nic_set_state(n, NIC_GONE, why);
 	TAILQ_REMOVE(&s->nics, n, link);
 	s->nnics--;
+	if (n->ops->gone)
+		n->ops->gone(n);
 	nic_free(n);
-	sup_maybe_exit(s);
+	if (s->nic_gone)
+		s->nic_gone(s);
 }
 
 uint64_t nic_uptime_s(const struct nic *n)
@@ -347,7 +398,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	fds[nfds++] = n->stats_fd;
 	if (n->inflight_fd >= 0)
 		fds[nfds++] = n->inflight_fd;
-	nic_policy_to_pb(&n->policy, &pol);
+	pbconv_policy_to(&n->policy, &pol);
 
 	cfg.nic_id = n->id;
 	cfg.features = n->features;
@@ -367,6 +418,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	 * rings (and recovers what the inflight region says was in flight). */
 	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
 	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
+	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
+	cfg.base_from_used_idx = n->base_from_used_idx;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -430,33 +483,6 @@ void nic_policy_resolve(struct nic_policy *p)
 		p->budget_packets = 256; /* vhost-net's weights */
 	if (p->budget_bytes == 0)
 		p->budget_bytes = 512 * 1024;
-}
-
-void nic_policy_from_pb(const Vnic__Vmm__Policy *pb, struct nic_policy *p)
-{
-	*p = (struct nic_policy){ 0 };
-	if (!pb)
-		return;
-	p->mode = (uint32_t)pb->mode;
-	p->timer_us = pb->timer_us;
-	p->poll_us = pb->poll_us;
-	p->budget_packets = pb->budget_packets;
-	p->budget_bytes = pb->budget_bytes;
-	p->latency_us = pb->latency_us;
-	p->safety_pct = pb->safety_pct;
-	p->max_window = pb->max_window;
-}
-
-void nic_policy_to_pb(const struct nic_policy *p, Vnic__Vmm__Policy *pb)
-{
-	pb->mode = (Vnic__Vmm__Mitigation)p->mode;
-	pb->timer_us = p->timer_us;
-	pb->poll_us = p->poll_us;
-	pb->budget_packets = p->budget_packets;
-	pb->budget_bytes = p->budget_bytes;
-	pb->latency_us = p->latency_us;
-	pb->safety_pct = p->safety_pct;
-	pb->max_window = p->max_window;
 }
 
 /* last_error, truncated to fit (a long reason loses its tail, never the
@@ -543,7 +569,7 @@ static int nic_launch(struct nic *n)
 	return 0;
 }
 
-int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
+int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen)
 {
@@ -556,7 +582,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 		return -ENOMEM;
 	}
 	n->sup = s;
-	n->conn = c;
+	n->ops = ops;
+	n->owner = owner;
 	n->state = NIC_STARTING;
 	n->backend_fd = -1;
 	n->stats_fd = -1;
@@ -573,6 +600,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	n->policy = spec->policy;
 	nic_policy_resolve(&n->policy);
 	n->backend = spec->backend;
+	n->memory_unsealed_ok = spec->memory_unsealed_ok;
+	n->base_from_used_idx = spec->base_from_used_idx;
 	snprintf(n->netns, sizeof(n->netns), "%s", spec->netns);
 	n->regions = calloc(spec->nregions, sizeof(*n->regions));
 	n->ev_timer = evtimer_new(s->base, nic_timer_cb, n);
@@ -614,7 +643,8 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 	n->nregions = spec->nregions;
 	for (unsigned i = 0; i < spec->nregions; i++) {
 		n->regions[i] = spec->regions[i];
-		fds->fd[i] = -1;
+		if (fds)
+			fds->fd[i] = -1;
 	}
 	for (unsigned j = 0; j < spec->nqueues; j++) {
 		struct nic_queue *q = nic_vq(n, spec->queues[j].index);
@@ -628,12 +658,15 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 		q->avail_idx = spec->queues[j].avail_idx;
 		q->kick_fd = spec->queues[j].kick_fd;
 		q->call_fd = spec->queues[j].call_fd;
-		fds->fd[wire_fd_kick(lay, j)] = -1;
-		fds->fd[wire_fd_call(lay, j)] = -1;
+		if (fds) {
+			fds->fd[wire_fd_kick(lay, j)] = -1;
+			fds->fd[wire_fd_call(lay, j)] = -1;
+		}
 	}
 	if (spec->backend != NIC_BACKEND_TAP) {
 		n->backend_fd = spec->backend_fd;
-		fds->fd[lay->backend] = -1;
+		if (fds)
+			fds->fd[lay->backend] = -1;
 	}
 	n->add_pending = true;
 	n->add_req = request_id;
@@ -655,7 +688,7 @@ int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
 out_async:
 	log_warn("nic %s: start failed: %s", n->id, n->last_error);
 	nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
-	vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
+	nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
 	nic_remove(n, "start failed");
 	return 0;
 out_free:
@@ -720,14 +753,14 @@ void nic_free_all(struct sup *s)
 	}
 }
 
-void nic_detach_conn(struct sup *s, struct vmm_conn *c)
+void nic_detach_owner(struct sup *s, void *owner)
 {
 	struct nic *n, *tmp;
 
 	TAILQ_FOREACH_SAFE(n, &s->nics, link, tmp) {
-		if (n->conn != c)
+		if (n->owner != owner)
 			continue;
-		n->conn = NULL;
+		n->owner = NULL;
 		n->add_pending = false;
 		n->remove_pending = false;
 		n->policy_pending = false;
@@ -793,7 +826,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 			nic_errorf(n, "restart limit reached (%u restarts within %d s), not "
 				   "restarting; last: %s", limit, SUP_RESTART_WINDOW_MS / 1000, prev);
 		nic_set_state(n, NIC_FAILED, n->last_error);
-		vmm_event_nic_failed(n, sig, exit_status, syscall_nr);
+		nic_notify_failed(n, sig, exit_status, syscall_nr);
 		return;
 	}
 	n->deaths[n->ndeaths++] = now;
@@ -805,7 +838,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 	else
 		log_info("nic %s: still RESTARTING: %s", n->id, why);
 	/* The state change first, then the death's details (as for FAILED). */
-	vmm_event_nic_failed(n, sig, exit_status, syscall_nr);
+	nic_notify_failed(n, sig, exit_status, syscall_nr);
 	if (delay == 0)
 		nic_restart_now(n);
 	else
@@ -855,7 +888,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 			 (unsigned long long)n->start_us, sandboxed ? "" : " (NOT sandboxed)");
 		/* The reply first: the VMM learns of the NIC, then of its
 		 * state changes. */
-		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+		nic_notify_added(n, NIC_RES_OK, NULL);
 		n->announced = true;
 		nic_set_state(n, NIC_RUNNING, why);
 		return 0;
@@ -866,7 +899,8 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 		 n->restarts, (int)n->w.pid, (unsigned long long)n->restart_us,
 		 sandboxed ? "" : " (NOT sandboxed)");
 	nic_set_state(n, NIC_RUNNING, why);
-	vmm_event_nic_restarted(n);
+	if (n->owner && n->ops->restarted)
+		n->ops->restarted(n);
 	return 0;
 }
 
@@ -946,7 +980,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	nic_worker_release(n);
 	/* A SetPolicy the dead worker never confirmed: n->policy already
 	 * holds it, so a replacement starts with it; say exactly that. */
-	vmm_reply_set_policy(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+	nic_notify_policy_set(n, NIC_RES_UNAVAILABLE,
 			     "the worker exited before it confirmed the policy; a restarted "
 			     "worker starts with the new policy");
 	/* How it ended, then why (ours or its own words). */
@@ -957,7 +991,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 		nic_errorf(n, "%s%s before it was ready%s%s", syscall_nr >= 0 ? "" : "worker ", desc,
 			   prev[0] ? ": " : "", prev);
 		nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
-		vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
+		nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
 		nic_remove(n, n->last_error);
 		break;
 	case NIC_RUNNING:
@@ -980,17 +1014,17 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 		 * before the reply that says they are free (guarantee 1). */
 		nic_close_vmm_fds(n);
 		if (n->add_pending) {
-			vmm_reply_add_nic(n, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, n->last_error);
+			nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
 		} else if (n->remove_pending) {
 			NIC_FAULT_POINT(n, "sup.remove.reply");
 			if (n->deadline_missed)
-				vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED,
+				nic_notify_removed(n, NIC_RES_DEADLINE,
 						     "worker missed the stop deadline; it was killed and "
 						     "reaped, the NIC is removed, final indices unknown");
 			else
 				/* Reaped: the VMM may free guest memory now. Without a
 				 * Stopped message the final indices are absent. */
-				vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+				nic_notify_removed(n, NIC_RES_OK, NULL);
 		}
 		nic_remove(n, "worker reaped");
 		break;
@@ -1008,7 +1042,8 @@ void nic_stalled(struct nic *n, uint64_t silent_ms)
 	log_warn("nic %s: %s", n->id, n->last_error);
 	if (nic_set_state(n, NIC_STALLED, n->last_error) < 0)
 		return;
-	vmm_event_nic_stalled(n, silent_ms);
+	if (n->owner && n->ops->stalled)
+		n->ops->stalled(n, silent_ms);
 	n->kill_sent = true;
 	worker_kill(&n->w);
 }

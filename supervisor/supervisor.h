@@ -97,6 +97,50 @@ struct sup_limits {
 
 struct sup;
 struct vmm_conn;
+struct nic;
+struct vu_state;
+
+/* How an operation the owner asked for ended (no protobuf here: each
+ * owner maps it to its own protocol). */
+enum nic_result {
+	NIC_RES_OK = 0,
+	NIC_RES_UNAVAILABLE,   /* the worker could not start / exited first */
+	NIC_RES_DEADLINE,      /* the worker missed its stop deadline: killed, reaped */
+};
+
+/*
+ * A NIC's owner: who created it and hears what happens to it. nic.c knows
+ * only this table; the protobuf control channel (vmm_handlers.c) is one
+ * owner, a vhost-user endpoint (vhost_user.c) another. Every callback may
+ * be NULL. The owner pointer is n->owner; nic_detach_owner() clears it.
+ *  added         - the first worker is READY (NIC_RES_OK), or the start
+ *                  failed (the NIC is freed right after)
+ *  removed       - a stop the owner asked for (nic_stop with
+ *                  remove_pending) finished: the worker is reaped
+ *  policy_set    - the owner's pending SetPolicy was applied or failed
+ *  policy_changed - a SetPolicy (the owner's or an administrator's) was
+ *                  applied: n->policy is the NIC's policy from now on
+ *  failed        - the worker died (restart or FAILED follows)
+ *  restarted     - a replacement worker is READY
+ *  state_changed - every transition once added(OK) was called
+ *  queue_reset   - the worker reported a broken queue
+ *  stalled       - the watchdog killed a worker that stopped answering
+ *  gone          - the NIC is about to be freed (last call)
+ */
+struct nic_owner_ops {
+	const char *kind;
+	void (*added)(struct nic *n, enum nic_result r, const char *error);
+	void (*removed)(struct nic *n, enum nic_result r, const char *error);
+	void (*policy_set)(struct nic *n, enum nic_result r, const char *error);
+	void (*policy_changed)(struct nic *n);
+	void (*failed)(struct nic *n, int sig, int exit_status, int syscall_nr);
+	void (*restarted)(struct nic *n);
+	void (*state_changed)(struct nic *n, enum nic_state old, enum nic_state st,
+			      const char *why);
+	void (*queue_reset)(struct nic *n, uint32_t queue, const char *reason);
+	void (*stalled)(struct nic *n, uint64_t silent_ms);
+	void (*gone)(struct nic *n);
+};
 
 /* Per-NIC log buckets (nic_log.c). */
 enum nic_rl {
@@ -125,7 +169,8 @@ struct nic_queue {
 struct nic {
 	TAILQ_ENTRY(nic) link;
 	struct sup *sup;
-	struct vmm_conn *conn;      /* owner; NULL once it disconnected */
+	const struct nic_owner_ops *ops; /* the owner's callbacks */
+	void *owner;                /* the owner's object; NULL once detached */
 	char id[VALIDATE_ID_MAX + 1];
 	enum nic_state state;
 
@@ -141,6 +186,8 @@ struct nic {
 	struct memtable_region_desc *regions; /* fds owned */
 	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
 	int backend_fd;             /* owned */
+	bool memory_unsealed_ok;    /* vhost-user memory (worker.proto Config) */
+	bool base_from_used_idx;    /* vhost-user resumption (worker.proto Config) */
 
 	/* Stats page: a memfd shared with the worker, read lock-free here. */
 	int stats_fd;
@@ -168,7 +215,7 @@ struct nic {
 	bool ctrl_closed;           /* the worker closed its control socket */
 	char exit_desc[160];
 
-	/* Requests waiting for this NIC (request_id, or 0 for none). */
+	/* Requests waiting for this NIC (the owner's request ids). */
 	bool add_pending;
 	uint64_t add_req;
 	bool announced;             /* AddNic was answered OK: events flow */
@@ -260,6 +307,14 @@ struct sup {
 	unsigned nconns;
 	unsigned next_conn_id;
 	bool shutting_down;
+	/* vhost-user endpoints (vhost_user.c) and where they are saved
+	 * (--state-dir; NULL: nowhere). */
+	struct vu_state *vu;
+	const char *state_dir;
+	/* Called whenever a NIC is freed (main.c: exit once shutdown is done). */
+	void (*nic_gone)(struct sup *s);
+	/* Answers an administrator's SetPolicy on another's NIC (vmm_handlers.c). */
+	void (*admin_policy_set)(struct nic *n, enum nic_result r, const char *error);
 	struct sup_limits lim;        /* limits.c */
 	struct event *ev_accept_retry;
 	bool accept_paused;           /* listener out of the loop after EMFILE */
@@ -303,16 +358,12 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 /* admin.c */
 void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds);
-/* Replies for NIC operations that complete later (nic.c calls these). */
-void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
-void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error);
-/* vmm_reply_set_policy - answer the pending SetPolicy (no-op without one). */
-void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error);
-void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr);
-void vmm_event_nic_restarted(struct nic *n);
-void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason);
-void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
-			     const char *why);
+void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			       struct wire_fds *fds);
+void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+				struct wire_fds *fds);
+/* The control channel as a NIC owner (n->owner is the vmm_conn). */
+extern const struct nic_owner_ops vmm_nic_owner;
 
 /* nic.c */
 struct nic *nic_find(struct sup *s, const char *id);
@@ -328,23 +379,24 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why);
 int nic_worker_ready(struct nic *n, bool sandboxed);
 /* nic_policy_resolve - fill in defaults so a worker gets concrete values. */
 void nic_policy_resolve(struct nic_policy *p);
-
-/* nic_policy_from_pb / nic_policy_to_pb - the Policy message and ours
- * (from: a NULL message is all defaults). */
-void nic_policy_from_pb(const Vnic__Vmm__Policy *pb, struct nic_policy *p);
-void nic_policy_to_pb(const struct nic_policy *p, Vnic__Vmm__Policy *pb);
-/* nic_start - adopt the validated spec's fds (set to -1 in the frame),
- * open the backend, spawn the worker, send Config; the AddNic reply
- * follows on READY or failure. Returns 0 or a negative errno with err
- * filled (then nothing was adopted and no NIC exists). */
-int nic_start(struct sup *s, struct vmm_conn *c, uint64_t request_id,
+/* nic_start - adopt the validated spec's fds (set to -1 in the frame;
+ * fds == NULL: the spec's fds are the caller's own and pass to the NIC
+ * as they are, lay unused), open the backend, spawn the worker, send
+ * Config; the owner's added() follows on READY or failure. Returns 0 or
+ * a negative errno with err filled (then nothing was adopted and no NIC
+ * exists). */
+int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen);
 /* nic_stop - begin a stop: Stop to the worker and a deadline, or a kill
  * for a worker not yet READY; a NIC with no worker is freed at once. */
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
-/* nic_detach_conn - the owner went away: stop each of its NICs. */
-void nic_detach_conn(struct sup *s, struct vmm_conn *c);
+/* nic_detach_owner - the owner went away: stop each of its NICs. */
+void nic_detach_owner(struct sup *s, void *owner);
+/* Tell the owner (each checks and clears the matching pending flag). */
+void nic_notify_removed(struct nic *n, enum nic_result r, const char *error);
+void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error);
+void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason);
 /* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it
  * unless it exits within SUP_CTRL_GRACE_MS. */
 void nic_ctrl_closed(struct nic *n);
@@ -361,8 +413,6 @@ struct log_ratelimit *nic_log_ratelimit(struct nic *n, enum nic_rl which);
 /* monitor.c: messages from a worker, through the permission table. */
 void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);
 
-/* main.c */
-void sup_maybe_exit(struct sup *s);
 
 /* limits.c (issue 11 item 1) */
 /* sup_limits_derive - every bound from an fd limit (pure; see limits.c). */
@@ -389,7 +439,5 @@ void nic_close_vmm_fds(struct nic *n);
 /* nic_stalled (nic.c) - the worker stopped beating: STALLED, kill; its
  * reap restarts it under the usual backoff. */
 void nic_stalled(struct nic *n, uint64_t silent_ms);
-/* vmm_event_nic_stalled (watchdog.c) - NicStalled to the owner. */
-void vmm_event_nic_stalled(struct nic *n, uint64_t silent_ms);
 
 #endif

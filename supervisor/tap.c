@@ -42,11 +42,11 @@ static unsigned tap_offloads(uint64_t f)
 {
 	unsigned o = 0;
 
-	if (f & (1ull << VNET_F_GUEST_CSUM)) {
+	if (f & (1ull << VIRTIO_NET_F_GUEST_CSUM)) {
 		o |= TUN_F_CSUM;
-		if (f & (1ull << VNET_F_GUEST_TSO4))
+		if (f & (1ull << VIRTIO_NET_F_GUEST_TSO4))
 			o |= TUN_F_TSO4;
-		if (f & (1ull << VNET_F_GUEST_TSO6))
+		if (f & (1ull << VIRTIO_NET_F_GUEST_TSO6))
 			o |= TUN_F_TSO6;
 	}
 	return o;
@@ -143,5 +143,51 @@ out_close_target:
 	close(target);
 out_close_self:
 	close(self);
+	return rc;
+}
+
+int tap_set_persist(int fd, bool on)
+{
+	return ioctl(fd, TUNSETPERSIST, on ? 1 : 0) < 0 ? -errno : 0;
+}
+
+int tap_set_mtu(const char *ifname, const char *netns, unsigned mtu, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	char path[128];
+	int self = -1, target = -1, sock, rc = 0;
+
+	if (netns && netns[0]) {
+		snprintf(path, sizeof(path), "/run/netns/%s", netns);
+		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		target = open(path, O_RDONLY | O_CLOEXEC);
+		if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) < 0) {
+			rc = tfail(err, errlen, -errno, "network namespace %s: %s", netns,
+				   strerror(errno));
+			goto out_close;
+		}
+	}
+	/* The socket belongs to the namespace it is made in; back at once. */
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (self >= 0 && setns(self, CLONE_NEWNET) < 0) {
+		fprintf(stderr, "vnicd: cannot return to own network namespace: %s\n",
+			strerror(errno));
+		_exit(70);
+	}
+	if (sock < 0) {
+		rc = tfail(err, errlen, -errno, "socket: %s", strerror(errno));
+		goto out_close;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	ifr.ifr_mtu = (int)mtu;
+	if (ioctl(sock, SIOCSIFMTU, &ifr) < 0)
+		rc = tfail(err, errlen, -errno, "MTU %u on %s: %s", mtu, ifname, strerror(errno));
+	close(sock);
+out_close:
+	if (target >= 0)
+		close(target);
+	if (self >= 0)
+		close(self);
 	return rc;
 }

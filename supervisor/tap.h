@@ -5,6 +5,7 @@
 #ifndef VNIC_TAP_H
 #define VNIC_TAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,13 @@ int tap_configure(int fd, uint64_t features, char *err, size_t errlen);
  */
 int tap_open(const char *name, const char *netns, uint64_t features,
 	     int *ret_fd, char *ret_name, char *err, size_t errlen);
+
+/* tap_set_mtu - the interface's MTU (SIOCSIFMTU), in @netns ("" or NULL:
+ * ours). */
+int tap_set_mtu(const char *ifname, const char *netns, unsigned mtu, char *err, size_t errlen);
+
+/* tap_set_persist - the interface outlives its fd (vhost-user endpoints:
+ * across a vnicd restart, with the address the caller gave it). */
+int tap_set_persist(int fd, bool on);
 
 #endif

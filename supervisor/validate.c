@@ -39,14 +39,14 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 uint64_t validate_nic_offered(enum nic_backend_type backend)
 {
-	uint64_t f = BIT(VNET_F_VERSION_1) | BIT(VNET_F_EVENT_IDX) |
-		     BIT(VNET_F_INDIRECT_DESC) | BIT(VNET_F_MRG_RXBUF) |
-		     BIT(VNET_F_MAC) | BIT(VNET_F_MTU);
+	uint64_t f = BIT(VIRTIO_F_VERSION_1) | BIT(VIRTIO_F_EVENT_IDX) |
+		     BIT(VIRTIO_F_INDIRECT_DESC) | BIT(VIRTIO_NET_F_MRG_RXBUF) |
+		     BIT(VIRTIO_NET_F_MAC) | BIT(VIRTIO_NET_F_MTU);
 
 	if (backend == NIC_BACKEND_TAP || backend == NIC_BACKEND_TAP_FD)
-		f |= BIT(VNET_F_CSUM) | BIT(VNET_F_GUEST_CSUM) |
-		     BIT(VNET_F_HOST_TSO4) | BIT(VNET_F_HOST_TSO6) |
-		     BIT(VNET_F_GUEST_TSO4) | BIT(VNET_F_GUEST_TSO6);
+		f |= BIT(VIRTIO_NET_F_CSUM) | BIT(VIRTIO_NET_F_GUEST_CSUM) |
+		     BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6) |
+		     BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6);
 	return f;
 }
 
@@ -121,15 +121,15 @@ int validate_features(uint64_t features, enum nic_backend_type backend,
 		return fail(err, errlen, -ENOTSUP,
 			    "features 0x%llx were not offered (offered 0x%llx for this backend)",
 			    (unsigned long long)extra, (unsigned long long)offered);
-	if (!(features & BIT(VNET_F_VERSION_1)))
+	if (!(features & BIT(VIRTIO_F_VERSION_1)))
 		return fail(err, errlen, -ENOTSUP,
 			    "VIRTIO_F_VERSION_1 (bit 32) is required: legacy devices are not supported");
 	/* Spec 5.1.3.1: TSO needs the matching checksum offload. */
-	if ((features & (BIT(VNET_F_HOST_TSO4) | BIT(VNET_F_HOST_TSO6))) &&
-	    !(features & BIT(VNET_F_CSUM)))
+	if ((features & (BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6))) &&
+	    !(features & BIT(VIRTIO_NET_F_CSUM)))
 		return fail(err, errlen, -EINVAL, "HOST_TSO4/6 require VIRTIO_NET_F_CSUM (spec 5.1.3.1)");
-	if ((features & (BIT(VNET_F_GUEST_TSO4) | BIT(VNET_F_GUEST_TSO6))) &&
-	    !(features & BIT(VNET_F_GUEST_CSUM)))
+	if ((features & (BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6))) &&
+	    !(features & BIT(VIRTIO_NET_F_GUEST_CSUM)))
 		return fail(err, errlen, -EINVAL,
 			    "GUEST_TSO4/6 require VIRTIO_NET_F_GUEST_CSUM (spec 5.1.3.1)");
 	return 0;
@@ -387,7 +387,8 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		return rc;
 
 	/* C6, F1, F2: the memory table as a whole. */
-	rc = memtable_validate(s->regions, s->nregions, sub, sizeof(sub));
+	rc = memtable_validate_flags(s->regions, s->nregions,
+				     s->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, sub, sizeof(sub));
 	if (rc == 0)
 		rc = memtable_check_pages(s->regions, s->nregions, sub, sizeof(sub));
 	if (rc)

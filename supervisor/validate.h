@@ -19,42 +19,20 @@
 #include <stdint.h>
 
 #include "memtable.h"
+#include "virtio_net.h"
+#include "worker_abi.h"
 
 /* Longest NIC id, without the terminating NUL. Ids are also used in log
  * lines and in the worker's argv, so they are short and printable. */
 #define VALIDATE_ID_MAX 64
 
-/* Queues a NIC has in this version: exactly rx0 (index 0) and tx0
- * (index 1), as virtio-net 5.1.2 numbers them without multiqueue. */
-#define NIC_NUM_QUEUES 2
-#define NIC_QUEUE_RX0 0
-#define NIC_QUEUE_TX0 1
 
 /* MTU range: IPv4 minimum (RFC 791: 68) to the largest value virtio-net's
  * 16-bit config field can carry (virtio 5.1.4: mtu is le16). */
 #define VALIDATE_MTU_MIN 68u
 #define VALIDATE_MTU_MAX 65535u
 
-/* virtio-net feature bits (virtio 1.x 5.1.3) and transport bits (6). */
-#define VNET_F_CSUM       0
-#define VNET_F_GUEST_CSUM 1
-#define VNET_F_MTU        3
-#define VNET_F_MAC        5
-#define VNET_F_GUEST_TSO4 7
-#define VNET_F_GUEST_TSO6 8
-#define VNET_F_HOST_TSO4  11
-#define VNET_F_HOST_TSO6  12
-#define VNET_F_MRG_RXBUF  15
-#define VNET_F_INDIRECT_DESC 28
-#define VNET_F_EVENT_IDX     29
-#define VNET_F_VERSION_1     32
 
-enum nic_backend_type {
-	NIC_BACKEND_NONE = 0,
-	NIC_BACKEND_TAP,      /* the supervisor opens or creates the tap */
-	NIC_BACKEND_SOCKET,   /* the VMM passes an AF_UNIX dgram/seqpacket socket */
-	NIC_BACKEND_TAP_FD,   /* the VMM passes an open tap fd */
-};
 
 /* TX mitigation policies (vmm.proto Mitigation). */
 enum nic_policy_mode {
@@ -105,6 +83,8 @@ struct nic_spec {
 	char tap_name[32];           /* tap: interface name, may be empty */
 	char netns[64];              /* tap: /run/netns/<netns>, empty = ours */
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
+	bool memory_unsealed_ok;     /* vhost-user: MEMTABLE_UNSEALED_OK (memtable.h) */
+	bool base_from_used_idx;     /* vhost-user: see worker.proto Config */
 	struct nic_policy policy;
 };
 

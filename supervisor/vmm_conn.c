@@ -58,6 +58,10 @@ static const struct vmm_row {
 	  vmm_handle_set_policy },
 	{ VNIC__VMM__REQUEST__BODY_SET_LOG_LEVEL, "SetLogLevel", VMM_NEEDS_HELLO, 0,
 	  vmm_handle_set_log_level },
+	{ VNIC__VMM__REQUEST__BODY_ADD_VHOST_USER, "AddVhostUser", VMM_NEEDS_HELLO, 0,
+	  vmm_handle_add_vhost_user },
+	{ VNIC__VMM__REQUEST__BODY_REMOVE_ENDPOINT, "RemoveEndpoint", VMM_NEEDS_HELLO, 0,
+	  vmm_handle_remove_endpoint },
 };
 
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
@@ -71,7 +75,7 @@ struct vmm_conn *vmm_conn_free(struct vmm_conn *c)
 		return NULL;
 	/* NICs of this connection are stopped, not abandoned (DESIGN
 	 * "VMM disconnect"). */
-	nic_detach_conn(c->sup, c);
+	nic_detach_owner(c->sup, c);
 	if (c->ev_read)
 		event_free(c->ev_read);
 	if (c->ev_write)

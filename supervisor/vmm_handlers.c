@@ -21,12 +21,15 @@
 #include <time.h>
 
 #include "admin.h"
+#include "pbconv.h"
 #include "supervisor.h"
+#include "vhost_user.h"
 #include "vring.h"
 #include "workers/stats.h"
 
 /* protobuf-c wants char *, and string literals are const here. */
 static char empty_str[1];
+
 
 static void send_reply(struct vmm_conn *c, Vnic__Vmm__Reply *r)
 {
@@ -90,93 +93,7 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	send_reply(c, &rep);
 }
 
-/* Copy a protobuf string into a fixed buffer; false when it does not fit. */
-static bool copy_str(char *dst, size_t size, const char *src)
-{
-	size_t n = strlen(src);
 
-	if (n >= size)
-		return false;
-	memcpy(dst, src, n + 1);
-	return true;
-}
-
-/* Decode AddNic into plain C. fds stay in the frame (borrowed). Only
- * structural decoding here; every rule is in validate_nic_spec. */
-static int decode_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
-			  const struct wire_fd_layout *lay, struct nic_spec *s,
-			  char *err, size_t errlen)
-{
-	memset(s, 0, sizeof(*s));
-	s->backend_fd = -1;
-	s->id_len = strlen(a->id);
-	if (s->id_len > VALIDATE_ID_MAX) {
-		snprintf(err, errlen, "nic id is %zu bytes, at most %u allowed", s->id_len,
-			 VALIDATE_ID_MAX);
-		return -EINVAL;
-	}
-	memcpy(s->id, a->id, s->id_len + 1);
-	s->mac_len = a->mac.len;
-	if (a->mac.len == 6)
-		memcpy(s->mac, a->mac.data, 6);
-	s->mtu = a->mtu ? a->mtu : SUP_MTU_DEFAULT;
-	s->features_offered = a->features_offered;
-	s->features = a->features_acked;
-
-	s->nregions = (unsigned)a->n_regions;
-	s->regions = calloc(a->n_regions ? a->n_regions : 1, sizeof(*s->regions));
-	s->nqueues = (unsigned)a->n_queues;
-	s->queues = calloc(a->n_queues ? a->n_queues : 1, sizeof(*s->queues));
-	if (!s->regions || !s->queues) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < a->n_regions; i++) {
-		s->regions[i].gpa = a->regions[i]->gpa;
-		s->regions[i].size = a->regions[i]->size;
-		s->regions[i].offset = a->regions[i]->offset;
-		s->regions[i].fd = fds->fd[i];
-	}
-	for (size_t j = 0; j < a->n_queues; j++) {
-		const Vnic__Vmm__Queue *q = a->queues[j];
-
-		s->queues[j].index = q->index;
-		s->queues[j].size = q->size;
-		s->queues[j].desc = q->desc_gpa;
-		s->queues[j].avail = q->avail_gpa;
-		s->queues[j].used = q->used_gpa;
-		s->queues[j].avail_idx = q->avail_idx;
-		s->queues[j].kick_fd = fds->fd[wire_fd_kick(lay, (unsigned)j)];
-		s->queues[j].call_fd = fds->fd[wire_fd_call(lay, (unsigned)j)];
-	}
-	if (a->backend) {
-		switch (a->backend->kind_case) {
-		case VNIC__VMM__BACKEND__KIND_TAP:
-			s->backend = NIC_BACKEND_TAP;
-			if (!copy_str(s->tap_name, sizeof(s->tap_name), a->backend->tap->name)) {
-				snprintf(err, errlen, "tap name is longer than 15 bytes");
-				return -EINVAL;
-			}
-			if (!copy_str(s->netns, sizeof(s->netns), a->backend->tap->netns)) {
-				snprintf(err, errlen, "netns name is too long");
-				return -EINVAL;
-			}
-			break;
-		case VNIC__VMM__BACKEND__KIND_SOCKET:
-			s->backend = NIC_BACKEND_SOCKET;
-			break;
-		case VNIC__VMM__BACKEND__KIND_TAP_FD:
-			s->backend = NIC_BACKEND_TAP_FD;
-			break;
-		default:
-			break;
-		}
-	}
-	if (lay->backend >= 0)
-		s->backend_fd = fds->fd[lay->backend];
-	nic_policy_from_pb(a->policy, &s->policy);
-	return 0;
-}
 
 void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
@@ -194,7 +111,7 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     "AddNic: fd layout does not match the %u fds sent", fds->n);
 		return;
 	}
-	rc = decode_add_nic(a, fds, &lay, &spec, err, sizeof(err));
+	rc = pbconv_add_nic(a, fds, &lay, &spec, err, sizeof(err));
 	if (rc == 0)
 		rc = validate_nic_spec(&spec, err, sizeof(err));
 	if (rc) {
@@ -203,6 +120,11 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
 						   : VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
 				     "%s", err);
+		goto out;
+	}
+	if (vu_endpoint_exists(s, spec.id)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+				     "a vhost-user endpoint with id \"%s\" exists", spec.id);
 		goto out;
 	}
 	{
@@ -237,7 +159,7 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 		goto out;
 	}
 	/* Validated: now state may change. The reply follows READY. */
-	rc = nic_start(s, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
+	rc = nic_start(s, &vmm_nic_owner, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
 	if (rc) {
 		log_warn("conn %u: AddNic \"%s\" failed: %s", c->id, spec.id, err);
 		vmm_conn_reply_error(c, r->request_id,
@@ -250,18 +172,15 @@ out:
 	free(spec.queues);
 }
 
-void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
+static void vmm_nic_added(struct nic *n, enum nic_result res, const char *error)
 {
+	struct vmm_conn *conn = n->owner;
+	Vnic__Vmm__Status code = pbconv_result(res);
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__AddNicReply ar;
 
-	if (!n->add_pending)
-		return;
-	n->add_pending = false;
-	if (!n->conn)
-		return;
 	if (code != VNIC__VMM__STATUS__STATUS_OK) {
-		vmm_conn_reply_error(n->conn, n->add_req, code, "nic %s: %s", n->id,
+		vmm_conn_reply_error(conn, n->add_req, code, "nic %s: %s", n->id,
 				     error ? error : "failed");
 		return;
 	}
@@ -274,7 +193,7 @@ void vmm_reply_add_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
 	rep.error = empty_str;
 	rep.body_case = VNIC__VMM__REPLY__BODY_ADD_NIC;
 	rep.add_nic = &ar;
-	send_reply(n->conn, &rep);
+	send_reply(conn, &rep);
 }
 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
@@ -284,7 +203,7 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	uint32_t ms = rm->deadline_ms ? rm->deadline_ms : SUP_STOP_DEFAULT_MS;
 
 	/* F3: another connection's NIC is, for this peer, not there. */
-	if (!n || n->conn != c) {
+	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", rm->id);
 		return;
@@ -315,7 +234,7 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		 * the memory now, so the answer can come at once, once vnicd
 		 * holds none of the NIC's fds either (guarantee 1). */
 		nic_close_vmm_fds(n);
-		vmm_reply_remove_nic(n, VNIC__VMM__STATUS__STATUS_OK, NULL);
+		nic_notify_removed(n, NIC_RES_OK, NULL);
 		nic_stop(n, ms, "RemoveNic");
 		return;
 	}
@@ -324,8 +243,10 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	nic_stop(n, ms, "RemoveNic");
 }
 
-void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *error)
+static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *error)
 {
+	struct vmm_conn *conn = n->owner;
+	Vnic__Vmm__Status code = pbconv_result(res);
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__RemoveNicReply rr;
 	Vnic__Vmm__QueueIndex qi[NIC_NUM_QUEUES], *qp[NIC_NUM_QUEUES];
@@ -333,11 +254,6 @@ void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *err
 	char errbuf[256];
 	size_t nq = 0;
 
-	if (!n->remove_pending)
-		return;
-	n->remove_pending = false;
-	if (!n->conn)
-		return;
 	vnic__vmm__reply__init(&rep);
 	vnic__vmm__remove_nic_reply__init(&rr);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
@@ -363,34 +279,28 @@ void vmm_reply_remove_nic(struct nic *n, Vnic__Vmm__Status code, const char *err
 	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_NIC;
 	rep.remove_nic = &rr;
 	log_info("nic %s: removed in %llu us", n->id, (unsigned long long)rr.unplug_latency_us);
-	send_reply(n->conn, &rep);
+	send_reply(conn, &rep);
 }
 
-static Vnic__Vmm__NicState state_pb(enum nic_state s)
-{
-	switch (s) {
-	case NIC_STARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
-	case NIC_RUNNING: return VNIC__VMM__NIC_STATE__NIC_STATE_RUNNING;
-	case NIC_STOPPING: return VNIC__VMM__NIC_STATE__NIC_STATE_STOPPING;
-	case NIC_RESTARTING: return VNIC__VMM__NIC_STATE__NIC_STATE_RESTARTING;
-	case NIC_FAILED: return VNIC__VMM__NIC_STATE__NIC_STATE_FAILED;
-	case NIC_GONE: return VNIC__VMM__NIC_STATE__NIC_STATE_GONE;
-	case NIC_STALLED: return VNIC__VMM__NIC_STATE__NIC_STATE_STALLED;
-	case NIC_NSTATES: break;
-	}
-	return VNIC__VMM__NIC_STATE__NIC_STATE_UNSPECIFIED;
-}
 
-static int cmp_nic(const void *a, const void *b)
-{
-	const struct nic *const *x = a, *const *y = b;
+/* One status row: a NIC, a vhost-user endpoint, or an endpoint's NIC. */
+struct status_ent {
+	const char *id;
+	struct nic *n;                 /* NULL: an endpoint with no worker */
+	const struct vu_status *vu;    /* NULL: not an endpoint */
+};
 
-	return strcmp((*x)->id, (*y)->id);
+static int cmp_ent(const void *a, const void *b)
+{
+	const struct status_ent *x = a, *y = b;
+
+	return strcmp(x->id, y->id);
 }
 
 /* One NIC's status, into storage the caller provides. */
 struct nic_status_buf {
 	Vnic__Vmm__NicStatus ns;
+	char vhost_mode[8];
 	Vnic__Vmm__Policy pol;
 	Vnic__Vmm__QueueStatus qs[NIC_NUM_QUEUES];
 	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
@@ -403,9 +313,9 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 {
 	vnic__vmm__nic_status__init(&b->ns);
 	vnic__vmm__policy__init(&b->pol);
-	nic_policy_to_pb(&n->policy, &b->pol);
+	pbconv_policy_to(&n->policy, &b->pol);
 	b->ns.id = n->id;
-	b->ns.state = state_pb(n->state);
+	b->ns.state = pbconv_state(n->state);
 	b->ns.pid = (int32_t)n->w.pid;
 	b->ns.policy = &b->pol;
 	b->ns.uptime_s = nic_uptime_s(n);
@@ -449,46 +359,86 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.queues = b->qp;
 }
 
+/* The vhost-user fields of a row (NicStatus 12-19); an endpoint with no
+ * worker is STARTING with pid 0. */
+static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *b)
+{
+	if (!v->nic) {
+		vnic__vmm__nic_status__init(&b->ns);
+		b->ns.id = (char *)(uintptr_t)v->id;
+		b->ns.state = VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
+		b->ns.last_error = (char *)(uintptr_t)v->last_error;
+		pbconv_policy_to(v->policy, &b->pol);
+		b->ns.policy = &b->pol;
+	}
+	snprintf(b->vhost_mode, sizeof(b->vhost_mode), "%s", v->server ? "server" : "client");
+	b->ns.vhost_path = (char *)(uintptr_t)v->path;
+	b->ns.owner_path = (char *)(uintptr_t)v->path; /* NicStatus 22: the owner */
+	b->ns.vhost_mode = b->vhost_mode;
+	b->ns.vhost_state = (char *)(uintptr_t)v->state;
+	b->ns.vhost_connects = v->connects;
+	b->ns.vhost_messages = v->messages;
+	b->ns.vhost_rejected = v->rejected;
+	b->ns.vhost_reconfigs = v->reconfigs;
+	b->ns.vhost_last_error = (char *)(uintptr_t)v->last_error;
+}
+
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__GetStatus *g = r->get_status;
 	struct sup *s = c->sup;
-	struct nic **all = NULL, *n;
+	struct status_ent *all = NULL;
+	struct vu_status *vus = NULL;
+	struct nic *n;
 	struct nic_status_buf *bufs = NULL;
 	Vnic__Vmm__NicStatus **list = NULL;
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__StatusReply sr;
+	unsigned nvu = vu_status_list(s, NULL, 0);
 	size_t cnt = 0, out = 0, i;
 
-	all = calloc(s->nnics ? s->nnics : 1, sizeof(*all));
+	all = calloc(s->nnics + nvu + 1, sizeof(*all));
+	vus = calloc(nvu + 1, sizeof(*vus));
 	bufs = calloc(SUP_STATUS_PAGE, sizeof(*bufs));
 	list = calloc(SUP_STATUS_PAGE, sizeof(*list));
-	if (!all || !bufs || !list) {
+	if (!all || !vus || !bufs || !list) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
 				     "out of memory");
 		goto out;
 	}
-	TAILQ_FOREACH(n, &s->nics, link)
-		if (cnt < s->nnics && (!g->id[0] || !strcmp(g->id, n->id)))
-			all[cnt++] = n;
+	nvu = vu_status_list(s, vus, nvu);
+	for (i = 0; i < nvu; i++)
+		if (!g->id[0] || !strcmp(g->id, vus[i].id))
+			all[cnt++] = (struct status_ent){ vus[i].id, vus[i].nic, &vus[i] };
+	TAILQ_FOREACH(n, &s->nics, link) {
+		bool is_ep = false;
+
+		for (i = 0; i < nvu; i++)
+			is_ep |= vus[i].nic == n;
+		if (!is_ep && cnt < s->nnics + nvu && (!g->id[0] || !strcmp(g->id, n->id)))
+			all[cnt++] = (struct status_ent){ n->id, n, NULL };
+	}
 	if (g->id[0] && cnt == 0) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\"", g->id);
 		goto out;
 	}
-	qsort(all, cnt, sizeof(*all), cmp_nic);
+	qsort(all, cnt, sizeof(*all), cmp_ent);
 	vnic__vmm__reply__init(&rep);
 	vnic__vmm__status_reply__init(&sr);
 	for (i = 0; i < cnt && out < SUP_STATUS_PAGE; i++) {
-		if (g->start_after[0] && strcmp(all[i]->id, g->start_after) <= 0)
+		if (g->start_after[0] && strcmp(all[i].id, g->start_after) <= 0)
 			continue;
-		fill_status(all[i], &bufs[out]);
+		if (all[i].n)
+			fill_status(all[i].n, &bufs[out]);
+		if (all[i].vu)
+			fill_vhost_status(all[i].vu, &bufs[out]);
 		list[out] = &bufs[out].ns;
 		out++;
 	}
 	/* More when a NIC past the page remains. */
 	for (; i < cnt; i++)
-		if (!g->start_after[0] || strcmp(all[i]->id, g->start_after) > 0)
+		if (!g->start_after[0] || strcmp(all[i].id, g->start_after) > 0)
 			sr.more = true;
 	sr.n_nics = out;
 	sr.nics = list;
@@ -501,14 +451,114 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 out:
 	free(list);
 	free(bufs);
+	free(vus);
 	free(all);
+}
+
+void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			       struct wire_fds *fds)
+{
+	struct vu_config cfg;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__AddVhostUserReply ar;
+	char err[256], ifname[16];
+	int rc;
+
+	(void)fds;
+	rc = pbconv_add_vhost_user(r->add_vhost_user, &cfg, err, sizeof(err));
+	if (rc == 0)
+		rc = vu_endpoint_add(c->sup, &cfg, ifname, sizeof(ifname), err, sizeof(err));
+	if (rc) {
+		log_info("conn %u: AddVhostUser \"%.64s\" rejected: %s", c->id,
+			 r->add_vhost_user->id, err);
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -EEXIST ? VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS
+				     : rc == -ENOMEM ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+				     : rc == -ENOSYS ? VNIC__VMM__STATUS__STATUS_UNIMPLEMENTED
+				     : rc == -ESHUTDOWN ? VNIC__VMM__STATUS__STATUS_UNAVAILABLE
+				     : rc == -EINVAL || rc == -ENOTSUP || rc == -E2BIG
+					     ? VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT
+					     : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "%s", err);
+		return;
+	}
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__add_vhost_user_reply__init(&ar);
+	ar.id = cfg.id;
+	ar.ifname = ifname;
+	ar.path = cfg.path;
+	rep.request_id = r->request_id;
+	rep.code = VNIC__VMM__STATUS__STATUS_OK;
+	rep.error = empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_ADD_VHOST_USER;
+	rep.add_vhost_user = &ar;
+	send_reply(c, &rep);
+}
+
+/* The connection that asked may be gone by the time the worker is reaped:
+ * find it by its number. */
+static void vmm_endpoint_removed(void *arg, unsigned conn_id, uint64_t request_id,
+				 bool deadline, uint64_t latency_us)
+{
+	struct sup *s = arg;
+	struct vmm_conn *c;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__RemoveEndpointReply rr;
+	char msg[] = "worker missed the stop deadline; it was killed and reaped";
+
+	TAILQ_FOREACH(c, &s->conns, link)
+		if (c->id == conn_id && !c->closing)
+			break;
+	if (!c)
+		return;
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__remove_endpoint_reply__init(&rr);
+	rr.unplug_latency_us = latency_us;
+	rep.request_id = request_id;
+	rep.code = deadline ? VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED
+			    : VNIC__VMM__STATUS__STATUS_OK;
+	rep.error = deadline ? msg : empty_str;
+	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_ENDPOINT;
+	rep.remove_endpoint = &rr;
+	send_reply(c, &rep);
+}
+
+void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+				struct wire_fds *fds)
+{
+	const Vnic__Vmm__RemoveEndpoint *rm = r->remove_endpoint;
+	uint32_t ms = rm->deadline_ms ? rm->deadline_ms : SUP_STOP_DEFAULT_MS;
+	int rc;
+
+	(void)fds;
+	if (ms > SUP_STOP_MAX_MS)
+		ms = SUP_STOP_MAX_MS;
+	rc = vu_endpoint_remove(c->sup, rm->id, ms, vmm_endpoint_removed, c->id, r->request_id);
+	if (rc == -ENOENT)
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no vhost-user endpoint \"%.64s\"", rm->id);
+	else if (rc)
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "endpoint %.64s is already being removed", rm->id);
+}
+
+/* An administrator's SetPolicy (vnicctl set-policy) on a NIC it does not
+ * own is answered on its own connection (by id: it may have closed). */
+static void vmm_admin_policy_set(struct nic *n, enum nic_result res, const char *error)
+{
+	struct vmm_conn *c = admin_conn_by_id(n->sup, n->policy_conn_id);
+
+	n->policy_conn_id = 0;
+	if (c)
+		vmm_conn_reply_error(c, n->policy_req, pbconv_result(res), "%s", error ? error : "");
 }
 
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
 	struct nic *n = nic_find(c->sup, sp->id);
-	bool admin = n && n->conn != c && admin_conn_is_admin(c); /* vnicctl set-policy */
+	bool own = n && n->ops == &vmm_nic_owner && n->owner == c;
+	bool admin = n && !own && admin_conn_is_admin(c); /* vnicctl set-policy */
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__SetPolicy wsp;
 	Vnic__Vmm__Policy pol;
@@ -516,12 +566,12 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	char err[128];
 	int rc;
 
-	if (!n || (n->conn != c && !admin)) {
+	if (!n || (!own && !admin)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", sp->id);
 		return;
 	}
-	nic_policy_from_pb(sp->policy, &p);
+	pbconv_policy_from(sp->policy, &p);
 	rc = validate_policy(&p, err, sizeof(err));
 	if (rc) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
@@ -549,7 +599,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__set_policy__init(&wsp);
 	vnic__vmm__policy__init(&pol);
-	nic_policy_to_pb(&p, &pol);
+	pbconv_policy_to(&p, &pol);
 	wsp.policy = &pol;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
 	m.set_policy = &wsp;
@@ -566,28 +616,20 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	n->policy_pending = true;
 	n->policy_req = r->request_id;
 	n->policy_conn_id = admin ? c->id : 0;
+	if (admin)
+		c->sup->admin_policy_set = vmm_admin_policy_set;
 }
 
-void vmm_reply_set_policy(struct nic *n, Vnic__Vmm__Status code, const char *error)
+static void vmm_nic_policy_set(struct nic *n, enum nic_result res, const char *error)
 {
-	struct vmm_conn *c;
-
-	if (!n->policy_pending)
-		return;
-	n->policy_pending = false;
-	/* An administrator's SetPolicy is answered on its own connection. */
-	c = n->policy_conn_id ? admin_conn_by_id(n->sup, n->policy_conn_id) : n->conn;
-	if (c)
-		vmm_conn_reply_error(c, n->policy_req, code, "%s", error ? error : "");
+	vmm_conn_reply_error(n->owner, n->policy_req, pbconv_result(res), "%s", error ? error : "");
 }
 
-void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
+static void vmm_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
 {
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicFailed f;
 
-	if (!n->conn)
-		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_failed__init(&f);
 	f.id = n->id;
@@ -597,16 +639,14 @@ void vmm_event_nic_failed(struct nic *n, int sig, int exit_status, int syscall_n
 	f.exit_status = exit_status;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_FAILED;
 	e.nic_failed = &f;
-	send_event(n->conn, &e);
+	send_event(n->owner, &e);
 }
 
-void vmm_event_nic_restarted(struct nic *n)
+static void vmm_nic_restarted(struct nic *n)
 {
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicRestarted r;
 
-	if (!n->conn)
-		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_restarted__init(&r);
 	r.id = n->id;
@@ -614,17 +654,15 @@ void vmm_event_nic_restarted(struct nic *n)
 	r.restart_us = n->restart_us;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_RESTARTED;
 	e.nic_restarted = &r;
-	send_event(n->conn, &e);
+	send_event(n->owner, &e);
 }
 
-void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reason)
+static void vmm_nic_queue_reset(struct nic *n, uint32_t queue, const char *reason)
 {
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__QueueNeedsReset q;
 	char text[256];
 
-	if (!n->conn)
-		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__queue_needs_reset__init(&q);
 	q.id = n->id;
@@ -633,26 +671,56 @@ void vmm_event_queue_needs_reset(struct nic *n, uint32_t queue, const char *reas
 	q.reason = text;
 	e.body_case = VNIC__VMM__EVENT__BODY_QUEUE_NEEDS_RESET;
 	e.queue_needs_reset = &q;
-	send_event(n->conn, &e);
+	send_event(n->owner, &e);
 }
 
-void vmm_event_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
-			     const char *why)
+static void vmm_nic_state_changed(struct nic *n, enum nic_state old, enum nic_state st,
+				  const char *why)
 {
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicStateChanged s;
 	char text[256];
 
-	if (!n->conn)
-		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_state_changed__init(&s);
 	snprintf(text, sizeof(text), "%s", why ? why : "");
 	s.id = n->id;
-	s.old_state = state_pb(old);
-	s.new_state = state_pb(st);
+	s.old_state = pbconv_state(old);
+	s.new_state = pbconv_state(st);
 	s.reason = text;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STATE_CHANGED;
 	e.nic_state_changed = &s;
-	send_event(n->conn, &e);
+	send_event(n->owner, &e);
 }
+
+static void vmm_nic_stalled(struct nic *n, uint64_t silent_ms)
+{
+	Vnic__Vmm__VmmMessage m;
+	Vnic__Vmm__Event e;
+	Vnic__Vmm__NicStalled st;
+
+	if (!n->announced)
+		return;
+	vnic__vmm__vmm_message__init(&m);
+	vnic__vmm__event__init(&e);
+	vnic__vmm__nic_stalled__init(&st);
+	st.id = n->id;
+	st.silent_ms = silent_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)silent_ms;
+	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STALLED;
+	e.nic_stalled = &st;
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_EVENT;
+	m.event = &e;
+	vmm_conn_send(n->owner, &m);
+}
+
+const struct nic_owner_ops vmm_nic_owner = {
+	.kind = "control",
+	.added = vmm_nic_added,
+	.removed = vmm_nic_removed,
+	.policy_set = vmm_nic_policy_set,
+	.failed = vmm_nic_failed,
+	.restarted = vmm_nic_restarted,
+	.state_changed = vmm_nic_state_changed,
+	.queue_reset = vmm_nic_queue_reset,
+	.stalled = vmm_nic_stalled,
+};

@@ -82,22 +82,3 @@ int sup_watchdog_start(struct sup *s)
 	return 0;
 }
 
-void vmm_event_nic_stalled(struct nic *n, uint64_t silent_ms)
-{
-	Vnic__Vmm__VmmMessage m;
-	Vnic__Vmm__Event e;
-	Vnic__Vmm__NicStalled st;
-
-	if (!n->conn || !n->announced)
-		return;
-	vnic__vmm__vmm_message__init(&m);
-	vnic__vmm__event__init(&e);
-	vnic__vmm__nic_stalled__init(&st);
-	st.id = n->id;
-	st.silent_ms = silent_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)silent_ms;
-	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STALLED;
-	e.nic_stalled = &st;
-	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_EVENT;
-	m.event = &e;
-	vmm_conn_send(n->conn, &m);
-}

@@ -15,12 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The fd numbers the worker finds at exec. */
-#define WORKER_CTRL_FD 3   /* control socket (SOCK_SEQPACKET) */
-#define WORKER_REPORT_FD 4 /* write end of the sandbox report pipe: where the
-			      SIGSYS handler writes its struct sandbox_report
-			      (sandbox.h); the supervisor reads the other end
-			      after the worker died */
+#include "worker_abi.h"
 
 struct worker_proc {
 	pid_t pid;

@@ -167,3 +167,11 @@ tests_check_admin_SOURCES = tests/check_admin.c tests/suptest.c tests/suptest.h 
 tests_check_admin_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
 tests_check_admin_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
 TESTS += tests/check_admin
+# vhost-user (issue 8): a scripted front end against a real vnicd, its
+# worker and a tap in a private netns; needs root (else 77).
+check_PROGRAMS += tests/check_vhost_user
+tests_check_vhost_user_SOURCES = tests/check_vhost_user.c tests/suptest.c tests/suptest.h
+tests_check_vhost_user_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
+tests_check_vhost_user_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
+$(tests_check_vhost_user_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_vhost_user

@@ -9,7 +9,7 @@ EXTRA_DIST += tools/demo.sh tools/unplug_latency.sh
 # through json-c), over libvnic.
 # In the build tree at $(builddir)/tools/vnicctl, beside vnic-bench.
 bin_PROGRAMS += tools/vnicctl
-tools_vnicctl_SOURCES = tools/vnicctl.c
+tools_vnicctl_SOURCES = tools/vnicctl.c tools/vnicctl.h tools/vnicctl_endpoint.c
 tools_vnicctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tools_vnicctl_LDADD = libvnic.la $(JSONC_LIBS)
 

@@ -41,11 +41,12 @@
 
 #include "libvnic.h"
 #include "version.h"
+#include "vnicctl.h"
 
 /* Bumped when a field changes meaning or goes away (adding one does not). */
 #define VNICCTL_JSON_SCHEMA 1
 
-static void usage(FILE *f)
+void vnicctl_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vnicctl [--socket PATH] [--json] COMMAND\n"
@@ -55,8 +56,12 @@ static void usage(FILE *f)
 		"                [--budget-packets N] [--budget-bytes N]\n"
 		"                [--latency-us N] [--safety-pct N] [--max-window N]\n"
 		"  log-level error|warn|info|debug\n"
+		"  add ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"
+		"         [--mac M] [--mtu N] [--policy P]\n"
+		"  remove ID [--deadline-ms MS]\n"
 		"  --version\n");
 }
+#define usage vnicctl_usage
 
 struct opts {
 	bool json, watch;
@@ -173,6 +178,19 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 		json_object_array_add(qs, jq);
 	}
 	jadd(o, "queues", qs);
+	if (n->vhost_path[0]) {
+		json_object *vu = json_object_new_object();
+
+		jadd(vu, "path", json_object_new_string(n->vhost_path));
+		jadd(vu, "mode", json_object_new_string(n->vhost_mode));
+		jadd(vu, "state", json_object_new_string(n->vhost_state));
+		jadd(vu, "connects", json_object_new_uint64(n->vhost_connects));
+		jadd(vu, "messages", json_object_new_uint64(n->vhost_messages));
+		jadd(vu, "rejected", json_object_new_uint64(n->vhost_rejected));
+		jadd(vu, "reconfigs", json_object_new_uint64(n->vhost_reconfigs));
+		jadd(vu, "last_error", json_object_new_string(n->vhost_last_error));
+		jadd(o, "vhost_user", vu);
+	}
 	return o;
 }
 
@@ -317,6 +335,12 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 		       n->last_error[0] ? clean(n->last_error, b2, sizeof(b2)) : "-");
 		if (detail)
 			print_detail(n);
+		if (n->vhost_path[0])
+			printf("  vhost-user %s %s: %s, %" PRIu64 " connects, %" PRIu64 " messages, %"
+			       PRIu64 " rejected, %" PRIu64 " reconfigs\n",
+			       clean(n->vhost_mode, b1, sizeof(b1)), clean(n->vhost_path, b2, sizeof(b2)),
+			       n->vhost_state, n->vhost_connects, n->vhost_messages, n->vhost_rejected,
+			       n->vhost_reconfigs);
 		if (prev)
 			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PKT/S",
 			       "BYTES/S", "KICKS/S", "IRQ/S", "SUPPR/S", "DROPS", "ERRORS", "BROKEN");
@@ -529,6 +553,20 @@ int main(int argc, char **argv)
 	char *end;
 	int opt, rc, nargs;
 
+	/* add/remove (vnicctl_endpoint.c) take their own options after the
+	 * command; only --socket may come before it. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "add") || !strcmp(argv[i], "remove")) {
+			signal(SIGPIPE, SIG_IGN);
+			return vnicctl_endpoint_main(path, argc - i, argv + i);
+		}
+		if ((!strcmp(argv[i], "--socket") || !strcmp(argv[i], "-s")) && i + 1 < argc)
+			path = argv[++i];
+		else if (!strncmp(argv[i], "--socket=", 9))
+			path = argv[i] + 9;
+		else
+			break;
+	}
 	/* Options may come before or after the command. */
 	while ((opt = getopt_long(argc, argv, "s:jwi:c:h", lopts, NULL)) != -1) {
 		switch (opt) {

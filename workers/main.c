@@ -256,7 +256,9 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	}
 	r = memtable_check_pages(rd, (unsigned)c->n_regions, err, errlen);
 	if (r == 0)
-		r = memtable_map(rd, (unsigned)c->n_regions, &w->mt, err, errlen);
+		r = memtable_map_flags(rd, (unsigned)c->n_regions,
+				       c->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, &w->mt, err,
+				       errlen);
 	free(rd);
 	if (r < 0)
 		return r;
@@ -312,6 +314,20 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		/* Resume where the previous worker (or the VMM) left off. */
 		if (q->avail_idx)
 			vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
+		if (c->base_from_used_idx && c->restarts == 0) {
+			/* vhost-user: a front end that lost track (DPDK
+			 * virtio-user reconnecting to a restarted vnicd asks us
+			 * and we cannot know) resumes where the used ring says;
+			 * chains in flight then may be sent again (TX) or lost
+			 * (RX), as with DPDK's own back end. */
+			uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
+
+			if (u != (uint16_t)q->avail_idx) {
+				log_warn("queue %u: base %u but used->idx %u: resuming at %u", j,
+					 q->avail_idx, u, u);
+				vring_set_base(net_queue_vring(w->net, j), u);
+			}
+		}
 		wq->w = w;
 		wq->idx = j;
 		wq->kick_fd = fds->fd[wire_fd_kick(&lay, j)];

@@ -221,11 +221,6 @@ void net_kicked(struct net_dev *d, unsigned qidx, uint64_t n)
 		stats_add(&d->q[qidx].st->kicks, n);
 }
 
-void net_queue_name(unsigned qidx, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%u", (qidx & 1u) ? "tx" : "rx", qidx / 2);
-}
-
 void net_flush(struct net_dev *d, struct net_queue *q)
 {
 	if (q->pushed == 0)
@@ -291,7 +286,7 @@ void net_drop(struct net_dev *d, struct net_queue *q, const char *why)
 	char name[16];
 
 	stats_add(&q->st->drops, 1);
-	net_queue_name(q->idx, name, sizeof(name));
+	virtio_net_queue_name(q->idx, name, sizeof(name));
 	net_guest_log(d, q, "%s: frame dropped: %s", name, why);
 }
 

@@ -42,26 +42,11 @@
 #include <sys/uio.h>
 
 #include "memtable.h"
+#include "virtio_net.h"
 #include "vring.h"
 #include "workers/policy.h"
 #include "workers/stats.h"
 
-/* virtio-net feature bits (spec 5.1.3). */
-#define VIRTIO_NET_F_CSUM       0
-#define VIRTIO_NET_F_GUEST_CSUM 1
-#define VIRTIO_NET_F_MTU        3
-#define VIRTIO_NET_F_MAC        5
-#define VIRTIO_NET_F_GUEST_TSO4 7
-#define VIRTIO_NET_F_GUEST_TSO6 8
-#define VIRTIO_NET_F_GUEST_ECN  9
-#define VIRTIO_NET_F_GUEST_UFO  10
-#define VIRTIO_NET_F_HOST_TSO4  11
-#define VIRTIO_NET_F_HOST_TSO6  12
-#define VIRTIO_NET_F_HOST_ECN   13
-#define VIRTIO_NET_F_HOST_UFO   14
-#define VIRTIO_NET_F_MRG_RXBUF  15
-#define VIRTIO_NET_F_STATUS     16
-#define VIRTIO_NET_F_HOST_USO   56
 
 /* Offloads the device may accept from the guest on TX (HOST_*, CSUM). */
 #define NET_TX_OFFLOAD_FEATURES \
@@ -299,7 +284,5 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx);
  */
 void net_queue_stop(struct net_dev *d, unsigned qidx, uint16_t *ret_avail, uint16_t *ret_used);
 
-/* Queue names for logs and status: "rx0", "tx0", "rx1", ... */
-void net_queue_name(unsigned qidx, char *buf, size_t len);
 
 #endif

@@ -15,13 +15,10 @@
 
 #include "memtable.h"
 #include "wire.h"
+#include "worker_abi.h"
 #include "workers/net.h"
 #include "workers/stats.h"
 
-/* The fd the supervisor leaves the control socket at (fork+exec). */
-#define WORKER_CTRL_FD 3
-/* Optional: the write end of a pipe for the sandbox violation record. */
-#define WORKER_REPORT_FD 4
 
 struct worker;
 

@@ -84,7 +84,7 @@ static void worker_broken(void *opaque, unsigned qidx, const char *reason)
 	Vnic__Worker__QueueBroken qb;
 	char name[16];
 
-	net_queue_name(qidx, name, sizeof(name));
+	virtio_net_queue_name(qidx, name, sizeof(name));
 	log_warn("nic %s: %s broken: %s", w->nic_id, name, reason);
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__queue_broken__init(&qb);
@@ -302,7 +302,7 @@ static void worker_recover(struct worker *w)
 		char name[16];
 		int r = net_queue_recover(w->net, j, &n);
 
-		net_queue_name(j, name, sizeof(name));
+		virtio_net_queue_name(j, name, sizeof(name));
 		if (r == 1)
 			log_info("nic %s: %s: resumed after a worker restart (restarts %u): %u "
 				 "chain(s) left in flight completed with length 0", w->nic_id, name,

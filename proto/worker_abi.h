@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * worker_abi.h - what the supervisor and vnicd-worker agree on outside
+ * worker.proto: the fd numbers the worker finds at exec, and the kinds of
+ * backend a NIC can have (the supervisor's view; worker.proto BackendKind
+ * is what reaches the worker: tap and tap fd both arrive as a tap).
+ */
+#ifndef VNIC_WORKER_ABI_H
+#define VNIC_WORKER_ABI_H
+
+/* The fd numbers the worker finds at exec (fork+exec, worker_spawn.c). */
+#define WORKER_CTRL_FD 3   /* control socket (SOCK_SEQPACKET) */
+#define WORKER_REPORT_FD 4 /* write end of the sandbox report pipe: where the
+			      SIGSYS handler writes its struct sandbox_report
+			      (sandbox.h); the supervisor reads the other end
+			      after the worker died */
+
+enum nic_backend_type {
+	NIC_BACKEND_NONE = 0,
+	NIC_BACKEND_TAP,      /* the supervisor opens or creates the tap */
+	NIC_BACKEND_SOCKET,   /* the VMM passes an AF_UNIX dgram/seqpacket socket */
+	NIC_BACKEND_TAP_FD,   /* the VMM passes an open tap fd */
+};
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost_user_msg: framing, the request table and the checks every message
+ * passes before a handler sees it (see vhost_user_msg.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "vhost_user_msg.h"
+
+#define N VU_ROW_NEEDS_OWNER
+#define R VU_ROW_REPLIES
+
+/* What a well-formed message of each request we know looks like. A
+ * request not in this table (or not offered: packed rings, logging, IOTLB,
+ * config space, inflight fds, back-end requests) gets the failure answer. */
+static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
+	[VU_GET_FEATURES] = { "GET_FEATURES", 0, 8, 0, 0, -1, R },
+	[VU_SET_FEATURES] = { "SET_FEATURES", 8, 8, 0, 0, -1, 0 },
+	[VU_SET_OWNER] = { "SET_OWNER", 0, 8, 0, 0, -1, 0 },
+	[VU_RESET_OWNER] = { "RESET_OWNER", 0, 8, 0, 0, -1, 0 },
+	[VU_SET_MEM_TABLE] = { "SET_MEM_TABLE", 8 + sizeof(struct vu_mem_region),
+			       sizeof(struct vu_mem_table), 1, VU_MAX_FDS, -1, N },
+	[VU_SET_VRING_NUM] = { "SET_VRING_NUM", 8, 8, 0, 0, -1, N },
+	[VU_SET_VRING_ADDR] = { "SET_VRING_ADDR", sizeof(struct vu_vring_addr),
+				sizeof(struct vu_vring_addr), 0, 0, -1, N },
+	[VU_SET_VRING_BASE] = { "SET_VRING_BASE", 8, 8, 0, 0, -1, N },
+	/* DPDK virtio-user (server=1) stops the device on a new connection
+	 * before SET_OWNER: these two hold no resource and are answered. */
+	[VU_GET_VRING_BASE] = { "GET_VRING_BASE", 8, 8, 0, 0, -1, R },
+	[VU_SET_VRING_KICK] = { "SET_VRING_KICK", 8, 8, 0, 1, -1, N },
+	[VU_SET_VRING_CALL] = { "SET_VRING_CALL", 8, 8, 0, 1, -1, N },
+	[VU_SET_VRING_ERR] = { "SET_VRING_ERR", 8, 8, 0, 1, -1, N },
+	[VU_GET_PROTOCOL_FEATURES] = { "GET_PROTOCOL_FEATURES", 0, 8, 0, 0, -1, R },
+	[VU_SET_PROTOCOL_FEATURES] = { "SET_PROTOCOL_FEATURES", 8, 8, 0, 0, -1, 0 },
+	[VU_GET_QUEUE_NUM] = { "GET_QUEUE_NUM", 0, 8, 0, 0, VU_PROTO_MQ, R },
+	[VU_SET_VRING_ENABLE] = { "SET_VRING_ENABLE", 8, 8, 0, 0, -1, 0 },
+	[VU_SEND_RARP] = { "SEND_RARP", 8, 8, 0, 0, VU_PROTO_RARP, N },
+	[VU_NET_SET_MTU] = { "NET_SET_MTU", 8, 8, 0, 0, VU_PROTO_NET_MTU, N },
+	[VU_GET_MAX_MEM_SLOTS] = { "GET_MAX_MEM_SLOTS", 0, 8, 0, 0,
+				   VU_PROTO_CONFIGURE_MEM_SLOTS, R },
+	[VU_ADD_MEM_REG] = { "ADD_MEM_REG", sizeof(struct vu_mem_single),
+			     sizeof(struct vu_mem_single), 1, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N },
+	[VU_REM_MEM_REG] = { "REM_MEM_REG", sizeof(struct vu_mem_single),
+			     sizeof(struct vu_mem_single), 0, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N },
+	[VU_SET_STATUS] = { "SET_STATUS", 8, 8, 0, 0, VU_PROTO_STATUS, 0 },
+	[VU_GET_STATUS] = { "GET_STATUS", 0, 8, 0, 0, VU_PROTO_STATUS, R },
+};
+
+#undef N
+#undef R
+
+const struct vu_row_spec *vu_request_spec(uint32_t request)
+{
+	if (request >= VU_REQUEST_MAX || !rows[request].name)
+		return NULL;
+	return &rows[request];
+}
+
+const char *vu_request_name(uint32_t request, char *buf, size_t len)
+{
+	const struct vu_row_spec *r = vu_request_spec(request);
+
+	if (r)
+		return r->name;
+	snprintf(buf, len, "request %u", request);
+	return buf;
+}
+
+int vu_msg_check(const struct vu_msg *m, char *err, size_t errlen)
+{
+	const struct vu_row_spec *r = vu_request_spec(m->hdr.request);
+	char nb[24];
+
+	if ((m->hdr.flags & VU_FLAG_VERSION_MASK) != VU_VERSION ||
+	    (m->hdr.flags & VU_FLAG_REPLY)) {
+		snprintf(err, errlen, "%s: flags 0x%x: not a version-1 request",
+			 vu_request_name(m->hdr.request, nb, sizeof(nb)), m->hdr.flags);
+		return -EPROTO;
+	}
+	if (!r) {
+		snprintf(err, errlen, "request %u is not supported", m->hdr.request);
+		return -ENOSYS;
+	}
+	if (m->hdr.size < r->min_size || m->hdr.size > r->max_size) {
+		snprintf(err, errlen, "%s: payload of %u bytes (%u..%u expected)", r->name,
+			 m->hdr.size, r->min_size, r->max_size);
+		return -EMSGSIZE;
+	}
+	if (m->nfds < r->min_fds || m->nfds > r->max_fds) {
+		snprintf(err, errlen, "%s: %u fds (%u..%u expected)", r->name, m->nfds,
+			 r->min_fds, r->max_fds);
+		return -EBADF;
+	}
+	return 0;
+}
+
+void vu_rx_reset(struct vu_rx *rx)
+{
+	for (unsigned i = 0; i < rx->m.nfds; i++)
+		if (rx->m.fds[i] >= 0)
+			close(rx->m.fds[i]);
+	rx->m.nfds = 0;
+	rx->have = 0;
+}
+
+/* Take the SCM_RIGHTS fds of one recvmsg; false when there were more than
+ * room (all closed) or any arrived where none may. */
+static bool take_fds(struct msghdr *mh, struct vu_rx *rx, bool allowed)
+{
+	bool ok = !(mh->msg_flags & MSG_CTRUNC);
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t n;
+		int fds[VU_MAX_FDS + 1];
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (n > VU_MAX_FDS + 1)
+			n = VU_MAX_FDS + 1;
+		memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+		for (size_t i = 0; i < n; i++) {
+			if (allowed && rx->m.nfds < VU_MAX_FDS)
+				rx->m.fds[rx->m.nfds++] = fds[i];
+			else {
+				close(fds[i]);
+				ok = false;
+			}
+		}
+	}
+	return ok;
+}
+
+int vu_recv(int fd, struct vu_rx *rx)
+{
+	for (;;) {
+		size_t want;
+		uint8_t *dst;
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * (VU_MAX_FDS + 1))];
+			struct cmsghdr align;
+		} cm;
+		struct iovec iov;
+		struct msghdr mh = { 0 };
+		ssize_t r;
+
+		if (rx->have < VU_HDR_SIZE) {
+			dst = (uint8_t *)&rx->m.hdr + rx->have;
+			want = VU_HDR_SIZE - rx->have;
+		} else {
+			size_t got = rx->have - VU_HDR_SIZE;
+
+			if (got == rx->m.hdr.size)
+				return 1;
+			dst = rx->m.p.bytes + got;
+			want = rx->m.hdr.size - got;
+		}
+		iov.iov_base = dst;
+		iov.iov_len = want;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* fds belong to the first bytes of a message only. */
+		if (!take_fds(&mh, rx, rx->have == 0))
+			return -EBADF;
+		if (r == 0)
+			return -EPIPE;
+		rx->have += (size_t)r;
+		if (rx->have == VU_HDR_SIZE && rx->m.hdr.size > VU_PAYLOAD_MAX)
+			return -EMSGSIZE;
+		if (rx->have >= VU_HDR_SIZE && rx->have - VU_HDR_SIZE == rx->m.hdr.size)
+			return 1;
+	}
+}
+
+int vu_send_reply(int fd, const struct vu_hdr *req, const void *payload, uint32_t size)
+{
+	struct vu_hdr h = { .request = req->request, .flags = VU_VERSION | VU_FLAG_REPLY,
+			    .size = size };
+	uint8_t buf[VU_HDR_SIZE + 64];
+	size_t total = VU_HDR_SIZE + size;
+	ssize_t r;
+
+	if (size > sizeof(buf) - VU_HDR_SIZE)
+		return -EMSGSIZE;
+	memcpy(buf, &h, VU_HDR_SIZE);
+	if (size)
+		memcpy(buf + VU_HDR_SIZE, payload, size);
+	do
+		r = send(fd, buf, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	/* Replies are tiny; a socket that cannot take 20 bytes is a peer that
+	 * does not read, and the connection is dropped. */
+	return (size_t)r == total ? 0 : -EAGAIN;
+}

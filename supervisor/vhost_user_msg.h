@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost_user_msg: the vhost-user wire format (QEMU docs/interop/
+ * vhost-user.rst) as vnicd's back end speaks it, and the table that says,
+ * per request, what a well-formed message is.
+ *
+ * A message is a 12-byte header (request, flags, size; little-endian as
+ * the host, x86 here) followed by exactly size payload bytes; fds ride in
+ * SCM_RIGHTS with the header's bytes. Nothing here interprets a request:
+ * vhost_user.c does, after vu_msg_check() has bounded the payload size and
+ * the fd count by the table.
+ */
+#ifndef VNIC_VHOST_USER_MSG_H
+#define VNIC_VHOST_USER_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Requests, front end -> back end (spec "Front-end message types"). */
+enum vu_request {
+	VU_GET_FEATURES = 1,
+	VU_SET_FEATURES = 2,
+	VU_SET_OWNER = 3,
+	VU_RESET_OWNER = 4,
+	VU_SET_MEM_TABLE = 5,
+	VU_SET_LOG_BASE = 6,
+	VU_SET_LOG_FD = 7,
+	VU_SET_VRING_NUM = 8,
+	VU_SET_VRING_ADDR = 9,
+	VU_SET_VRING_BASE = 10,
+	VU_GET_VRING_BASE = 11,
+	VU_SET_VRING_KICK = 12,
+	VU_SET_VRING_CALL = 13,
+	VU_SET_VRING_ERR = 14,
+	VU_GET_PROTOCOL_FEATURES = 15,
+	VU_SET_PROTOCOL_FEATURES = 16,
+	VU_GET_QUEUE_NUM = 17,
+	VU_SET_VRING_ENABLE = 18,
+	VU_SEND_RARP = 19,
+	VU_NET_SET_MTU = 20,
+	VU_SET_BACKEND_REQ_FD = 21,
+	VU_IOTLB_MSG = 22,
+	VU_GET_CONFIG = 24,
+	VU_SET_CONFIG = 25,
+	VU_GET_INFLIGHT_FD = 31,
+	VU_SET_INFLIGHT_FD = 32,
+	VU_RESET_DEVICE = 34,
+	VU_GET_MAX_MEM_SLOTS = 36,
+	VU_ADD_MEM_REG = 37,
+	VU_REM_MEM_REG = 38,
+	VU_SET_STATUS = 39,
+	VU_GET_STATUS = 40,
+	VU_REQUEST_MAX = 41,
+};
+
+/* Header flags. */
+#define VU_FLAG_VERSION_MASK 0x3u
+#define VU_VERSION 0x1u
+#define VU_FLAG_REPLY (1u << 2)
+#define VU_FLAG_NEED_REPLY (1u << 3)
+
+/* Feature bit that enables protocol features (in GET_FEATURES). */
+#define VU_F_PROTOCOL_FEATURES 30
+
+/* Protocol feature bits. */
+#define VU_PROTO_MQ 0
+#define VU_PROTO_LOG_SHMFD 1
+#define VU_PROTO_RARP 2
+#define VU_PROTO_REPLY_ACK 3
+#define VU_PROTO_NET_MTU 4
+#define VU_PROTO_CONFIGURE_MEM_SLOTS 15
+#define VU_PROTO_STATUS 16
+
+/* SET_VRING_KICK/CALL/ERR payload: ring index in bits 0-7; bit 8: no fd
+ * follows (polling, which vnicd does not do for kicks). */
+#define VU_VRING_IDX_MASK 0xffull
+#define VU_VRING_NOFD (1ull << 8)
+
+#define VU_HDR_SIZE 12u
+#define VU_MAX_FDS 8u              /* fds in one message (spec: 8 regions) */
+#define VU_MEM_BASELINE_REGIONS 8u /* SET_MEM_TABLE's array */
+#define VU_PAYLOAD_MAX 4096u       /* larger than any request we accept */
+
+struct vu_hdr {
+	uint32_t request;
+	uint32_t flags;
+	uint32_t size;
+};
+
+struct vu_vring_state {
+	uint32_t index;
+	uint32_t num;
+};
+
+struct vu_vring_addr {
+	uint32_t index;
+	uint32_t flags;
+	uint64_t desc;
+	uint64_t used;
+	uint64_t avail;
+	uint64_t log;
+};
+
+struct vu_mem_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t uva;
+	uint64_t mmap_offset;
+};
+
+struct vu_mem_table {
+	uint32_t nregions;
+	uint32_t padding;
+	struct vu_mem_region r[VU_MEM_BASELINE_REGIONS];
+};
+
+struct vu_mem_single {
+	uint64_t padding;
+	struct vu_mem_region r;
+};
+
+/* One received message: header, payload (size bytes), fds (owned). */
+struct vu_msg {
+	struct vu_hdr hdr;
+	union {
+		uint64_t u64;
+		struct vu_vring_state state;
+		struct vu_vring_addr addr;
+		struct vu_mem_table mem;
+		struct vu_mem_single mreg;
+		uint8_t bytes[VU_PAYLOAD_MAX];
+	} p;
+	int fds[VU_MAX_FDS];
+	unsigned nfds;
+};
+
+/* The per-request contract (vhost_user.c adds the handler). */
+#define VU_ROW_NEEDS_OWNER 1u  /* refused before SET_OWNER */
+#define VU_ROW_REPLIES     2u  /* always answered (GET_*), REPLY_ACK or not */
+
+struct vu_row_spec {
+	const char *name;
+	uint32_t min_size, max_size;   /* payload bytes */
+	uint8_t min_fds, max_fds;
+	int proto_bit;                 /* protocol feature it needs, or -1 */
+	unsigned flags;
+};
+
+/* vu_request_spec - the row for a request, or NULL: not one vnicd knows. */
+const struct vu_row_spec *vu_request_spec(uint32_t request);
+/* Name for logs ("SET_MEM_TABLE", or "request 99"). */
+const char *vu_request_name(uint32_t request, char *buf, size_t len);
+
+/*
+ * vu_msg_check - header and fds against the request's row.
+ * Returns 0; -ENOSYS for a request vnicd does not know; -EPROTO for a bad
+ * version or flags; -EMSGSIZE for a payload size outside the row's range;
+ * -EBADF for a wrong fd count. err says which, for one log line.
+ */
+int vu_msg_check(const struct vu_msg *m, char *err, size_t errlen);
+
+/*
+ * Incremental receive on a non-blocking stream socket: a header (with its
+ * fds), then its payload. vu_rx keeps the partial message between calls.
+ */
+struct vu_rx {
+	struct vu_msg m;
+	size_t have;      /* bytes of header + payload so far */
+};
+
+/* vu_rx_reset - close any fds held, forget the partial message. */
+void vu_rx_reset(struct vu_rx *rx);
+/*
+ * vu_recv - read what is there. Returns 1: a whole message is in rx->m
+ * (the caller owns its fds; reset before the next call); 0: not yet
+ * (EAGAIN); -EPIPE: the peer closed; -EMSGSIZE: size beyond
+ * VU_PAYLOAD_MAX; -EBADF: too many fds or fds in the middle of a
+ * message; other negative errno: a socket error.
+ */
+int vu_recv(int fd, struct vu_rx *rx);
+
+/* vu_send_reply - answer m's request with payload (size bytes), no fds. */
+int vu_send_reply(int fd, const struct vu_hdr *req, const void *payload, uint32_t size);
+
+#endif

@@ -1,0 +1,1080 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * check_vhost_user: vnicd's vhost-user back end, driven by a scripted
+ * front end over a real unix socket to a real vnicd (its real worker, a
+ * real tap in a private network namespace).
+ *
+ *  - messages: the handshake QEMU and DPDK send, then every request in
+ *    good and bad forms (sizes, fd counts, indices, regions that overlap,
+ *    overflow, are not mappable or are smaller than claimed, ring
+ *    addresses outside the table or straddling two regions, requests not
+ *    negotiated, unknown requests, bad framing); the answer each gets,
+ *    that vnicd stays up, and that vnicd's fd count returns to its
+ *    baseline after every connection (nothing leaks);
+ *  - the data path: memfd guest memory, split rings driven by
+ *    shm/vring_drv.c, frames both ways through the tap (UDP into and out
+ *    of the namespace), GET_VRING_BASE answered only after the worker is
+ *    reaped, a second SET_MEM_TABLE as a planned restart that loses and
+ *    doubles nothing, disconnects at several points, endpoint removal.
+ *
+ * Needs root, /dev/net/tun and `ip netns` (else 77).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libvnic.h"
+#include "suptest.h"
+#include "vhost_user_msg.h"
+#include "virtio_net.h"
+#include "vring_drv.h"
+
+#define GPA 0x100000ull
+#define MEM (1024u * 1024u)
+#define EXTRA_PAGES 512u   /* after MEM in the memfd: for ADD_MEM_REG */
+#define MEMFD_SIZE (MEM + EXTRA_PAGES * 4096u)
+#define QS 256u
+#define BUF_OFF 0x10000u
+#define BUF_SIZE 2048u
+#define F_PROTO (1ull << VU_F_PROTOCOL_FEATURES)
+#define F_V1 (1ull << VIRTIO_F_VERSION_1)
+#define PROTO_ALL ((1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_REPLY_ACK) | \
+		   (1ull << VU_PROTO_NET_MTU) | (1ull << VU_PROTO_CONFIGURE_MEM_SLOTS) | \
+		   (1ull << VU_PROTO_STATUS) | (1ull << VU_PROTO_RARP))
+
+static char netns[64];
+static struct vnicd_proc vd;
+static struct vnic_conn *ctl;
+static char sockpath[100];
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+static void msleep(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------ the front end */
+
+struct fe {
+	int fd;
+	int memfd;
+	uint8_t *mem;            /* our mapping: its address is the "UVA" */
+	int kick[2], call[2];
+	struct vring_drv drv[2];
+};
+
+static uint64_t uva_of(const struct fe *f, uint64_t off)
+{
+	return (uint64_t)(uintptr_t)f->mem + off;
+}
+
+static uint64_t ring_off(int q, int part) /* part 0 desc, 1 avail, 2 used */
+{
+	return (uint64_t)q * 0x4000u + (uint64_t)part * 0x1000u;
+}
+
+static int fe_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockpath);
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s: %s",
+		      sockpath, strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void fe_send(int fd, uint32_t req, uint32_t flags, const void *p, uint32_t size,
+		    const int *fds, unsigned nfds)
+{
+	struct vu_hdr h = { req, VU_VERSION | flags, size };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)(uintptr_t)p, size } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		struct cmsghdr a;
+	} cm;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
+
+	if (nfds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	ck_assert_int_eq(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)(sizeof(h) + size));
+}
+
+/* One reply: returns its size, or -1 when the connection closed. */
+static int fe_recv(int fd, uint32_t req, void *p, size_t max)
+{
+	struct vu_hdr h;
+	ssize_t r = recv(fd, &h, sizeof(h), MSG_WAITALL);
+
+	if (r != (ssize_t)sizeof(h))
+		return -1;
+	ck_assert_uint_eq(h.request, req);
+	ck_assert_uint_eq(h.flags, VU_VERSION | VU_FLAG_REPLY);
+	ck_assert_uint_le(h.size, max);
+	if (h.size)
+		ck_assert_int_eq(recv(fd, p, h.size, MSG_WAITALL), (ssize_t)h.size);
+	return (int)h.size;
+}
+
+static uint64_t fe_get_u64(int fd, uint32_t req)
+{
+	uint64_t v = 0;
+
+	fe_send(fd, req, 0, NULL, 0, NULL, 0);
+	ck_assert_int_eq(fe_recv(fd, req, &v, sizeof(v)), 8);
+	return v;
+}
+
+/* A request with NEED_REPLY: the u64 answer (0 ok), or -1: closed. */
+static int64_t fe_ack(int fd, uint32_t req, const void *p, uint32_t size, const int *fds,
+		      unsigned nfds)
+{
+	uint64_t v;
+
+	fe_send(fd, req, VU_FLAG_NEED_REPLY, p, size, fds, nfds);
+	if (fe_recv(fd, req, &v, sizeof(v)) != 8)
+		return -1;
+	return (int64_t)v;
+}
+
+static int64_t fe_ack_u64(int fd, uint32_t req, uint64_t v)
+{
+	return fe_ack(fd, req, &v, sizeof(v), NULL, 0);
+}
+
+static int64_t fe_ack_state(int fd, uint32_t req, uint32_t idx, uint32_t num)
+{
+	struct vu_vring_state st = { idx, num };
+
+	return fe_ack(fd, req, &st, sizeof(st), NULL, 0);
+}
+
+static void fe_mem_init(struct fe *f, bool seal)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->memfd = memfd_create("fe-guest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_ge(f->memfd, 0);
+	ck_assert_int_eq(ftruncate(f->memfd, MEMFD_SIZE), 0);
+	if (seal)
+		ck_assert_int_eq(fcntl(f->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	f->mem = mmap(NULL, MEMFD_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
+	ck_assert_ptr_ne(f->mem, MAP_FAILED);
+	for (int q = 0; q < 2; q++) {
+		f->kick[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		f->call[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		ck_assert_int_eq(vring_drv_init(&f->drv[q], QS, f->mem + ring_off(q, 0),
+						f->mem + ring_off(q, 1), f->mem + ring_off(q, 2),
+						false), 0);
+	}
+}
+
+static void fe_mem_free(struct fe *f)
+{
+	for (int q = 0; q < 2; q++) {
+		vring_drv_fini(&f->drv[q]);
+		close(f->kick[q]);
+		close(f->call[q]);
+	}
+	munmap(f->mem, MEMFD_SIZE);
+	close(f->memfd);
+	if (f->fd >= 0)
+		close(f->fd);
+}
+
+static int64_t fe_mem_table(struct fe *f)
+{
+	struct vu_mem_table t = { .nregions = 1 };
+
+	t.r[0] = (struct vu_mem_region){ GPA, MEM, uva_of(f, 0), 0 };
+	return fe_ack(f->fd, VU_SET_MEM_TABLE, &t, 8 + sizeof(t.r[0]), &f->memfd, 1);
+}
+
+static void fe_ring(struct fe *f, int q, uint16_t base)
+{
+	struct vu_vring_addr a = { .index = (uint32_t)q, .desc = uva_of(f, ring_off(q, 0)),
+				   .avail = uva_of(f, ring_off(q, 1)),
+				   .used = uva_of(f, ring_off(q, 2)) };
+	uint64_t v = (uint64_t)q;
+
+	ck_assert_int_eq(fe_ack_state(f->fd, VU_SET_VRING_NUM, (uint32_t)q, QS), 0);
+	ck_assert_int_eq(fe_ack_state(f->fd, VU_SET_VRING_BASE, (uint32_t)q, base), 0);
+	ck_assert_int_eq(fe_ack(f->fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0), 0);
+	ck_assert_int_eq(fe_ack(f->fd, VU_SET_VRING_KICK, &v, sizeof(v), &f->kick[q], 1), 0);
+	ck_assert_int_eq(fe_ack(f->fd, VU_SET_VRING_CALL, &v, sizeof(v), &f->call[q], 1), 0);
+}
+
+/* QEMU's order: features, owner, protocol features, queue num, memory,
+ * then the rings, then enable. */
+static void fe_negotiate(struct fe *f)
+{
+	uint64_t feat;
+
+	f->fd = fe_connect();
+	feat = fe_get_u64(f->fd, VU_GET_FEATURES);
+	ck_assert(feat & F_PROTO);
+	ck_assert(feat & F_V1);
+	ck_assert(!(feat & (1ull << VIRTIO_F_RING_PACKED)));
+	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_PROTOCOL_FEATURES), PROTO_ALL);
+	fe_send(f->fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL }, 8, NULL, 0);
+	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_QUEUE_NUM), 1);
+	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_MAX_MEM_SLOTS), 509);
+	fe_send(f->fd, VU_SET_OWNER, 0, NULL, 0, NULL, 0);
+	ck_assert_int_eq(fe_ack_u64(f->fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
+}
+
+static void fe_start(struct fe *f)
+{
+	fe_negotiate(f);
+	ck_assert_int_eq(fe_mem_table(f), 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(f, q, 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f->fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+}
+
+/* ---------------------------------------------- vnicd and status */
+
+static int ep_pid(const char *id, char *state, size_t len)
+{
+	struct vnic_status *st = NULL;
+	int pid = -1;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++)
+		if (!strcmp(st->nics[i].id, id)) {
+			pid = st->nics[i].pid;
+			if (state)
+				snprintf(state, len, "%s", st->nics[i].vhost_state);
+		}
+	vnic_status_free(st);
+	return pid;
+}
+
+static int ep_policy(const char *id)
+{
+	struct vnic_status *st = NULL;
+	int mode = -1;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++)
+		if (!strcmp(st->nics[i].id, id))
+			mode = (int)st->nics[i].policy.mode;
+	vnic_status_free(st);
+	return mode;
+}
+
+static int wait_worker(const char *id)
+{
+	for (int i = 0; i < 500; i++) {
+		int pid = ep_pid(id, NULL, 0);
+
+		if (pid > 0)
+			return pid;
+		msleep(10);
+	}
+	ck_abort_msg("no worker for %s within 5 s (log %s)", id, vd.log);
+	return -1;
+}
+
+static void wait_no_worker(const char *id)
+{
+	for (int i = 0; i < 700; i++) {
+		if (ep_pid(id, NULL, 0) == 0)
+			return;
+		msleep(10);
+	}
+	ck_abort_msg("worker of %s still there after 7 s", id);
+}
+
+static bool have_prereqs(void)
+{
+	return geteuid() == 0 && access("/dev/net/tun", R_OK | W_OK) == 0 &&
+	       system("ip netns list >/dev/null 2>&1") == 0;
+}
+
+static void add_endpoint(const char *id, const char *tap, bool server)
+{
+	struct vnic_vhost_user_config cfg = { .id = id, .path = sockpath, .server = server,
+					      .tap_name = tap, .netns = netns };
+	char ifname[32], err[256];
+	int rc = vnic_add_vhost_user(ctl, &cfg, ifname, sizeof(ifname), err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "add %s: %d %s", id, rc, err);
+	ck_assert_str_eq(ifname, tap);
+}
+
+static int base_fds;
+
+static void setup(void)
+{
+	char cmd[160];
+
+	if (!have_prereqs())
+		return;
+	snprintf(netns, sizeof(netns), "vnicvu%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "ip netns add %s", netns);
+	ck_assert_int_eq(system(cmd), 0);
+	st_vnicd_start(&vd, st_worker_path(), "--state-dir", "", NULL);
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu.sock", vd.dir), (int)sizeof(sockpath));
+	ctl = st_connect(&vd);
+	base_fds = st_fd_count(vd.pid);
+	add_endpoint("vu0", "vut0", true);
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+
+	if (!have_prereqs())
+		return;
+	vnic_close(ctl);
+	st_vnicd_stop(&vd);
+	st_rmdir(vd.dir);
+	snprintf(cmd, sizeof(cmd), "ip netns del %s", netns);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+#define NEED_PREREQS() do { if (!have_prereqs()) return; } while (0)
+
+/* vnicd's fds, once quiet, are what they were with the endpoint alone. */
+static void assert_no_leak(int want)
+{
+	int n = st_fd_count_settle(vd.pid, want);
+
+	ck_assert_msg(n == want, "vnicd has %d fds, %d expected (log %s)", n, want, vd.log);
+}
+
+/* ---------------------------------------------------------- tests */
+
+/* The handshake, a worker on the rings, GET_VRING_BASE after its reap. */
+START_TEST(t_handshake_and_unplug)
+{
+	struct fe f;
+	struct vu_vring_state st = { 0, 0 };
+	int with_ep, pid;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	ck_assert(st_pid_alive(pid));
+	fe_send(f.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+	ck_assert_int_eq(fe_recv(f.fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
+	/* The unplug guarantee: the worker was reaped before the answer. */
+	ck_assert_msg(!st_pid_alive(pid), "worker %d alive at GET_VRING_BASE's answer", pid);
+	ck_assert_uint_eq(st.index, 0);
+	ck_assert_uint_eq(st.num, 0);
+	st = (struct vu_vring_state){ 1, 0 };
+	fe_send(f.fd, VU_SET_STATUS, 0, &(uint64_t){ 0xf }, 8, NULL, 0);
+	ck_assert_uint_eq(fe_get_u64(f.fd, VU_GET_STATUS), 0xf);
+	fe_send(f.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+	ck_assert_int_eq(fe_recv(f.fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
+	ck_assert_uint_eq(st.index, 1);
+	fe_mem_free(&f);
+	assert_no_leak(with_ep);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+}
+END_TEST
+
+struct bad_case {
+	const char *what;
+	void (*run)(struct fe *f);
+};
+
+/* Each sends one bad message on a negotiated connection with memory set;
+ * the answer must be the failure u64 and the connection must go on. */
+static void expect_fail(struct fe *f, int64_t got, const char *what)
+{
+	ck_assert_msg(got > 0, "%s: answer %lld, a failure expected", what, (long long)got);
+	/* Still talking. */
+	ck_assert(fe_get_u64(f->fd, VU_GET_FEATURES) & F_V1);
+}
+
+static void bad_region(struct fe *f, struct vu_mem_region r, int fd, const char *what)
+{
+	struct vu_mem_table t = { .nregions = 1 };
+
+	t.r[0] = r;
+	expect_fail(f, fe_ack(f->fd, VU_SET_MEM_TABLE, &t, 8 + sizeof(r), &fd, 1), what);
+}
+
+START_TEST(t_bad_messages)
+{
+	struct fe f, other;
+	int with_ep, pipefd[2], small, evfd, other_pid;
+	struct vu_mem_table t = { .nregions = 2 };
+	struct vu_vring_addr a;
+	char path0[sizeof(sockpath)];
+	uint64_t v;
+
+	NEED_PREREQS();
+	/* Another endpoint with a running worker must not notice. */
+	memcpy(path0, sockpath, sizeof(path0));
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu1.sock", vd.dir),
+			 (int)sizeof(sockpath));
+	add_endpoint("vu1", "vut1", true);
+	fe_mem_init(&other, true);
+	fe_start(&other);
+	other_pid = wait_worker("vu1");
+	memcpy(sockpath, path0, sizeof(path0));
+	with_ep = st_fd_count(vd.pid);
+	fe_mem_init(&f, false); /* unsealed, as DPDK passes it */
+	fe_negotiate(&f);
+
+	/* Unknown and not-offered requests: the failure answer. */
+	expect_fail(&f, fe_ack(f.fd, 99, NULL, 0, NULL, 0), "unknown request 99");
+	expect_fail(&f, fe_ack(f.fd, VU_SET_LOG_BASE, &(uint64_t){ 0 }, 8, NULL, 0), "SET_LOG_BASE");
+	expect_fail(&f, fe_ack(f.fd, VU_GET_INFLIGHT_FD, NULL, 0, NULL, 0), "GET_INFLIGHT_FD");
+	/* Features not offered; packed rings; no VERSION_1. */
+	expect_fail(&f, fe_ack_u64(f.fd, VU_SET_FEATURES, F_V1 | (1ull << VIRTIO_F_RING_PACKED)),
+		    "packed ring");
+	expect_fail(&f, fe_ack_u64(f.fd, VU_SET_FEATURES, 1ull << VIRTIO_NET_F_MRG_RXBUF),
+		    "legacy device");
+	expect_fail(&f, fe_ack_u64(f.fd, VU_SET_PROTOCOL_FEATURES, 1ull << 11), "HOST_NOTIFIER");
+	/* Sizes and fd counts against the table. */
+	expect_fail(&f, fe_ack(f.fd, VU_SET_FEATURES, "abcd", 4, NULL, 0), "short payload");
+	evfd = eventfd(0, EFD_CLOEXEC);
+	expect_fail(&f, fe_ack(f.fd, VU_SET_FEATURES, &(uint64_t){ F_V1 }, 8, &evfd, 1),
+		    "an fd where none belongs");
+	/* Memory tables. */
+	t.r[0] = (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 };
+	t.r[1] = (struct vu_mem_region){ GPA + MEM, MEM, uva_of(&f, 0) + MEM, 0 };
+	expect_fail(&f, fe_ack(f.fd, VU_SET_MEM_TABLE, &t, 8 + 2 * sizeof(t.r[0]), &f.memfd, 1),
+		    "2 regions, 1 fd");
+	t.r[1] = (struct vu_mem_region){ GPA + 4096, 4096, uva_of(&f, 0) + 2 * MEM, 0 };
+	{
+		int two[2] = { f.memfd, f.memfd };
+
+		expect_fail(&f, fe_ack(f.fd, VU_SET_MEM_TABLE, &t, 8 + 2 * sizeof(t.r[0]), two, 2),
+			    "regions overlapping in gpa");
+	}
+	bad_region(&f, (struct vu_mem_region){ GPA, 0, uva_of(&f, 0), 0 }, f.memfd, "size 0");
+	bad_region(&f, (struct vu_mem_region){ UINT64_MAX - 10, MEM, uva_of(&f, 0), 0 }, f.memfd,
+		   "gpa overflow");
+	bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), UINT64_MAX - 5 }, f.memfd,
+		   "offset overflow");
+	bad_region(&f, (struct vu_mem_region){ GPA, 4 * MEM, uva_of(&f, 0), 0 }, f.memfd,
+		   "region larger than its fd");
+	bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, evfd,
+		   "an eventfd as memory");
+	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, pipefd[0],
+		   "a pipe as memory");
+	{
+		char p[64];
+		int ro;
+
+		/* Read-only memory and a table not on page boundaries. */
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", f.memfd);
+		ro = open(p, O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(ro, 0);
+		bad_region(&f, (struct vu_mem_region){ GPA, MEM, uva_of(&f, 0), 0 }, ro,
+			   "a read-only fd");
+		close(ro);
+		bad_region(&f, (struct vu_mem_region){ GPA + 8, MEM - 8, uva_of(&f, 8), 8 }, f.memfd,
+			   "not page-aligned");
+	}
+	small = memfd_create("small", MFD_CLOEXEC);
+	ck_assert_int_eq(ftruncate(small, 4096), 0);
+	bad_region(&f, (struct vu_mem_region){ GPA, 8192, uva_of(&f, 0), 0 }, small,
+		   "memfd smaller than the region");
+	/* Now a good table, split in two regions at 512 KiB. */
+	t.r[0] = (struct vu_mem_region){ GPA, MEM / 2, uva_of(&f, 0), 0 };
+	t.r[1] = (struct vu_mem_region){ GPA + MEM / 2, MEM / 2, uva_of(&f, MEM / 2), MEM / 2 };
+	{
+		int two[2] = { f.memfd, f.memfd };
+
+		ck_assert_int_eq(fe_ack(f.fd, VU_SET_MEM_TABLE, &t, 8 + 2 * sizeof(t.r[0]), two, 2),
+				 0);
+	}
+	/* Rings: index, size, addresses. */
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 2, QS), "ring 2 (no multiqueue)");
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 0x10000, QS), "ring 0x10000");
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 0, 3), "size 3");
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 0, 65536), "size 65536");
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_BASE, 0, 0x10000), "base 0x10000");
+	ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_NUM, 0, QS), 0);
+	a = (struct vu_vring_addr){ .index = 0, .desc = 0x1000, .avail = 0x3000, .used = 0x5000 };
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0),
+		    "ring outside every region");
+	a = (struct vu_vring_addr){ .index = 0, .desc = uva_of(&f, MEM / 2 - 1024),
+				    .avail = uva_of(&f, ring_off(0, 1)),
+				    .used = uva_of(&f, ring_off(0, 2)) };
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0),
+		    "descriptor table straddling two regions");
+	a.desc = uva_of(&f, 8);
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0), "misaligned desc");
+	a.desc = uva_of(&f, 0);
+	a.flags = 1;
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0), "logging");
+	/* Kick/call fds. */
+	v = 0;
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_KICK, &v, 8, &pipefd[1], 1), "pipe as kick fd");
+	v = VU_VRING_NOFD;
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_KICK, &v, 8, &evfd, 1), "NOFD with an fd");
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_KICK, &v, 8, NULL, 0), "polling kick");
+	v = 1u << 9;
+	expect_fail(&f, fe_ack(f.fd, VU_SET_VRING_CALL, &v, 8, &evfd, 1), "unknown bits");
+	/* Memory slots. */
+	{
+		struct vu_mem_single s = { 0, { GPA + MEM / 4, 4096, uva_of(&f, 0) + 4 * MEM, 0 } };
+
+		expect_fail(&f, fe_ack(f.fd, VU_ADD_MEM_REG, &s, sizeof(s), &f.memfd, 1),
+			    "ADD_MEM_REG overlapping");
+		s.r = (struct vu_mem_region){ GPA + 8 * MEM, 4096, uva_of(&f, 0) + 8 * MEM, 0 };
+		ck_assert_int_eq(fe_ack(f.fd, VU_ADD_MEM_REG, &s, sizeof(s), &f.memfd, 1), 0);
+		ck_assert_int_eq(fe_ack(f.fd, VU_REM_MEM_REG, &s, sizeof(s), NULL, 0), 0);
+		expect_fail(&f, fe_ack(f.fd, VU_REM_MEM_REG, &s, sizeof(s), NULL, 0),
+			    "REM_MEM_REG of a region that is not there");
+	}
+	expect_fail(&f, fe_ack_u64(f.fd, VU_NET_SET_MTU, 20), "MTU 20");
+	ck_assert_int_eq(fe_ack_u64(f.fd, VU_NET_SET_MTU, 9000), 0);
+	expect_fail(&f, fe_ack_u64(f.fd, VU_SET_STATUS, 0x100), "status 0x100");
+	/* Nothing started on a half-configured device. */
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), 0);
+	close(f.fd);
+	f.fd = -1;
+	assert_no_leak(with_ep);
+
+	/* Fatal ones: the connection closes, vnicd stays. */
+	f.fd = fe_connect();
+	fe_send(f.fd, VU_GET_QUEUE_NUM, 0, NULL, 0, NULL, 0); /* MQ not negotiated */
+	ck_assert_int_eq(fe_recv(f.fd, VU_GET_QUEUE_NUM, &v, 8), -1);
+	close(f.fd);
+	f.fd = fe_connect();
+	{
+		struct vu_hdr h = { VU_SET_FEATURES, VU_VERSION, 100000 };
+
+		ck_assert_int_eq(send(f.fd, &h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
+		ck_assert_int_eq(fe_recv(f.fd, VU_SET_FEATURES, &v, 8), -1);
+	}
+	close(f.fd);
+	f.fd = fe_connect();
+	{
+		int many[9];
+
+		for (int i = 0; i < 9; i++)
+			many[i] = evfd;
+		fe_send(f.fd, VU_SET_VRING_CALL, VU_FLAG_NEED_REPLY, &(uint64_t){ 0 }, 8, many, 9);
+		ck_assert_int_eq(fe_recv(f.fd, VU_SET_VRING_CALL, &v, 8), -1);
+	}
+	close(f.fd);
+	f.fd = fe_connect();
+	fe_send(f.fd, VU_GET_FEATURES, VU_FLAG_REPLY, NULL, 0, NULL, 0); /* a "reply" to vnicd */
+	ck_assert_int_eq(fe_recv(f.fd, VU_GET_FEATURES, &v, 8), -1);
+	close(f.fd);
+	f.fd = -1;
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(small);
+	close(evfd);
+	fe_mem_free(&f);
+	assert_no_leak(with_ep);
+	ck_assert(st_pid_alive(vd.pid));
+	{
+		char state[32];
+
+		ck_assert_int_eq(ep_pid("vu0", state, sizeof(state)), 0);
+		ck_assert_str_eq(state, "listening");
+		/* The other endpoint: the same worker, running, answering. */
+		ck_assert_int_eq(ep_pid("vu1", state, sizeof(state)), other_pid);
+		ck_assert_str_eq(state, "running");
+		ck_assert(fe_get_u64(other.fd, VU_GET_FEATURES) & F_V1);
+	}
+	fe_mem_free(&other);
+	ck_assert_int_eq(vnic_remove_endpoint(ctl, "vu1", 0, NULL), 0);
+	ck_assert(!st_pid_alive(other_pid));
+}
+END_TEST
+
+/* ----------------------------------------------------- data path */
+
+struct ns_socks {
+	int rx;    /* bound to 198.18.0.1:9999 in the netns */
+	int tx;    /* sends to 198.18.0.2:7777 (the guest, by a static neighbour) */
+};
+
+static void netns_setup(struct ns_socks *s)
+{
+	char cmd[400], path[96];
+	int self, ns;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9999) };
+	struct timeval tv = { 3, 0 };
+
+	snprintf(cmd, sizeof(cmd),
+		 "ip -n %s addr add 198.18.0.1/24 dev vut0 && ip -n %s link set vut0 up && "
+		 "ip -n %s neigh replace 198.18.0.2 lladdr 52:54:00:12:34:56 dev vut0", netns,
+		 netns, netns);
+	ck_assert_int_eq(system(cmd), 0);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/run/netns/%s", netns);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert(self >= 0 && ns >= 0);
+	ck_assert_int_eq(setns(ns, CLONE_NEWNET), 0);
+	s->rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	s->tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(setns(self, CLONE_NEWNET), 0);
+	close(self);
+	close(ns);
+	inet_pton(AF_INET, "198.18.0.1", &a.sin_addr);
+	ck_assert_int_eq(bind(s->rx, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(s->rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+static uint16_t ip_csum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* A guest frame: vnet header, Ethernet broadcast, IPv4 198.18.0.2 ->
+ * 198.18.0.1, UDP 7777 -> 9999 carrying text. Returns its length. */
+static size_t build_frame(uint8_t *b, const char *text)
+{
+	size_t tl = strlen(text), ulen = 8 + tl, iplen = 20 + ulen;
+	uint8_t *e = b + VIRTIO_NET_HDR_MRG_LEN, *ip = e + 14, *u = ip + 20;
+
+	memset(b, 0, VIRTIO_NET_HDR_MRG_LEN);
+	memset(e, 0xff, 6);
+	memcpy(e + 6, guest_mac, 6);
+	e[12] = 0x08, e[13] = 0x00;
+	memset(ip, 0, 20);
+	ip[0] = 0x45, ip[2] = (uint8_t)(iplen >> 8), ip[3] = (uint8_t)iplen, ip[8] = 64, ip[9] = 17;
+	ip[12] = 198, ip[13] = 18, ip[14] = 0, ip[15] = 2;
+	ip[16] = 198, ip[17] = 18, ip[18] = 0, ip[19] = 1;
+	{
+		uint16_t c = ip_csum(ip, 20);
+
+		ip[10] = (uint8_t)(c >> 8), ip[11] = (uint8_t)c;
+	}
+	u[0] = 7777 >> 8, u[1] = 7777 & 0xff, u[2] = 9999 >> 8, u[3] = 9999 & 0xff;
+	u[4] = (uint8_t)(ulen >> 8), u[5] = (uint8_t)ulen, u[6] = u[7] = 0;
+	memcpy(u + 8, text, tl);
+	return VIRTIO_NET_HDR_MRG_LEN + 14 + iplen;
+}
+
+/* Guest transmits n frames "tag-i" (buffers after BUF_OFF on tx0). */
+static void guest_tx(struct fe *f, const char *tag, int n, unsigned *slot)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t off = BUF_OFF + (uint64_t)(*slot % 128) * BUF_SIZE;
+		char text[64];
+		struct vring_drv_buf b;
+		void *ck;
+		uint32_t len;
+
+		(*slot)++;
+		/* Reclaim what the device returned. */
+		while (vring_drv_get_used(&f->drv[1], &ck, &len) == 1)
+			;
+		snprintf(text, sizeof(text), "%s-%d", tag, i);
+		b = (struct vring_drv_buf){ GPA + off, (uint32_t)build_frame(f->mem + off, text),
+					    false };
+		ck_assert_int_ge(vring_drv_add(&f->drv[1], &b, 1, NULL), 0);
+		vring_drv_publish(&f->drv[1]);
+		ck_assert_int_eq(write(f->kick[1], &(uint64_t){ 1 }, 8), 8);
+	}
+}
+
+/* Read what arrived in the netns: exactly the n texts tag-0..n-1, in order. */
+static void expect_rx_in_ns(struct ns_socks *s, const char *tag, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char buf[128], want[64];
+		ssize_t r = recv(s->rx, buf, sizeof(buf) - 1, 0);
+
+		ck_assert_msg(r > 0, "frame %s-%d did not arrive (%s)", tag, i, strerror(errno));
+		buf[r] = '\0';
+		snprintf(want, sizeof(want), "%s-%d", tag, i);
+		ck_assert_str_eq(buf, want);
+	}
+	{
+		char buf[128];
+
+		ck_assert_int_lt(recv(s->rx, buf, sizeof(buf), MSG_DONTWAIT), 0); /* no duplicate */
+	}
+}
+
+static void guest_post_rx(struct fe *f, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t off = BUF_OFF + (128 + (uint64_t)i) * BUF_SIZE;
+		struct vring_drv_buf b = { GPA + off, BUF_SIZE, true };
+
+		ck_assert_int_ge(vring_drv_add(&f->drv[0], &b, 1, (void *)(uintptr_t)off), 0);
+	}
+	vring_drv_publish(&f->drv[0]);
+	ck_assert_int_eq(write(f->kick[0], &(uint64_t){ 1 }, 8), 8);
+}
+
+/* The guest receives a UDP datagram sent from the netns. */
+static void host_to_guest(struct fe *f, struct ns_socks *s, const char *text)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7777) };
+
+	inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
+	for (int tries = 0; tries < 300; tries++) {
+		void *ck;
+		uint32_t len;
+
+		if (tries % 50 == 0)
+			ck_assert_int_eq(sendto(s->tx, text, strlen(text), 0, (struct sockaddr *)&a,
+						sizeof(a)), (ssize_t)strlen(text));
+		while (vring_drv_get_used(&f->drv[0], &ck, &len) == 1) {
+			const uint8_t *p = f->mem + (uintptr_t)ck;
+
+			if (len > VIRTIO_NET_HDR_MRG_LEN + 42 &&
+			    memmem(p, len, text, strlen(text))) {
+				guest_post_rx(f, 1);
+				return;
+			}
+			guest_post_rx(f, 1); /* IPv6 noise from the netns: recycle */
+		}
+		msleep(10);
+	}
+	ck_abort_msg("\"%s\" never reached the guest", text);
+}
+
+START_TEST(t_data_path)
+{
+	struct fe f;
+	struct ns_socks s;
+	unsigned slot = 0;
+	int with_ep, pid, pid2;
+	int64_t ack;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	guest_post_rx(&f, 64);
+	guest_tx(&f, "a", 20, &slot);
+	expect_rx_in_ns(&s, "a", 20);
+	host_to_guest(&f, &s, "to-the-guest-1");
+
+	/* An administrator's SetPolicy outlives the worker it was sent to. */
+	{
+		struct vnic_policy pol = { .mode = VNIC_MITIGATION_TIMER, .timer_us = 200 };
+
+		ck_assert_int_eq(vnic_set_policy(ctl, "vu0", &pol), 0);
+	}
+
+	/* A new memory table while running: a planned restart. The answer
+	 * comes after the old worker is reaped; nothing lost or doubled. */
+	ack = fe_mem_table(&f);
+	ck_assert_int_eq(ack, 0);
+	ck_assert_msg(!st_pid_alive(pid), "old worker alive at the SET_MEM_TABLE answer");
+	pid2 = wait_worker("vu0");
+	ck_assert_int_ne(pid, pid2);
+	ck_assert_int_eq(ep_policy("vu0"), VNIC_MITIGATION_TIMER);
+	guest_tx(&f, "b", 20, &slot);
+	expect_rx_in_ns(&s, "b", 20);
+	host_to_guest(&f, &s, "to-the-guest-2");
+
+	/* A crash of the worker: restarted as any NIC's, traffic goes on. */
+	kill(pid2, SIGKILL);
+	for (int i = 0; i < 300 && ep_pid("vu0", NULL, 0) == pid2; i++)
+		msleep(10);
+	wait_worker("vu0");
+	guest_tx(&f, "c", 10, &slot);
+	expect_rx_in_ns(&s, "c", 10);
+
+	/* Disconnect mid-traffic: the worker goes, vnicd's fds come back. */
+	guest_tx(&f, "d", 5, &slot);
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	{
+		char buf[64];
+
+		while (recv(s.rx, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
+	}
+	assert_no_leak(with_ep);
+
+	/* Reconnect on the same endpoint and tap: traffic again. */
+	fe_mem_init(&f, false);
+	fe_start(&f);
+	wait_worker("vu0");
+	slot = 0;
+	guest_tx(&f, "e", 10, &slot);
+	expect_rx_in_ns(&s, "e", 10);
+	/* Disconnects before the rings are complete leave nothing either. */
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	for (int point = 0; point < 3; point++) {
+		fe_mem_init(&f, true);
+		fe_negotiate(&f);
+		if (point >= 1)
+			ck_assert_int_eq(fe_mem_table(&f), 0);
+		if (point >= 2)
+			fe_ring(&f, 0, 0);
+		close(f.fd);
+		f.fd = -1;
+		fe_mem_free(&f);
+		assert_no_leak(with_ep);
+	}
+	close(s.rx);
+	close(s.tx);
+}
+END_TEST
+
+/* Memory hotplug: the table grows to 509 regions one ADD_MEM_REG at a
+ * time while the NIC runs (each a planned restart), more than one
+ * message to the worker can carry; traffic passes at the end; then
+ * every added region is removed again. */
+START_TEST(t_many_regions)
+{
+	struct fe f;
+	struct ns_socks s;
+	struct vu_mem_single one = { 0, { GPA, MEM, 0, 0 } };
+	unsigned slot = 0, n = 0;
+	int with_ep;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	one.r.uva = uva_of(&f, 0);
+	ck_assert_int_eq(fe_ack(f.fd, VU_ADD_MEM_REG, &one, sizeof(one), &f.memfd, 1), 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	wait_worker("vu0");
+	guest_tx(&f, "m", 5, &slot);
+	expect_rx_in_ns(&s, "m", 5);
+	for (n = 1; n < 509; n++) {
+		struct vu_mem_single r = { 0, { GPA + MEM + (n - 1) * 4096ull, 4096,
+						uva_of(&f, MEM + (n - 1) * 4096ull),
+						MEM + (n - 1) * 4096ull } };
+
+		ck_assert_msg(fe_ack(f.fd, VU_ADD_MEM_REG, &r, sizeof(r), &f.memfd, 1) == 0,
+			      "ADD_MEM_REG %u refused", n);
+	}
+	{
+		struct vu_mem_single r = { 0, { GPA + 4 * MEM, 4096, uva_of(&f, 0) + 4 * MEM, 0 } };
+
+		ck_assert_int_gt(fe_ack(f.fd, VU_ADD_MEM_REG, &r, sizeof(r), &f.memfd, 1), 0);
+	}
+	wait_worker("vu0");
+	guest_tx(&f, "n", 5, &slot);
+	expect_rx_in_ns(&s, "n", 5);
+	for (n = 1; n < 509; n++) {
+		struct vu_mem_single r = { 0, { GPA + MEM + (n - 1) * 4096ull, 4096,
+						uva_of(&f, MEM + (n - 1) * 4096ull),
+						MEM + (n - 1) * 4096ull } };
+
+		ck_assert_int_eq(fe_ack(f.fd, VU_REM_MEM_REG, &r, sizeof(r), NULL, 0), 0);
+	}
+	wait_worker("vu0");
+	guest_tx(&f, "o", 5, &slot);
+	expect_rx_in_ns(&s, "o", 5);
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+	assert_no_leak(with_ep);
+}
+END_TEST
+
+/* Removal: answered after the worker is reaped; socket and tap gone. */
+START_TEST(t_remove_running)
+{
+	struct fe f;
+	uint64_t us = 0;
+	char cmd[160];
+	int pid;
+
+	NEED_PREREQS();
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	ck_assert_int_eq(vnic_remove_endpoint(ctl, "vu0", 0, &us), 0);
+	ck_assert(!st_pid_alive(pid));
+	ck_assert_int_ne(access(sockpath, F_OK), 0);
+	snprintf(cmd, sizeof(cmd), "ip -n %s link show vut0 >/dev/null 2>&1", netns);
+	ck_assert_int_ne(system(cmd), 0);
+	ck_assert_int_eq(vnic_remove_endpoint(ctl, "vu0", 0, NULL), VNIC_STATUS_NOT_FOUND);
+	fe_mem_free(&f);
+	assert_no_leak(base_fds);
+	/* The id, the path and the tap name can be used again. */
+	add_endpoint("vu0", "vut0", true);
+}
+END_TEST
+
+/* Client mode: vnicd connects to a front end that listens, and the
+ * endpoint comes back from the state directory after a vnicd restart. */
+START_TEST(t_client_and_restart)
+{
+	struct vnicd_proc v2;
+	struct vnic_conn *c2;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char sdir[] = "/tmp/vnicd-vu-state.XXXXXX", fepath[100];
+	struct vnic_vhost_user_config cfg = { .id = "cl0", .tap_name = "vutc0", .mtu = 9000 };
+	char ifname[32], err[256];
+	struct timeval tv = { 5, 0 };
+	int lfd, pid;
+	struct fe f;
+
+	NEED_PREREQS();
+	ck_assert_ptr_nonnull(mkdtemp(sdir));
+	snprintf(fepath, sizeof(fepath), "%s/fe.sock", sdir);
+	cfg.path = fepath;
+	cfg.netns = netns;
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fepath);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 2), 0);
+	setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	for (int round = 0; round < 2; round++) {
+		st_vnicd_start(&v2, st_worker_path(), "--state-dir", sdir, NULL);
+		c2 = st_connect(&v2);
+		if (round == 0) {
+			char cmd[200];
+
+			ck_assert_msg(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err,
+							  sizeof(err)) == 0, "%s", err);
+			/* The tap has the endpoint's MTU. */
+			snprintf(cmd, sizeof(cmd), "ip -n %s link show vutc0 | grep -q 'mtu 9000'",
+				 netns);
+			ck_assert_int_eq(system(cmd), 0);
+		}
+		/* vnicd connects to us (round 1: from its state file). */
+		fe_mem_init(&f, false);
+		f.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		ck_assert_int_ge(f.fd, 0);
+		setsockopt(f.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ck_assert(fe_get_u64(f.fd, VU_GET_FEATURES) & F_V1);
+		fe_send(f.fd, VU_SET_OWNER, 0, NULL, 0, NULL, 0);
+		fe_send(f.fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL }, 8, NULL, 0);
+		ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
+		ck_assert_int_eq(fe_mem_table(&f), 0);
+		for (int q = 0; q < 2; q++)
+			fe_ring(&f, q, 0);
+		for (int q = 0; q < 2; q++)
+			ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+		{
+			struct vnic_conn *save = ctl;
+
+			ctl = c2;
+			pid = wait_worker("cl0");
+			ctl = save;
+		}
+		ck_assert_int_gt(pid, 0);
+		if (round == 0) {
+			/* vnicd dies; its worker follows (control socket gone). */
+			kill(v2.pid, SIGKILL);
+			waitpid(v2.pid, NULL, 0);
+			for (int i = 0; i < 300 && st_pid_alive(pid); i++)
+				msleep(10);
+			ck_assert(!st_pid_alive(pid));
+			vnic_close(c2);
+			unlink(v2.sock);
+			st_rmdir(v2.dir);
+		} else {
+			ck_assert_int_eq(vnic_remove_endpoint(c2, "cl0", 0, NULL), 0);
+			vnic_close(c2);
+			st_vnicd_stop(&v2);
+			st_rmdir(v2.dir);
+		}
+		fe_mem_free(&f);
+	}
+	close(lfd);
+	unlink(fepath);
+	st_rmdir(sdir);
+}
+END_TEST
+
+START_TEST(t_print_capabilities)
+{
+	char bin[512], cmd[600], out[256];
+
+	st_build_path("supervisor/vnicd", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s --print-capabilities", bin);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"type\": \"net\""));
+}
+END_TEST
+
+static Suite *vu_suite(void)
+{
+	Suite *s = suite_create("vhost_user");
+	TCase *t = tcase_create("vhost_user");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, t_handshake_and_unplug);
+	tcase_add_test(t, t_bad_messages);
+	tcase_add_test(t, t_data_path);
+	tcase_add_test(t, t_many_regions);
+	tcase_add_test(t, t_remove_running);
+	tcase_add_test(t, t_client_and_restart);
+	tcase_add_test(t, t_print_capabilities);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (!have_prereqs()) {
+		printf("SKIP: check_vhost_user needs root, /dev/net/tun and ip netns\n");
+		return 77;
+	}
+	sr = srunner_create(vu_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
