@@ -117,12 +117,14 @@ void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error)
 	if (!n->policy_pending)
 		return;
 	n->policy_pending = false;
-	if (n->policy_conn_id && n->sup->admin_policy_set) {
+	if (n->policy_conn_id && n->sup->admin_policy_set)
 		n->sup->admin_policy_set(n, r, error); /* vnicctl set-policy (admin.c) */
-		return;
-	}
-	if (n->owner && n->ops->policy_set)
+	else if (n->owner && n->ops->policy_set)
 		n->ops->policy_set(n, r, error);
+	/* Whoever asked, an owner that re-creates its NIC (a vhost-user
+	 * endpoint on a new memory table) must start the next one with it. */
+	if (r == NIC_RES_OK && n->owner && n->ops->policy_changed)
+		n->ops->policy_changed(n);
 }
 
 static void nic_notify_failed(struct nic *n, int sig, int exit_status, int syscall_nr)

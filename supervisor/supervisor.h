@@ -117,7 +117,9 @@ enum nic_result {
  *                  failed (the NIC is freed right after)
  *  removed       - a stop the owner asked for (nic_stop with
  *                  remove_pending) finished: the worker is reaped
- *  policy_set    - the pending SetPolicy was applied or failed
+ *  policy_set    - the owner's pending SetPolicy was applied or failed
+ *  policy_changed - a SetPolicy (the owner's or an administrator's) was
+ *                  applied: n->policy is the NIC's policy from now on
  *  failed        - the worker died (restart or FAILED follows)
  *  restarted     - a replacement worker is READY
  *  state_changed - every transition once added(OK) was called
@@ -130,6 +132,7 @@ struct nic_owner_ops {
 	void (*added)(struct nic *n, enum nic_result r, const char *error);
 	void (*removed)(struct nic *n, enum nic_result r, const char *error);
 	void (*policy_set)(struct nic *n, enum nic_result r, const char *error);
+	void (*policy_changed)(struct nic *n);
 	void (*failed)(struct nic *n, int sig, int exit_status, int syscall_nr);
 	void (*restarted)(struct nic *n);
 	void (*state_changed)(struct nic *n, enum nic_state old, enum nic_state st,

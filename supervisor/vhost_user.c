@@ -259,9 +259,25 @@ static void vu_nic_queue_reset(struct nic *n, uint32_t queue, const char *reason
 		log_debug("vhost-user %s: error eventfd: %s", ep->cfg.id, strerror(errno));
 }
 
+static int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, size_t errlen);
+
+/* A SetPolicy applied to the endpoint's NIC: the endpoint's own policy,
+ * so the worker of the next memory table, front end or vnicd run keeps
+ * it (a crash restart keeps n->policy by itself). */
+static void vu_nic_policy_changed(struct nic *n)
+{
+	struct vu_endpoint *ep = n->owner;
+	char err[256];
+
+	ep->cfg.policy = n->policy;
+	if (vu_state_save(ep->sup, &ep->cfg, err, sizeof(err)) < 0)
+		log_warn("vhost-user %s: policy applied, not saved: %s", ep->cfg.id, err);
+}
+
 static const struct nic_owner_ops vu_nic_owner = {
 	.kind = "vhost-user",
 	.added = vu_nic_added,
+	.policy_changed = vu_nic_policy_changed,
 	.failed = vu_nic_failed,
 	.queue_reset = vu_nic_queue_reset,
 	.gone = vu_nic_gone,

@@ -283,6 +283,19 @@ static int ep_pid(const char *id, char *state, size_t len)
 	return pid;
 }
 
+static int ep_policy(const char *id)
+{
+	struct vnic_status *st = NULL;
+	int mode = -1;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++)
+		if (!strcmp(st->nics[i].id, id))
+			mode = (int)st->nics[i].policy.mode;
+	vnic_status_free(st);
+	return mode;
+}
+
 static int wait_worker(const char *id)
 {
 	for (int i = 0; i < 500; i++) {
@@ -780,6 +793,13 @@ START_TEST(t_data_path)
 	expect_rx_in_ns(&s, "a", 20);
 	host_to_guest(&f, &s, "to-the-guest-1");
 
+	/* An administrator's SetPolicy outlives the worker it was sent to. */
+	{
+		struct vnic_policy pol = { .mode = VNIC_MITIGATION_TIMER, .timer_us = 200 };
+
+		ck_assert_int_eq(vnic_set_policy(ctl, "vu0", &pol), 0);
+	}
+
 	/* A new memory table while running: a planned restart. The answer
 	 * comes after the old worker is reaped; nothing lost or doubled. */
 	ack = fe_mem_table(&f);
@@ -787,6 +807,7 @@ START_TEST(t_data_path)
 	ck_assert_msg(!st_pid_alive(pid), "old worker alive at the SET_MEM_TABLE answer");
 	pid2 = wait_worker("vu0");
 	ck_assert_int_ne(pid, pid2);
+	ck_assert_int_eq(ep_policy("vu0"), VNIC_MITIGATION_TIMER);
 	guest_tx(&f, "b", 20, &slot);
 	expect_rx_in_ns(&s, "b", 20);
 	host_to_guest(&f, &s, "to-the-guest-2");

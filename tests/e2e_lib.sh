@@ -12,8 +12,9 @@ e2e_log() { printf '%s: %s\n' "$E2E_NAME" "$*" >&2; }
 e2e_skip() { e2e_log "SKIP: $*"; exit 77; }
 e2e_die() { e2e_log "FAIL: $*"; exit 1; }
 
+# e2e_need_root [WHY] - skip (77) unless root; WHY names what needs it.
 e2e_need_root() {
-	[ "$(id -u)" = 0 ] || e2e_skip "needs root (network namespaces, taps)"
+	[ "$(id -u)" = 0 ] || e2e_skip "needs root (${1:-network namespaces, taps})"
 }
 
 e2e_need_tun() {

@@ -9,6 +9,8 @@
 # and intact, and status counts every switch.
 set -eu
 . "$(dirname "$0")/e2e_lib.sh"
+# vnicd runs its workers sandboxed, as in production.
+e2e_need_root "the worker sandbox: namespaces, an empty root, the uid drop"
 command -v python3 >/dev/null 2>&1 || e2e_skip "needs python3 to read vnicctl --json"
 
 # policy_field KEY - a field of vnic-bench's POLICY line.

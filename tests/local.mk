@@ -2,6 +2,22 @@
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 TEST_LIBS = $(CHECK_LIBS)
 
+# Packaging (issue 10), source-tree checks: the licence line in every
+# source file, every git file in the release tarball, clean man pages
+# that document every option, every cited case id defined.
+dist_check_SCRIPTS += tests/spdx_check.sh
+TESTS += tests/spdx_check.sh
+# Every file of git is in the release tarball (make distcheck runs in
+# ./quickstart test; this names a forgotten file in seconds).
+dist_check_SCRIPTS += tests/dist_contents.sh
+TESTS += tests/dist_contents.sh
+# The manual pages render cleanly and document every option of --help.
+dist_check_SCRIPTS += tests/man_lint.sh
+TESTS += tests/man_lint.sh
+# Every case id the tree cites is defined in doc/threats.md.
+dist_check_SCRIPTS += tests/threat_ids.sh
+TESTS += tests/threat_ids.sh
+
 check_PROGRAMS += tests/check_memtable tests/check_vring tests/check_iov tests/check_vring_random
 tests_check_memtable_SOURCES = tests/check_memtable.c tests/testutil.c tests/testutil.h
 tests_check_memtable_CFLAGS = $(TEST_CFLAGS)

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# vnicd demo. Usage: tools/demo.sh BUILD_DIR (quickstart passes build/plain).
+# vnicd demo. Usage: tools/demo.sh BUILD_DIR (quickstart passes build/plain)
+#                 or tools/demo.sh --installed (the vnicd, vnicctl and
+#                    vnic-bench on PATH, e.g. from the .debs; vnicd then
+#                    starts the worker it was built with, no --worker)
 #
 # Starts vnicd on a private socket, adds two virtio-net NICs whose backends
 # are taps in a private network namespace, sends checked UDP frames guest ->
@@ -8,7 +11,7 @@
 # all down again. Without root or /dev/net/tun it uses the socket backend.
 set -euo pipefail
 if [ $# -ne 1 ]; then
-	echo "usage: $0 BUILD_DIR" >&2
+	echo "usage: $0 BUILD_DIR | --installed" >&2
 	exit 2
 fi
 build=$1
@@ -24,10 +27,21 @@ find_bin() { # find_bin REL... : the first executable $build/REL
 	echo "demo: none of $* in $build: build first (./quickstart demo)" >&2
 	return 1
 }
-vnicd=$(find_bin supervisor/vnicd vnicd)
-worker=$(find_bin workers/vnicd-worker vnicd-worker)
-bench=$(find_bin tools/vnic-bench vnic-bench)
-vnicctl=$(find_bin tools/vnicctl vnicctl)
+installed_bin() { # installed_bin NAME : NAME on PATH (sbin included)
+	PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin command -v "$1" ||
+		{ echo "demo: $1 is not installed (--installed)" >&2; return 1; }
+}
+if [ "$build" = --installed ]; then
+	vnicd=$(installed_bin vnicd)
+	worker_args=()
+	bench=$(installed_bin vnic-bench)
+	vnicctl=$(installed_bin vnicctl)
+else
+	vnicd=$(find_bin supervisor/vnicd vnicd)
+	worker_args=(--worker "$(find_bin workers/vnicd-worker vnicd-worker)")
+	bench=$(find_bin tools/vnic-bench vnic-bench)
+	vnicctl=$(find_bin tools/vnicctl vnicctl)
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnicd-demo.XXXXXX")
 sock=$tmp/control.sock
@@ -73,7 +87,7 @@ every byte of every frame. Backend: $backend.
 
 TXT
 
-"$vnicd" --socket "$sock" --foreground --worker "$worker" >"$tmp/vnicd.log" 2>&1 &
+"$vnicd" --socket "$sock" --foreground "${worker_args[@]}" >"$tmp/vnicd.log" 2>&1 &
 vnicd_pid=$!
 for i in $(seq 100); do
 	[ -S "$sock" ] && break
@@ -81,7 +95,7 @@ for i in $(seq 100); do
 	sleep 0.1
 done
 [ -S "$sock" ] || { echo "demo: vnicd's socket did not appear within 10 s" >&2; exit 1; }
-echo "vnicd pid $vnicd_pid listening on $sock"
+echo "vnicd ($vnicd) pid $vnicd_pid listening on $sock"
 
 args=(traffic --nics 2 --backend "$backend" --direction both --size random --seconds 3)
 if [ "$backend" = tap ]; then
