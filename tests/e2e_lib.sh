@@ -102,6 +102,9 @@ e2e_vnicd_up() {
 
 # e2e_start_vnicd - vnicd in the foreground on the private socket.
 e2e_start_vnicd() {
+	# A vnicd killed by the previous round leaves its socket file: without
+	# this, the wait below could see it before the new vnicd listens.
+	rm -f "$E2E_SOCK"
 	"$VNICD" --socket "$E2E_SOCK" --foreground --worker "$VNICD_WORKER" \
 		>"$E2E_TMP/vnicd.log" 2>&1 &
 	VNICD_PID=$!

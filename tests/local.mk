@@ -175,3 +175,22 @@ tests_check_vhost_user_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
 tests_check_vhost_user_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
 $(tests_check_vhost_user_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_vhost_user
+
+# Real clients (issue 8): a Linux guest under QEMU/TCG (tests/guest/:
+# image builder, python3 harness) and DPDK testpmd.  Slow on 2 cores, so
+# they run in the production tree only (not fault, not sanitize); each
+# skips (77) without root, QEMU, a kernel image, busybox-static, iperf3 or
+# DPDK.
+EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/init \
+	tests/guest/vmlib.py tests/guest/backends.py tests/guest/vhost_cases.py
+dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
+	tests/dpdk_virtio_user.py
+if !SANITIZERS
+if !FAULT_INJECTION
+TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
+	tests/dpdk_virtio_user.py
+endif
+endif
+clean-local: clean-guest-image
+clean-guest-image:
+	rm -rf tests/guest-image

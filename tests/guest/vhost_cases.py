@@ -1,0 +1,258 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The real-guest vhost-user cases of issue 8, one guest boot per group.
+
+run(mode) with mode "server" (vnicd listens, QEMU connects) or "client"
+(QEMU listens, vnicd connects).  The back end is vnicd from
+$VNIC_TOP_BUILDDIR; VNIC_QEMU_BACKEND=testpmd runs the same cases (those that
+do not look inside vnicd) on DPDK's net_vhost <-> net_tap, which checks the
+harness itself.
+
+server group (MTU 9000): boot and link; ping both ways at 56 B and 8000 B;
+iperf3 TCP both ways; frames over 16 KiB (TSO) on the tap; guest driver
+reload (rmmod/insmod virtio_net); SIGKILL of the worker while iperf3 runs
+(the TCP stream survives); QMP device_del while iperf3 runs (QEMU and vnicd
+stay healthy, the guest's device and the worker are gone: the worker is
+reaped when QEMU reports DEVICE_DELETED, and vnicd's log shows it reaped
+before GET_VRING_BASE ring 0 was answered).
+client group (MTU 1500): boot and link; ping and iperf3 both ways; vnicd
+killed and restarted while the guest pings (the pings resume; the lost ones
+are counted and logged)."""
+import os
+import re
+import signal
+import time
+
+import backends
+import vmlib
+from vmlib import Fail, log
+
+GUEST, HOST = "198.18.0.2", "198.18.0.1"
+
+
+class Group:
+    def __init__(self, mode):
+        vmlib.need_root()
+        vmlib.need_qemu()
+        self.mode = mode
+        self.kind = os.environ.get("VNIC_QEMU_BACKEND", "vnicd")
+        if self.kind == "testpmd":
+            vmlib.need_testpmd()
+        b = os.environ.get("VNIC_TOP_BUILDDIR")
+        if not b:
+            raise Fail("VNIC_TOP_BUILDDIR is not set: run through make check")
+        self.builddir = b
+        self.image = vmlib.build_guest(os.path.join(b, "tests/guest-image"))
+        self.dir = vmlib.tmpdir()
+        self.ns = vmlib.Netns("v" + mode[0])
+        self.sock = os.path.join(self.dir, "vhost.sock")
+        # testpmd's default mbufs (2 KiB) carry no 9000 B frames.
+        self.mtu = 9000 if mode == "server" and self.kind == "vnicd" else None
+        if self.kind == "testpmd":
+            self.b = backends.TestpmdBackend(self.ns, self.sock, mode, workdir=self.dir)
+        else:
+            self.b = backends.VnicdBackend(b, self.ns, self.sock, mode, mtu=self.mtu,
+                                           workdir=self.dir)
+        self.passed = []
+
+    def case(self, name, fn, *a):
+        t = time.monotonic()
+        fn(*a)
+        self.passed.append(name)
+        log("ok %s (%.1f s)" % (name, time.monotonic() - t))
+
+    def tap_up(self):
+        vmlib.wait_for("tap %s in %s" % (self.b.tap, self.ns.name), 20,
+                       lambda: self.ns.has_link(self.b.tap), 0.1)
+        self.ns.addr(self.b.tap, HOST + "/24", self.mtu)
+
+    # cases
+    def boot(self):
+        self.b.before_qemu()
+        # testpmd's net_tap has no TSO: the guest must not send 64 KiB frames.
+        self.g = vmlib.Guest(self.image, ("vhost-user", self.sock, self.mode == "client"),
+                             ip=GUEST + "/24", mtu=self.mtu, netns=self.ns, workdir=self.dir,
+                             tso=self.kind != "testpmd")
+        self.g.start(on_sockets=self.b.after_qemu)
+        self.b.wait_running()
+        self.tap_up()
+        vmlib.wait_for("the guest's carrier", 20,
+                       lambda: self.g.run("cat /sys/class/net/eth0/carrier", check=False)[1]
+                       .strip() == "1", 0.2)
+        log("guest up %.1f s after QEMU started" % (self.g.t_ready - self.g.t_start))
+
+    def ping_both(self, size=56):
+        rc, out = self.g.run("ping -c 3 -W 5 -s %d %s" % (size, HOST), timeout=40, check=False)
+        if rc != 0:
+            raise Fail("guest -> host ping -s %d: %s" % (size, out))
+        r = self.ns.ping(GUEST, 3, "-s %d" % size)
+        if r.returncode != 0:
+            raise Fail("host -> guest ping -s %d: %s%s" % (size, r.stdout, r.stderr))
+
+    def iperf_both(self, seconds=3):
+        self.g.iperf3_server()
+        for rev in (False, True):
+            sizes = vmlib.FrameSizes(self.ns, self.b.tap, seconds + 2) if rev else None
+            gbps, nbytes, _ = vmlib.iperf3(self.ns, GUEST, seconds, reverse=rev)
+            d = "g2h" if rev else "h2g"
+            log("iperf3 %s %.2f Gbit/s %d bytes" % (d, gbps, nbytes))
+            if nbytes < 1 << 20:
+                raise Fail("iperf3 %s moved only %d bytes" % (d, nbytes))
+            if sizes:
+                self.sizes = sizes.result()
+                log("frames on the tap during g2h: %s" % self.sizes)
+
+    def tso_seen(self):
+        if self.kind == "testpmd":
+            log("tso: not checked on testpmd (net_tap has no TSO)")
+            return
+        if self.sizes["over16k"] == 0:
+            raise Fail("no frame over 16 KiB reached the tap (max %d B): TSO is not passed "
+                       "through" % self.sizes["max"])
+
+    def reload_driver(self):
+        self.g.run("rmmod virtio_net && [ ! -e /sys/class/net/eth0 ] && "
+                   "insmod /lib/modules/virtio_net.ko", timeout=60)
+        mtu = "ip link set eth0 mtu %d && " % self.mtu if self.mtu else ""
+        self.g.run("i=0; while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 100 ]; do sleep 0.1; "
+                   "i=$((i+1)); done; %sip addr add %s/24 dev eth0 && ip link set eth0 up"
+                   % (mtu, GUEST), timeout=60)
+        self.b.wait_running()
+        vmlib.wait_for("ping after the driver reload", 30,
+                       lambda: self.g.run("ping -c 1 -W 2 %s" % HOST, timeout=20,
+                                          check=False)[0] == 0, 0.5)
+        self.ping_both()
+
+    def kill_worker_under_iperf(self):
+        pid = self.b.worker_pid()
+        if pid is None:
+            log("worker kill: not applicable to %s" % self.kind)
+            return
+        restarts = self.b.nic()["restarts"]
+        self.g.iperf3_server()
+        p = vmlib.iperf3_bg(self.ns, GUEST, 8, reverse=True)
+        time.sleep(3)
+        os.kill(pid, signal.SIGKILL)
+        gbps, nbytes, j = vmlib.iperf3_result(p, 8)
+        low = [iv["sum"]["bits_per_second"] / 1e9 for iv in j["intervals"]]
+        log("iperf3 across the worker kill: %.2f Gbit/s, %d bytes, per second %s"
+            % (gbps, nbytes, " ".join("%.2f" % x for x in low)))
+        if low and low[-1] <= 0:
+            raise Fail("the TCP stream did not recover after the worker was killed")
+        n = self.b.nic()
+        if n["restarts"] <= restarts or n["pid"] == pid:
+            raise Fail("vnicd did not restart the worker (restarts %d -> %d, pid %d -> %s)"
+                       % (restarts, n["restarts"], pid, n["pid"]))
+        self.ping_both()
+
+    def device_del_under_iperf(self):
+        pid = self.b.worker_pid()
+        self.g.iperf3_server()
+        p = vmlib.iperf3_bg(self.ns, GUEST, 10, reverse=True)
+        time.sleep(3)
+        log_at = len(self.b.v.log()) if self.kind == "vnicd" else 0
+        t0 = time.monotonic()
+        self.g.qmp("device_del", id="nic0")
+        self.g.qmp_event("DEVICE_DELETED", 60)
+        self.unplug_s = time.monotonic() - t0
+        # QEMU stops the rings (GET_VRING_BASE, waiting for each answer)
+        # before it reports DEVICE_DELETED: the worker must be reaped by now,
+        # not merely dying (a zombie still has its /proc entry).
+        if pid and os.path.exists("/proc/%d" % pid):
+            raise Fail("worker %d not reaped when QEMU had its GET_VRING_BASE answers "
+                       "(DEVICE_DELETED)" % pid)
+        vmlib.wait_for("eth0 gone from the guest", 30,
+                       lambda: "eth0" not in self.g.iface(), 0.2)
+        log("device_del -> DEVICE_DELETED %.2f s" % self.unplug_s)
+        vmlib.kill_tree(p, 1)
+        if self.g.qmp("query-status")["status"] != "running":
+            raise Fail("QEMU not running after device_del")
+        self.g.run("true")  # the guest still answers
+        if self.kind != "vnicd":
+            return
+        self.b.v.status()  # vnicd answers
+        order = unplug_order(self.b.v.log()[log_at:], self.b.id)
+        log("vnicd's log after device_del: %s" % " then ".join(order))
+        if order[:2] != ["reaped", "answered"]:
+            raise Fail("vnicd's log does not show the worker reaped before GET_VRING_BASE "
+                       "ring 0 was answered: %s" % order)
+
+    def restart_vnicd_under_ping(self):
+        if self.kind == "testpmd":
+            return self.restart_testpmd_under_ping()
+        self.g.run("ping -i 0.2 -c 100 -W 1 %s > /tmp/ping.log 2>&1 &" % HOST)
+        time.sleep(3)
+        old = self.b.worker_pid()
+        t0 = time.monotonic()
+        self.b.restart_vnicd(signal.SIGKILL)
+        how = "restored by vnicd from its state"
+        if self.b.nic() is None:
+            how = "re-added with vnicctl"
+            self.b.add()
+        new = self.b.wait_running()
+        self.tap_up()
+        log("vnicd back with the NIC running %.2f s after the kill (%s), worker %d -> %d"
+            % (time.monotonic() - t0, how, old, new))
+        if new == old or vmlib.pid_alive(old):
+            raise Fail("the old worker %d survived vnicd's restart (new %s)" % (old, new))
+        self.ping_summary()
+
+    def restart_testpmd_under_ping(self):
+        self.g.run("ping -i 0.2 -c 100 -W 1 %s > /tmp/ping.log 2>&1 &" % HOST)
+        time.sleep(3)
+        self.b.close()
+        self.b = backends.TestpmdBackend(self.ns, self.sock, self.mode, workdir=self.dir)
+        self.b.wait_running()
+        self.tap_up()
+        self.ping_summary()
+
+    def ping_summary(self):
+        vmlib.wait_for("the guest's ping to finish", 60,
+                       lambda: "packet loss" in self.g.run("cat /tmp/ping.log")[1], 0.5)
+        out = self.g.run("cat /tmp/ping.log")[1]
+        m = re.search(r"(\d+) packets transmitted, (\d+) packets received", out)
+        sent, got = int(m.group(1)), int(m.group(2))
+        seqs = [int(x) for x in re.findall(r"seq=(\d+)", out)]
+        self.lost = sent - got
+        rtt = max([float(x) for x in re.findall(r"time=([0-9.]+) ms", out)] or [0])
+        log("pings across the restart: %d sent, %d lost, longest round trip %.0f ms"
+            % (sent, self.lost, rtt))
+        if not seqs or seqs[-1] < sent - 5:
+            raise Fail("the pings did not resume after the restart:\n" + out[-800:])
+
+    def close(self):
+        self.g.shutdown()
+        self.b.close()
+
+
+def unplug_order(text, nic_id):
+    """The order of vnicd's "worker reaped" and "GET_VRING_BASE ring 0
+    answered" lines for nic_id in text."""
+    ev = []
+    for line in text.splitlines():
+        if re.search(r"vhost-user %s: GET_VRING_BASE ring 0 answered" % nic_id, line):
+            ev.append("answered")
+        elif re.search(r"nic %s: .*worker reaped" % nic_id, line):
+            ev.append("reaped")
+    return ev
+
+
+def run(mode):
+    vmlib.main(lambda: run_group(mode))
+
+
+def run_group(mode):
+    grp = Group(mode)
+    grp.case("boot_and_link", grp.boot)
+    grp.case("ping_both_ways", grp.ping_both)
+    if grp.mtu:
+        grp.case("ping_mtu9000", grp.ping_both, 8000)
+    grp.case("iperf3_both_ways", grp.iperf_both)
+    if mode == "server":
+        grp.case("tso_64k_on_tap", grp.tso_seen)
+        grp.case("driver_reload", grp.reload_driver)
+        grp.case("worker_sigkill_under_iperf3", grp.kill_worker_under_iperf)
+        grp.case("device_del_under_iperf3", grp.device_del_under_iperf)
+    else:
+        grp.case("vnicd_restart_under_ping", grp.restart_vnicd_under_ping)
+    grp.close()
+    log("PASS (%s mode, %s): %s" % (mode, grp.kind, " ".join(grp.passed)))

@@ -1,0 +1,732 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""vmlib: real clients for vnicd's tests and benchmarks (python3 stdlib only).
+
+- Guest: a Linux guest (tests/guest/mkguest.sh) under QEMU/TCG, with QMP, a
+  console log, a pidfile and a command loop on its second serial port; its
+  NIC is QEMU's own virtio-net on a tap (tx=bh or tx=timer) or vhost-user.
+- Netns: a private network namespace (198.18.0.0/15 only), removed on close.
+- Testpmd: DPDK testpmd as a vhost-user back end (net_vhost <-> net_tap) or
+  as a front end (net_virtio_user), driven through its interactive prompt.
+- Vnicd: vnicd from a build tree on a private socket, and vnicctl.
+
+Every wait has a deadline and every process started here is killed on
+close() (also from an atexit hook), so a failing test leaves nothing behind.
+"""
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+QEMU = shutil.which("qemu-system-x86_64")
+DPDK_PMDS = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"
+_cleanups = []
+
+
+def log(msg):
+    print("%s: %s" % (os.path.basename(sys.argv[0]), msg), file=sys.stderr, flush=True)
+
+
+def skip(msg):
+    log("SKIP: " + msg)
+    sys.exit(SKIP)
+
+
+class Fail(Exception):
+    pass
+
+
+def wait_for(what, seconds, pred, step=0.05):
+    end = time.monotonic() + seconds
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise Fail("timed out after %.1f s waiting for %s" % (seconds, what))
+        time.sleep(step)
+
+
+def _atexit():
+    for fn in reversed(_cleanups[:]):
+        try:
+            fn()
+        except Exception as e:  # cleanup must go on
+            log("cleanup: %s" % e)
+
+
+atexit.register(_atexit)
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+signal.signal(signal.SIGHUP, lambda *a: sys.exit(1))
+
+
+def on_exit(fn):
+    _cleanups.append(fn)
+    return fn
+
+
+def kill_tree(proc, grace=5.0):
+    """SIGTERM the process group of proc, then SIGKILL after grace s."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(5)
+
+
+def need_root():
+    if os.getuid() != 0:
+        skip("needs root (network namespaces, taps)")
+    if not os.path.exists("/dev/net/tun"):
+        skip("needs /dev/net/tun")
+    if not shutil.which("ip"):
+        skip("needs ip (iproute2)")
+
+
+def need_qemu():
+    if not QEMU:
+        skip("needs qemu-system-x86_64 (apt-get install qemu-system-x86)")
+    if not shutil.which("iperf3"):
+        skip("needs iperf3 (apt-get install iperf3)")
+
+
+def need_testpmd():
+    if not shutil.which("dpdk-testpmd") or not os.path.isdir(DPDK_PMDS):
+        skip("needs DPDK testpmd and its PMDs in %s (apt-get install dpdk)" % DPDK_PMDS)
+
+
+def tmpdir(prefix="vnic-qemu."):
+    d = tempfile.mkdtemp(prefix=prefix)
+    on_exit(lambda: shutil.rmtree(d, ignore_errors=True))
+    return d
+
+
+def build_guest(outdir):
+    """Build (or reuse) the guest image in outdir; skip when inputs are missing."""
+    r = subprocess.run([os.path.join(HERE, "mkguest.sh"), outdir], timeout=300)
+    if r.returncode == SKIP:
+        sys.exit(SKIP)
+    if r.returncode != 0:
+        raise Fail("mkguest.sh failed")
+    return outdir
+
+
+def proc_cpu(pid):
+    """utime+stime of pid and its reaped children, in seconds."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / hz
+
+
+def tree_pids(pid):
+    """pid and all its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open("/proc/%d/task/%d/children" % (p, p)) as f:
+                todo += [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def tree_cpu(pid):
+    return sum(proc_cpu(p) for p in tree_pids(pid))
+
+
+def main(fn):
+    """Run a test's or benchmark's fn; a Fail ends it with exit status 1."""
+    try:
+        fn()
+    except Fail as e:
+        log("FAIL: %s" % e)
+        sys.exit(1)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def bench_args(doc, seconds):
+    """The arguments both benchmarks take: BUILDDIR --runs --seconds."""
+    import argparse
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("builddir", help="a build tree (vnicd, vnicctl; the guest image goes here)")
+    p.add_argument("--runs", type=int, default=3, help="alternating rounds (default 3)")
+    p.add_argument("--seconds", type=float, default=seconds, help="per measurement")
+    return p
+
+
+class Netns:
+    """A private network namespace for one test run."""
+
+    def __init__(self, tag="q"):
+        self.name = "vnic%s%d" % (tag, os.getpid())
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        on_exit(self.close)
+        self.run("ip link set lo up")
+
+    def cmd(self, argv):
+        return ["ip", "netns", "exec", self.name] + argv
+
+    def run(self, shcmd, timeout=30, check=True):
+        r = subprocess.run(self.cmd(["sh", "-c", shcmd]), capture_output=True, text=True,
+                           timeout=timeout)
+        if check and r.returncode != 0:
+            raise Fail("in %s: %s: rc %d: %s" % (self.name, shcmd, r.returncode,
+                                                 r.stderr.strip()))
+        return r
+
+    def popen(self, argv, **kw):
+        return subprocess.Popen(self.cmd(argv), start_new_session=True, **kw)
+
+    def addr(self, dev, addr, mtu=None):
+        m = " mtu %d" % mtu if mtu else ""
+        self.run("ip addr replace %s dev %s && ip link set %s%s up" % (addr, dev, dev, m))
+
+    def ping(self, addr, count=3, extra=""):
+        """busybox ping (the host may have no iputils) from the netns."""
+        return self.run("busybox ping -c %d -W 5 %s %s" % (count, extra, addr),
+                        timeout=count + 30, check=False)
+
+    def has_link(self, dev):
+        return self.run("ip link show %s" % dev, check=False).returncode == 0
+
+    def dev_counters(self, dev):
+        """(rx_bytes, rx_packets, tx_bytes, tx_packets) of dev in the netns."""
+        out = self.run("cat /sys/class/net/%s/statistics/rx_bytes "
+                       "/sys/class/net/%s/statistics/rx_packets "
+                       "/sys/class/net/%s/statistics/tx_bytes "
+                       "/sys/class/net/%s/statistics/tx_packets" % ((dev,) * 4)).stdout
+        return tuple(int(x) for x in out.split())
+
+    def close(self):
+        if self.name:
+            r = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True,
+                               text=True)
+            for p in r.stdout.split():
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+            self.name = None
+
+
+class Guest:
+    """A Linux guest under QEMU/TCG.
+
+    nic is one of
+      ("tap", IFNAME, TX)           QEMU's virtio-net on tap IFNAME created by
+                                    QEMU (run in netns); TX "bh" or "timer"
+      ("vhost-user", PATH, SERVER)  -netdev vhost-user on PATH; SERVER True
+                                    means QEMU listens (server=on,wait=off)
+    """
+
+    def __init__(self, image, nic, ip="198.18.0.2/24", mtu=None, netns=None, mem="512M",
+                 workdir=None, name="vm", tso=True):
+        self.image, self.nic, self.ip, self.mtu = image, nic, ip, mtu
+        self.netns, self.mem, self.tso = netns, mem, tso
+        self.dir = workdir or tmpdir()
+        self.name = name
+        self.console = os.path.join(self.dir, name + ".console")
+        self.qmp_path = os.path.join(self.dir, name + ".qmp")
+        self.cmd_path = os.path.join(self.dir, name + ".cmd")
+        self.pidfile = os.path.join(self.dir, name + ".pid")
+        self.proc = None
+        self.sock = None
+        self.buf = b""
+        self.seq = 0
+        self.qmp_sock = None
+        self.qmp_buf = b""
+        self.stderr_path = os.path.join(self.dir, name + ".stderr")
+
+    def argv(self):
+        a = [QEMU, "-name", self.name + ",debug-threads=on", "-accel", "tcg", "-cpu", "qemu64",
+             "-m", self.mem, "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
+             "-kernel", os.path.join(self.image, "vmlinux"),
+             "-initrd", os.path.join(self.image, "initramfs.cpio.gz"),
+             "-append", self.append(),
+             "-serial", "file:" + self.console,
+             "-chardev", "socket,id=cmd,path=%s,server=on,wait=off" % self.cmd_path,
+             "-serial", "chardev:cmd",
+             "-qmp", "unix:%s,server=on,wait=off" % self.qmp_path,
+             "-pidfile", self.pidfile]
+        kind = self.nic[0]
+        off = ""
+        if not self.tso:
+            off = ",host_tso4=off,host_tso6=off,host_ufo=off,guest_tso4=off,guest_tso6=off,guest_ufo=off"
+        if kind == "tap":
+            _, ifname, tx = self.nic
+            txo = {"bh": "tx=bh", "timer": "tx=timer,x-txtimer=150000,x-txburst=256"}[tx]
+            a += ["-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,vhost=off" % ifname,
+                  "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=,%s%s"
+                  % (txo, off)]
+        elif kind == "vhost-user":
+            _, path, server = self.nic
+            # The issue's exact form: memfd guest memory, shared.
+            a[a.index("-m") + 1] = self.mem
+            a += ["-object", "memory-backend-memfd,id=mem,size=%s,share=on" % self.mem,
+                  "-numa", "node,memdev=mem",
+                  "-chardev", "socket,id=c,path=%s%s" % (path, ",server=on,wait=off"
+                                                       if server else ""),
+                  "-netdev", "vhost-user,id=n0,chardev=c",
+                  "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=%s" % off]
+        else:
+            raise ValueError(kind)
+        return a
+
+    def append(self):
+        s = "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init VNIC_IP=%s" % self.ip
+        if self.mtu:
+            s += " VNIC_MTU=%d" % self.mtu
+        return s
+
+    def start(self, boot_timeout=90, on_sockets=None):
+        """Start QEMU and wait for the guest's command loop.  on_sockets runs
+        once QEMU's sockets exist: with a vhost-user chardev in server mode,
+        QEMU waits for the back end's connection before the guest boots."""
+        argv = self.argv()
+        if self.nic[0] == "tap" and self.netns:
+            argv = self.netns.cmd(argv)
+        self.t_start = time.monotonic()
+        with open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err,
+                                         stderr=err, start_new_session=True)
+        on_exit(self.kill)
+        wait_for("QEMU's sockets", 20, lambda: self._alive() and
+                 os.path.exists(self.cmd_path) and os.path.exists(self.qmp_path))
+        if on_sockets:
+            on_sockets()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.cmd_path)
+        self.sock.settimeout(0.2)
+        self._read_until(b"@@READY\n", boot_timeout, "the guest's command loop")
+        self.t_ready = time.monotonic()
+        return self
+
+    def _alive(self):
+        if self.proc.poll() is not None:
+            raise Fail("QEMU exited with %s: %s" % (self.proc.returncode, self.stderr()))
+        return True
+
+    def stderr(self):
+        try:
+            with open(self.stderr_path) as f:
+                return f.read().strip()[-2000:]
+        except FileNotFoundError:
+            return ""
+
+    def console_text(self):
+        try:
+            with open(self.console, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def _read_until(self, marker, seconds, what):
+        end = time.monotonic() + seconds
+        while marker not in self.buf:
+            if time.monotonic() > end:
+                raise Fail("timed out after %.0f s waiting for %s; console tail:\n%s"
+                           % (seconds, what, self.console_text()[-1500:]))
+            self._alive()
+            try:
+                d = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not d:
+                raise Fail("guest command socket closed")
+            self.buf += d
+        i = self.buf.index(marker) + len(marker)
+        out, self.buf = self.buf[:i - len(marker)], self.buf[i:]
+        return out
+
+    def run(self, cmd, timeout=60, check=True):
+        """Run cmd in the guest shell; returns (rc, output)."""
+        self.seq += 1
+        sid = "c%d" % self.seq
+        self.sock.sendall(("%s %s\n" % (sid, cmd)).encode())
+        out = self._read_until(("@@END %s " % sid).encode(), timeout, "guest command %r" % cmd)
+        rest = self._read_until(b"\n", 5, "guest rc")
+        rc = int(rest.strip())
+        # Drop answers of earlier (timed-out) commands.
+        text = out.decode(errors="replace")
+        text = re.sub(r"(?s).*@@END c\d+ \d+\n", "", text)
+        if check and rc != 0:
+            raise Fail("guest: %s: rc %d: %s" % (cmd, rc, text.strip()[-1500:]))
+        return rc, text
+
+    # QMP
+    def qmp(self, execute, **arguments):
+        if self.qmp_sock is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(self.qmp_path)
+            self.qmp_sock = s
+            self._qmp_read()  # greeting
+            self._qmp_send({"execute": "qmp_capabilities"})
+            self._qmp_reply()
+        self._qmp_send({"execute": execute, "arguments": arguments})
+        return self._qmp_reply()
+
+    def _qmp_send(self, obj):
+        self.qmp_sock.sendall(json.dumps(obj).encode() + b"\n")
+
+    def _qmp_read(self):
+        while b"\n" not in self.qmp_buf:
+            d = self.qmp_sock.recv(65536)
+            if not d:
+                raise Fail("QMP closed")
+            self.qmp_buf += d
+        line, self.qmp_buf = self.qmp_buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def _qmp_reply(self):
+        self.qmp_events = getattr(self, "qmp_events", [])
+        while True:
+            m = self._qmp_read()
+            if "event" in m:
+                self.qmp_events.append(m)
+                continue
+            if "error" in m:
+                raise Fail("QMP error: %s" % m["error"])
+            return m.get("return")
+
+    def qmp_event(self, name, seconds):
+        """Wait for QMP event name (seen or to come)."""
+        self.qmp_events = getattr(self, "qmp_events", [])
+        end = time.monotonic() + seconds
+        while True:
+            for e in self.qmp_events:
+                if e["event"] == name:
+                    self.qmp_events.remove(e)
+                    return e
+            left = end - time.monotonic()
+            if left <= 0:
+                raise Fail("no QMP event %s in %.0f s" % (name, seconds))
+            self.qmp_sock.settimeout(left)
+            try:
+                m = self._qmp_read()
+            except socket.timeout:
+                continue
+            finally:
+                self.qmp_sock.settimeout(10)
+            if "event" in m:
+                self.qmp_events.append(m)
+
+    @property
+    def pid(self):
+        with open(self.pidfile) as f:
+            return int(f.read())
+
+    def threads_cpu(self):
+        """{thread name: cpu seconds} of QEMU (debug-threads=on names them)."""
+        hz = os.sysconf("SC_CLK_TCK")
+        out = {}
+        base = "/proc/%d/task" % self.pid
+        for t in os.listdir(base):
+            try:
+                with open("%s/%s/stat" % (base, t)) as f:
+                    s = f.read()
+            except FileNotFoundError:
+                continue
+            name = s[s.index("(") + 1:s.rindex(")")]
+            fl = s.rsplit(")", 1)[1].split()
+            out[name] = out.get(name, 0.0) + (int(fl[11]) + int(fl[12])) / hz
+        return out
+
+    def kill(self):
+        if self.proc is None:
+            return
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+        if self.qmp_sock:
+            self.qmp_sock.close()
+            self.qmp_sock = None
+        kill_tree(self.proc, 3)
+        self.proc = None
+
+    def shutdown(self, timeout=15):
+        """Power the guest off and wait for QEMU to exit (kill after timeout)."""
+        try:
+            self.qmp("quit")
+        except (Fail, OSError):
+            pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+    # Guest-side helpers
+    def iface(self):
+        rc, out = self.run("ls /sys/class/net")
+        return [x for x in out.split() if x != "lo"]
+
+    def iperf3_server(self):
+        """iperf3 -s -D in the guest (once), listening when this returns."""
+        self.run("{ pidof iperf3 >/dev/null || iperf3 -s -D; } && i=0; while ! grep -q ':1451 0' /proc/net/tcp /proc/net/tcp6"
+                 " && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; [ $i -lt 100 ]")
+
+    def ping(self, addr, count=3, timeout=30):
+        return self.run("ping -c %d -W 5 %s" % (count, addr), timeout=timeout, check=False)
+
+
+_SIZES_PY = r"""
+import json, select, socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+end = time.monotonic() + float(sys.argv[2])
+n = big = mx = 0
+while True:
+    left = end - time.monotonic()
+    if left <= 0:
+        break
+    if not select.select([s], [], [], left)[0]:
+        continue
+    d, a = s.recvfrom(262144)
+    if a[2] == socket.PACKET_OUTGOING:
+        continue
+    n += 1
+    mx = max(mx, len(d))
+    big += len(d) > 16384
+print(json.dumps({"frames": n, "max": mx, "over16k": big}), flush=True)
+"""
+
+
+class FrameSizes:
+    """Sizes of the frames the host receives on dev (from the guest), read
+    with an AF_PACKET socket in the netns for a bounded time."""
+
+    def __init__(self, netns, dev, seconds):
+        self.proc = netns.popen(["python3", "-c", _SIZES_PY, dev, str(seconds)],
+                                stdout=subprocess.PIPE, text=True)
+        self.seconds = seconds
+        on_exit(lambda: kill_tree(self.proc, 1))
+        time.sleep(0.3)
+
+    def result(self):
+        out, _ = self.proc.communicate(timeout=self.seconds + 10)
+        return json.loads(out)
+
+
+def iperf3_bg(netns, server_ip, seconds, reverse=False, extra=""):
+    """iperf3 client in the background; .communicate() for its JSON."""
+    cmd = "timeout -k 2 %d iperf3 -c %s -t %s -J %s %s" % (seconds + 30, server_ip, seconds,
+                                                           "-R" if reverse else "", extra)
+    p = netns.popen(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True)
+    on_exit(lambda: kill_tree(p, 1))
+    return p
+
+
+def iperf3_result(p, seconds):
+    out, err = p.communicate(timeout=seconds + 40)
+    try:
+        j = json.loads(out)
+    except ValueError:
+        raise Fail("iperf3 gave no JSON (rc %d): %s %s" % (p.returncode, out[-500:], err[-500:]))
+    if "error" in j:
+        raise Fail("iperf3: %s" % j["error"])
+    rcv = j["end"]["sum_received"]
+    return rcv["bits_per_second"] / 1e9, rcv["bytes"], j
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def iperf3(netns, server_ip, seconds=5, reverse=False, extra=""):
+    """Host-side iperf3 client in netns to the guest's iperf3 -s; returns the
+    receiver's Gbit/s, bytes and the JSON (reverse = the guest sends)."""
+    # iperf3 -s closes its listening socket between tests: a slow guest may
+    # refuse the next one for a moment.
+    for attempt in range(10):
+        try:
+            return iperf3_result(iperf3_bg(netns, server_ip, seconds, reverse, extra), seconds)
+        except Fail as e:
+            if attempt == 9 or not re.search(r"unable to connect|server is busy", str(e)):
+                raise
+            time.sleep(1)
+
+
+class Testpmd:
+    """DPDK testpmd on one forwarding lcore, time-bounded, interactive.
+
+    vdevs: list of --vdev strings.  Runs in netns when given (net_tap makes
+    its tap there).  --no-huge: its memory is memfd-backed, shareable with a
+    vhost-user peer."""
+
+    def __init__(self, vdevs, netns=None, seconds=120, workdir=None, extra_eal=(),
+                 args=(), mem_mb=1024, lcores="0,1", name="testpmd"):
+        self.dir = workdir or tmpdir()
+        self.log_path = os.path.join(self.dir, name + ".log")
+        pmds = ["librte_mempool_ring.so", "librte_net_vhost.so", "librte_net_virtio.so",
+                "librte_net_tap.so"]
+        argv = ["timeout", "-k", "2", str(seconds), "stdbuf", "-oL", "dpdk-testpmd", "-l", lcores, "--no-pci",
+                "--no-huge", "-m", str(mem_mb), "--file-prefix", "vnic%s%d" % (name, os.getpid()),
+                "--log-level", "lib.eal:error"]
+        for p in pmds:
+            argv += ["-d", os.path.join(DPDK_PMDS, p)]
+        for v in vdevs:
+            argv += ["--vdev", v]
+        argv += list(extra_eal) + ["--", "-i", "--total-num-mbufs=16384"] + list(args)
+        if netns:
+            argv = netns.cmd(argv)
+        self.logf = open(self.log_path, "w")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self.logf,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        on_exit(self.kill)
+
+    def text(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def wait_log(self, pattern, seconds, what=None):
+        def seen():
+            if self.proc.poll() is not None:
+                raise Fail("testpmd exited %s: %s" % (self.proc.returncode, self.text()[-2000:]))
+            return re.search(pattern, self.text())
+        try:
+            return wait_for(what or pattern, seconds, seen, 0.1)
+        except Fail as e:
+            raise Fail("%s; testpmd log tail:\n%s" % (e, self.text()[-1500:]))
+
+    def cmd(self, line):
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+
+    def stats(self):
+        """{port: {"rx": packets, "tx": packets, "rxb": bytes, "txb": bytes}}."""
+        mark = len(self.text())
+        self.cmd("show port stats all")
+        n = self.nports()
+        wait_for("port stats", 10, lambda: self.text()[mark:].count("#####") >= 2 * n, 0.1)
+        t = self.text()[mark:]
+        out = {}
+        for m in re.finditer(r"statistics for port (\d+)[\s\S]*?RX-packets: *(\d+)[\s\S]*?RX-bytes: *"
+                             r"(\d+)[\s\S]*?TX-packets: *(\d+)[\s\S]*?TX-bytes: *(\d+)", t):
+            out[int(m.group(1))] = {"rx": int(m.group(2)), "rxb": int(m.group(3)),
+                                    "tx": int(m.group(4)), "txb": int(m.group(5))}
+        return out
+
+    def nports(self):
+        return max(1, len(re.findall(r"Port \d+: [0-9A-F]{2}:", self.text())) or 1)
+
+    def kill(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                self.cmd("quit")
+                self.proc.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        kill_tree(self.proc, 3)
+        self.proc = None
+        self.logf.close()
+
+
+class Vnicd:
+    """vnicd from a build tree, on a private control socket."""
+
+    def __init__(self, builddir, workdir=None, env=None):
+        self.b = builddir
+        self.dir = workdir or tmpdir()
+        self.sock = os.path.join(self.dir, "control.sock")
+        self.log_path = os.path.join(self.dir, "vnicd.log")
+        self.env = env
+        self.proc = None
+        for rel in ("supervisor/vnicd", "workers/vnicd-worker", "tools/vnicctl"):
+            if not os.access(os.path.join(self.b, rel), os.X_OK):
+                raise Fail("%s/%s missing: build first" % (self.b, rel))
+
+    def start(self, extra=()):
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+        self.logf = open(self.log_path, "a")
+        env = dict(os.environ, **(self.env or {}))
+        self.proc = subprocess.Popen([os.path.join(self.b, "supervisor/vnicd"), "--socket",
+                                      self.sock, "--foreground", "--worker",
+                                      os.path.join(self.b, "workers/vnicd-worker")] + list(extra),
+                                     stdout=self.logf, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+        on_exit(self.stop)
+        wait_for("vnicd's socket", 10, lambda: self._alive() and os.path.exists(self.sock))
+        return self
+
+    def _alive(self):
+        if self.proc.poll() is not None:
+            raise Fail("vnicd exited %s: %s" % (self.proc.returncode, self.log()[-1500:]))
+        return True
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def ctl_raw(self, *args, timeout=30):
+        return subprocess.run([os.path.join(self.b, "tools/vnicctl"), "--socket", self.sock] +
+                              list(args), capture_output=True, text=True, timeout=timeout)
+
+    def ctl(self, *args, check=True, timeout=30):
+        r = subprocess.run([os.path.join(self.b, "tools/vnicctl"), "--socket", self.sock] +
+                           list(args), capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise Fail("vnicctl %s: rc %d: %s%s" % (" ".join(args), r.returncode, r.stdout,
+                                                   r.stderr))
+        return r
+
+    def status(self):
+        return json.loads(self.ctl("status", "--json").stdout)
+
+    def nic(self, nic_id):
+        for n in self.status()["nics"]:
+            if n["id"] == nic_id:
+                return n
+        return None
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                kill_tree(self.proc, 1)
+        self.proc = None
+        self.logf.close()

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""bench_qemu.py BUILDDIR [options]: the same Linux guest, the same QEMU
+(TCG), the same tap in a private netns, on different network back ends:
+
+  bh       QEMU's own virtio-net, tx=bh
+  timer    QEMU's own virtio-net, tx=timer (x-txtimer=150000,x-txburst=256)
+  vnicd    -netdev vhost-user -> vnicd (server mode) -> tap
+  vnicd:P  the same with vnicd's TX policy P (timer|bh|adaptive|poll)
+  testpmd  -netdev vhost-user -> DPDK testpmd, net_vhost <-> net_tap, io
+           forwarding (the guest's TSO/UFO are off: net_tap has none)
+
+Each run boots the guest, measures iperf3 TCP host->guest (h2g) and
+guest->host (g2h) for --seconds, a ping request/response latency (--rr),
+and the unplug time (QMP device_del until DEVICE_DELETED and until the
+guest's eth0 is gone); --runs rounds alternate over the back ends.  CPU
+seconds per GB: the guest's vCPU thread, QEMU's other threads, and the
+back end's processes (vnicd and its workers, or testpmd).
+--lifecycle adds, on vnicd: the ping gap across a worker SIGKILL (server
+mode) and across a vnicd SIGKILL + restart (client mode).
+Needs root, qemu-system-x86, iperf3, linux-image-amd64, busybox-static
+(and dpdk for testpmd; vnicd with vhost-user for vnicd).  TCG is slow and
+the machine may be shared: the load average is printed."""
+import os
+import re
+import signal
+import statistics
+import sys
+import time
+sys.dont_write_bytecode = True
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests", "guest"))
+import backends  # noqa: E402
+import vmlib  # noqa: E402
+from vmlib import Fail, log  # noqa: E402
+
+GUEST, HOST, TAP = "198.18.0.2", "198.18.0.1", "bq0"
+
+
+
+def boot(cfg, a, image, ns, mode="server"):
+    d = vmlib.tmpdir()
+    sock = os.path.join(d, "vhost.sock")
+    b = None
+    if cfg in ("bh", "timer"):
+        g = vmlib.Guest(image, ("tap", TAP, cfg), ip=GUEST + "/24", netns=ns, workdir=d)
+    elif cfg.startswith("vnicd"):
+        policy = cfg.split(":", 1)[1] if ":" in cfg else None
+        b = backends.VnicdBackend(a.builddir, ns, sock, mode, tap=TAP, workdir=d, policy=policy)
+        g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
+                        netns=ns, workdir=d)
+    elif cfg == "testpmd":
+        b = backends.TestpmdBackend(ns, sock, mode, tap=TAP, workdir=d)
+        g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
+                        netns=ns, workdir=d, tso=False)
+    else:
+        raise Fail("unknown back end %s" % cfg)
+    if b:
+        b.before_qemu()
+    g.start(on_sockets=b.after_qemu if b else None)
+    if b:
+        b.wait_running()
+    vmlib.wait_for("tap", 20, lambda: ns.has_link(TAP), 0.1)
+    ns.addr(TAP, HOST + "/24")
+    vmlib.wait_for("ping", 30, lambda: g.run("ping -c 1 -W 1 " + HOST, check=False)[0] == 0,
+                   0.2)
+    return g, b
+
+
+def cpu_split(g):
+    t = g.threads_cpu()
+    vcpu = sum(v for k, v in t.items() if k.startswith("CPU "))
+    return vcpu, sum(t.values()) - vcpu
+
+
+def one_run(cfg, a, image):
+    ns = vmlib.Netns("b")
+    g, b = boot(cfg, a, image, ns)
+    res = {}
+    try:
+        g.iperf3_server()
+        vmlib.iperf3(ns, GUEST, 1)  # warm-up
+        for d in ("h2g", "g2h"):
+            v0, o0 = cpu_split(g)
+            b0 = b.cpu() if b else 0.0
+            gbps, nbytes, _ = vmlib.iperf3(ns, GUEST, a.seconds, reverse=d == "g2h")
+            v1, o1 = cpu_split(g)
+            b1 = b.cpu() if b else 0.0
+            gb = nbytes / 1e9
+            res[d] = {"gbps": gbps, "vcpu": (v1 - v0) / gb, "qemu": (o1 - o0) / gb,
+                      "backend": (b1 - b0) / gb}
+        if a.rr:
+            rc, out = g.run("ping -c %d -i 0.02 -W 1 %s" % (a.rr, HOST), timeout=a.rr + 30,
+                            check=False)
+            rtts = sorted(float(x) for x in re.findall(r"time=([0-9.]+) ms", out))
+            if rtts:
+                res["rr"] = {"p50": rtts[len(rtts) // 2] * 1000,
+                             "p99": rtts[min(len(rtts) - 1, len(rtts) * 99 // 100)] * 1000}
+        t0 = time.monotonic()
+        g.qmp("device_del", id="nic0")
+        g.qmp_event("DEVICE_DELETED", 60)
+        t1 = time.monotonic()
+        vmlib.wait_for("eth0 gone", 30, lambda: "eth0" not in g.iface(), 0.05)
+        res["unplug"] = {"deleted": (t1 - t0) * 1000, "gone": (time.monotonic() - t0) * 1000}
+    finally:
+        g.shutdown()
+        if b:
+            b.close()
+        ns.close()
+    return res
+
+
+def mmm(xs):
+    xs = sorted(xs)
+    return "%.2f/%.2f/%.2f" % (xs[0], statistics.median(xs), xs[-1]) if xs else "-"
+
+
+def med(xs):
+    return "%.1f" % statistics.median(xs) if xs else "-"
+
+
+def ping_gap(g, action, interval=0.05, count=200):
+    """Lost pings (x interval = the gap) while action() runs after 2 s."""
+    g.run("ping -i %s -c %d -W 1 %s > /tmp/gap.log 2>&1 &" % (interval, count, HOST))
+    time.sleep(2)
+    action()
+    vmlib.wait_for("ping done", count * interval + 60,
+                   lambda: "packet loss" in g.run("cat /tmp/gap.log")[1], 0.5)
+    out = g.run("cat /tmp/gap.log")[1]
+    m = re.search(r"(\d+) packets transmitted, (\d+) packets received", out)
+    lost = int(m.group(1)) - int(m.group(2))
+    # A request sent while the back end is down waits in the ring and is
+    # answered late, not lost: the longest round trip is the gap.
+    rtt = max([float(x) for x in re.findall(r"time=([0-9.]+) ms", out)] or [0])
+    return max(rtt, lost * interval * 1000), lost
+
+
+def lifecycle(a, image):
+    out = {"worker restart": [], "vnicd restart (client)": []}
+    ns = vmlib.Netns("l")
+    g, b = boot("vnicd", a, image, ns, "server")
+    try:
+        for _ in range(a.runs):
+            pid = b.worker_pid()
+            out["worker restart"].append(ping_gap(g, lambda: os.kill(pid, signal.SIGKILL)))
+            b.wait_running()
+    finally:
+        g.shutdown()
+        b.close()
+        ns.close()
+    ns = vmlib.Netns("l")
+    g, b = boot("vnicd", a, image, ns, "client")
+
+    def restart():
+        b.restart_vnicd(signal.SIGKILL)
+        if b.nic() is None:
+            b.add()
+        b.wait_running()
+        vmlib.wait_for("tap", 20, lambda: ns.has_link(TAP), 0.1)
+        ns.addr(TAP, HOST + "/24")
+    try:
+        for _ in range(a.runs):
+            out["vnicd restart (client)"].append(ping_gap(g, restart))
+    finally:
+        g.shutdown()
+        b.close()
+        ns.close()
+    return out
+
+
+def main():
+    p = vmlib.bench_args(__doc__, 5)
+    p.add_argument("--configs", default="bh,timer,vnicd,testpmd")
+    p.add_argument("--rr", type=int, default=0, help="ping request/response count (0: none)")
+    p.add_argument("--lifecycle", action="store_true")
+    a = p.parse_args()
+    vmlib.need_root()
+    vmlib.need_qemu()
+    image = vmlib.build_guest(os.path.join(os.path.abspath(a.builddir), "tests/guest-image"))
+    a.builddir = os.path.abspath(a.builddir)
+    cfgs = a.configs.split(",")
+    print("bench_qemu: %d runs x %s, iperf3 %.0f s; loadavg at start %s; %d CPUs"
+          % (a.runs, ",".join(cfgs), a.seconds, vmlib.loadavg(), os.cpu_count()), flush=True)
+    res = {c: [] for c in cfgs}
+    rounds = []
+    for r in range(a.runs):
+        rounds.append({})
+        for c in (cfgs if r % 2 == 0 else cfgs[::-1]):
+            try:
+                x = one_run(c, a, image)
+            except (Fail, SystemExit) as e:
+                print("run %d %s: FAILED: %s" % (r + 1, c, e), flush=True)
+                continue
+            res[c].append(x)
+            rounds[-1][c] = x
+            print("run %d %-12s h2g %.2f g2h %.2f Gbit/s  unplug %.0f ms  load %s"
+                  % (r + 1, c, x["h2g"]["gbps"], x["g2h"]["gbps"], x["unplug"]["gone"],
+                     vmlib.loadavg()), flush=True)
+    print("\nloadavg at end %s\n" % vmlib.loadavg())
+    print("| back end | h2g Gbit/s min/med/max | g2h Gbit/s min/med/max | CPU s/GB h2g "
+          "vCPU+QEMU+back end | CPU s/GB g2h vCPU+QEMU+back end | unplug ms (DEVICE_DELETED"
+          " / eth0 gone) |%s" % (" ping RR p50/p99 us |" if a.rr else ""))
+    print("|---|---|---|---|---|---|%s" % ("---|" if a.rr else ""))
+    for c in cfgs:
+        rs = res[c]
+        if not rs:
+            print("| %s | failed | | | | |" % c)
+            continue
+        cpu = {d: "%s+%s+%s" % tuple(med([x[d][k] for x in rs]) for k in ("vcpu", "qemu",
+                                                                       "backend"))
+               for d in ("h2g", "g2h")}
+        rr = ""
+        if a.rr:
+            rr = " %s/%s |" % (med([x["rr"]["p50"] for x in rs if "rr" in x]),
+                               med([x["rr"]["p99"] for x in rs if "rr" in x]))
+        print("| %s | %s | %s | %s | %s | %s / %s |%s" % (
+            c, mmm([x["h2g"]["gbps"] for x in rs]), mmm([x["g2h"]["gbps"] for x in rs]),
+            cpu["h2g"], cpu["g2h"], med([x["unplug"]["deleted"] for x in rs]),
+            med([x["unplug"]["gone"] for x in rs]), rr))
+    ref = cfgs[0]
+    print("\nRatio to %s in the same round (the fairest figure on a loaded machine), "
+          "min/median/max:\n\n| back end | h2g | g2h |\n|---|---|---|" % ref)
+    for c in cfgs[1:]:
+        cells = []
+        for d in ("h2g", "g2h"):
+            cells.append(mmm([rd[c][d]["gbps"] / rd[ref][d]["gbps"] for rd in rounds
+                              if c in rd and ref in rd and rd[ref][d]["gbps"] > 0]))
+        print("| %s | %s | %s |" % (c, cells[0], cells[1]))
+    if a.lifecycle:
+        lc = lifecycle(a, image)
+        print("\n| lifecycle (vnicd, guest pings every 50 ms) | gap ms min/med/max (longest "
+              "round trip, or lost x 50 ms) | pings lost min/med/max |\n|---|---|---|")
+        for k, v in lc.items():
+            print("| %s | %s | %s |" % (k, mmm([x[0] for x in v]),
+                                        mmm([x[1] for x in v]).replace(".00", "")))
+        print("\nloadavg at end %s" % vmlib.loadavg())
+
+
+if __name__ == "__main__":
+    vmlib.main(main)
