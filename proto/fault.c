@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fault: the table of injection points, the spec parser and the actions
  * (contract in fault.h). Compiled only with --enable-fault-injection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fault: named fault injection points for the lifecycle suite (issue 5,
  * TESTPLAN L1-L11, "Fault-injection practice").

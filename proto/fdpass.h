@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fdpass: one message with file descriptors over an AF_UNIX socket.
  *

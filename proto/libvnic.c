@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libvnic: VMM-side client of the vnicd control protocol. See libvnic.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libvnic: the client library a VMM links to talk to vnicd.
  *

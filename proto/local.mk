@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # proto/: the control protocol (.proto files, framing, fd passing) and
 # logging for the daemons. No libevent, no seccomp: links alone into tests.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * log: logging for the daemons (vnicd, vnicd-worker, tools).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire: frames of the two control channels (VMM <-> supervisor and
  * supervisor <-> worker).

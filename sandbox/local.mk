@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # sandbox/: confine a worker (seccomp policy table, privilege drop, rlimits,
 # empty root). Links libseccomp; no libevent. The worker links this library;
 # the supervisor uses sandbox_parse_report() from it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * privdrop: close fds, resolve and become an unprivileged user.
  * Contracts in privdrop.h.

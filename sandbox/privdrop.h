@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * privdrop: close what is not needed and become an unprivileged user.
  *

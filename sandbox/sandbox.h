@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sandbox: confine a vnicd-worker (seccomp allow-list, rlimits, empty root).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sandbox_policy: what a vnicd-worker may do once sandbox_enter() returned.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sandbox_policy: the worker's seccomp policy as data (internal to sandbox/).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sandbox_seccomp: load the policy table as a libseccomp filter, the SIGSYS
  * reporter, rlimits and the empty root. Contracts in sandbox.h.

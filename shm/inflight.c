@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * inflight: region layout, initialisation and header checks (inflight.h).
  * The per-queue protocol lives in vring.c.

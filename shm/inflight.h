@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * inflight: the shared region that lets a restarted worker return every
  * descriptor its dead predecessor popped exactly once (DESIGN "Worker

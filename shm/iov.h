@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iov: bounded copies between iovec arrays and flat buffers.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shm/: guest memory and split rings. No libevent, no seccomp: links alone into tests.
 noinst_LTLIBRARIES += libvnicshm.la
 libvnicshm_la_SOURCES = \

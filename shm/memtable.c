@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * memtable: validation, mapping and translation of guest memory regions.
  * See memtable.h for the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * memtable: the guest physical memory table of one NIC.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vring: device side of a split virtqueue (virtio 1.x, spec 2.7).
  *

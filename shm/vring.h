@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vring: the device side of a virtio 1.x split virtqueue (virtio spec 2.7).
  *

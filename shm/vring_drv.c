@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vring_drv: driver (guest) side of a split virtqueue, for simulated guests.
  *

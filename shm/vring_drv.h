@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vring_drv: the driver (guest) side of a split virtqueue.
  *

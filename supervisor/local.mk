@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # supervisor/: vnicd, the privileged daemon. Validation, tap, worker spawn
 # and the NIC core (nic.c, monitor.c: a NIC, its worker and its owner
 # callbacks, no control protocol) form a convenience library that the

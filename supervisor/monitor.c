@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * monitor: messages from a worker, through one permission table
  * (STYLE habit 1, after OpenSSH monitor.c's mon_table).

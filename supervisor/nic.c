@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nic: one NIC's lifecycle in the supervisor. The states and the one
  * table of allowed transitions are in nic_state.[ch]; this file makes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nic_state: the NIC state machine of the supervisor (issue 5, DESIGN
  * "Lifecycle"): the states and the ONE table of allowed transitions.

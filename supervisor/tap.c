@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap: open a tap with a virtio-net header, optionally in another network
  * namespace. See tap.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap: the supervisor opens the tap for a NIC's tap backend; the worker
  * only reads and writes it (it cannot open anything inside its sandbox).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * validate: AddNic checks, all before any state change. See validate.h.
  */

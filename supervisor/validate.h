@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * validate: every check an AddNic request must pass before the supervisor
  * changes any state (TESTPLAN C4-C7, C9, C10, F1).

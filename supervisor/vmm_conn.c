@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vmm_conn: one connected client (a VMM through libvnic, or vnicctl).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vmm_handlers: one function per VMM request (the rows of the dispatch
  * table in vmm_conn.c), and the replies and events that nic.c sends when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker_spawn: fork+exec of vnicd-worker with its control socket at fd 3.
  * See worker_spawn.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker_spawn: start one vnicd-worker process and watch it by pidfd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_addnic: every AddNic REJECT case against a real vnicd over its
  * socket, through libvnic (TESTPLAN C4, C5, C6, C7, C9, C10, F1, F2).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_fault: the fault injection spec parser and hit counting
  * (proto/fault.h). Built only with --enable-fault-injection; the

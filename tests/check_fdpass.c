@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_fdpass: one message with fds over real AF_UNIX SOCK_SEQPACKET
  * socketpairs (TESTPLAN C2: exact counts, CLOEXEC on receipt, MSG_CTRUNC

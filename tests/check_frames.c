@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_frames: vnic-bench's frame builder and checker. The end-to-end
  * tests trust it to find every lost, wrong or misplaced byte, so here it

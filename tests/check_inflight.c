@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_inflight: inflight tracking of the split ring across worker
  * crashes (TESTPLAN L4, L6, C8).

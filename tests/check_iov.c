@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_iov: bounded copies across many short iovecs (TESTPLAN G14's
  * building block: a header split over 1-byte buffers).

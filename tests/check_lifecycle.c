@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_lifecycle: the NIC state machine, crash restart and the sandbox
  * options of vnicd (issues 4 and 5; TESTPLAN L3, L7, S1), against real

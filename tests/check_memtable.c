@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_memtable: the guest memory table (TESTPLAN C6, F1, F2, G7, G8).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_net: the virtio-net data path engine alone, no worker process
  * (TESTPLAN G11-G16, G18-G22).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_sandbox: the worker sandbox (TESTPLAN S1, S2; issue 4).
  *

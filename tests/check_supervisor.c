@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_supervisor: vnicd as a process (TESTPLAN C1, C2, C7, C10, L7) and
  * its pure pieces (validate, worker_spawn).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_vring: the split virtqueue, device and driver sides
  * (TESTPLAN G1-G12, G16, G17, C5, C7).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_vring_random: a simulated guest (vring_drv) and the device (vring)
  * in TWO processes, as a VMM and a worker would run them.

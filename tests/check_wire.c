@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_wire: frames of both control channels over real AF_UNIX
  * SOCK_SEQPACKET socketpairs (TESTPLAN C1 frames, C2 fd counts).

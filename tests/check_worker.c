@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_worker: the real vnicd-worker process, driven as the supervisor
  * drives it (TESTPLAN G1/L10 end to end, G20-G22 through the loop).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Hostile guest end to end (TESTPLAN G1, G3, G7 end to end; L10, L11):
 # NIC A's guest posts a bad TX chain (two descriptors pointing at each
 # other; a zero-length self-loop; an avail entry beyond the queue; a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # e2e_lib.sh: helpers for the end-to-end tests (sourced, never run).
 #
 # Real processes: vnicd on a private socket in a temp dir, its workers,

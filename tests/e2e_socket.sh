@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end through the socket backend: vnicd, two workers, two simulated
 # guests. Thousands of frames of random sizes (60 B .. 64 KiB) each way
 # per NIC, every byte checked, none lost or duplicated; then the counters

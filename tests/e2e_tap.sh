@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end through taps: vnicd creates tap vnicb0/vnicb1 in a private
 # network namespace; frames of random sizes (60 B .. 65535 B, the tap
 # MTU's limit) go from each guest to a UDP socket in the namespace and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # lifecycle.sh: the fault-injection suite of issue 5 (TESTPLAN L1-L4, L7,
 # L11; "Fault-injection practice").
 #

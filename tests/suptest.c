@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * suptest: run a real vnicd for tests. See suptest.h.
  */

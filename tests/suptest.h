@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * suptest: helpers for tests that run a real vnicd from the build tree.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench: the subcommands of vnic-bench, a simulated VMM and guest.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench_inflight.sh BUILD_DIR [RUNS] [SECONDS]: the cost of inflight
 # tracking (issue 5) on TX throughput. Two vnicd run side by side, one
 # with --inflight=on (the default) and one with --inflight=off; vnic-bench

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench_matrix.sh BUILD_DIR [RUNS] [SECONDS]: the benchmark.
 # vnic-bench traffic guest->host and host->guest through one tap in a
 # private network namespace at 1 KiB, 16 KiB and 64 KiB frames (65535

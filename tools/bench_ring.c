@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnic-bench ring: the cost of moving a buffer through a split virtqueue.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnic-bench traffic / hostile: a simulated VMM and guests on top of
  * libvnic, moving checked Ethernet/IPv4/UDP frames through real vnicd

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # vnicd demo. Usage: tools/demo.sh BUILD_DIR (quickstart passes build/plain)
 #                 or tools/demo.sh --installed (the vnicd, vnicctl and
 #                    vnic-bench on PATH, e.g. from the .debs; vnicd then

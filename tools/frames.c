@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * frames: build and check vnic-bench's Ethernet/IPv4/UDP test frames.
  * See frames.h for the format.

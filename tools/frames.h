@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * frames: the test frames vnic-bench moves between a simulated guest and
  * the host, and the checks the receiver applies to every byte.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * guest: a simulated VMM + virtio-net guest driver for vnic-bench.
  * See guest.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * guest: one simulated virtio-net guest and the VMM around it, for
  * vnic-bench.

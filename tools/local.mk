@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tools/: vnicctl (administration) and vnic-bench (simulated VMM and guest).
 # The program lands at $(builddir)/tools/vnic-bench (tools/demo.sh runs it there).
 bin_PROGRAMS += tools/vnic-bench

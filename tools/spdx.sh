@@ -13,10 +13,6 @@
 # (a release tarball, as in `make distcheck`). Which files count, and their
 # comment form, is decided by style() below; anything else (README.md, golden
 # files, LICENSE, debian/changelog...) is not a source file.
-#
-# tools/spdx-todo.txt lists files that predate this rule and are not tagged
-# yet: --check skips them, --add tags them and deletes their lines (and the
-# list once it is empty).
 set -eu
 
 TAG='SPDX-License-Identifier: BSD-3-Clause'
@@ -70,15 +66,9 @@ has_tag() {
 	head -n "$HEAD_LINES" "$1" | grep -q "$TAG"
 }
 
-todo_list() {
-	t="$1/tools/spdx-todo.txt"
-	[ -f "$t" ] && grep -v '^#' "$t" | grep -v '^$' || true
-}
-
 check() {
 	dir=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 	[ -d "$dir" ] || { echo "spdx: $dir: not a directory" >&2; exit 2; }
-	todo=$(todo_list "$dir")
 	missing=0 total=0
 	for f in $(files "$dir"); do
 		s=$(style "$dir/$f")
@@ -86,7 +76,6 @@ check() {
 		[ -f "$dir/$f" ] || continue
 		total=$((total + 1))
 		has_tag "$dir/$f" && continue
-		printf '%s\n' "$todo" | grep -qxF "$f" && continue
 		echo "$f"
 		missing=$((missing + 1))
 	done
@@ -94,7 +83,7 @@ check() {
 		echo "spdx: $missing of $total source files lack '$TAG' in their first $HEAD_LINES lines (tools/spdx.sh --add FILE)" >&2
 		exit 1
 	fi
-	echo "spdx: $total source files checked, all tagged (todo list: $(printf '%s\n' "$todo" | grep -c . || true))" >&2
+	echo "spdx: $total source files checked, all tagged" >&2
 }
 
 # line STYLE: the tag in that comment form.
@@ -142,21 +131,6 @@ add() {
 		done
 	else
 		for f in "$@"; do add_one "$f" || status=1; done
-	fi
-	# Drop every todo entry that is tagged (or gone) now; the list goes
-	# once no entry is left. Untouched when nothing changed (a read-only
-	# source tree, as in distcheck, stays read-only).
-	t="$top/tools/spdx-todo.txt"
-	if [ -f "$t" ]; then
-		keep=$(while IFS= read -r e; do
-			case "$e" in ''|'#'*) echo "$e"; continue ;; esac
-			[ -f "$top/$e" ] && ! has_tag "$top/$e" && echo "$e"
-			done < "$t"; true)
-		if ! printf '%s\n' "$keep" | grep -q '^[^#]'; then
-			rm -f "$t"; echo "spdx: todo list empty, removed $t"
-		elif [ "$keep" != "$(cat "$t")" ]; then
-			printf '%s\n' "$keep" > "$t"
-		fi
 	fi
 	return $status
 }

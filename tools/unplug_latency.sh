@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # unplug_latency.sh BUILDDIR [RUNS]: RemoveNic latency (request to reply,
 # measured by vnic-bench around vnic_remove_nic) of NIC 0 of two, over
 # RUNS runs (default 15) per case; prints min/median/max.

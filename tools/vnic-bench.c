@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnic-bench: a simulated VMM and guest for measuring and demonstrating
  * vnicd's data path. One subcommand per workload:

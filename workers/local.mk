@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # workers/: vnicd-worker, one process per NIC.
 # libvnicnet: the virtio-net data path (TX, RX, stats page), no libevent,
 # so tests link it alone.

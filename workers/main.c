@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vnicd-worker: the sandboxed process that runs one virtio-net NIC.
  *

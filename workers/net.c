@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net: engine set-up and the parts TX and RX share (see net.h).
  */

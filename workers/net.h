@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net: the virtio-net data path of one NIC (virtio spec 5.1), the engine
  * the worker runs. TX moves frames from guest buffers to the backend with

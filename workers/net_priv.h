@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * net_priv: state shared by net.c, net_tx.c and net_rx.c (not an API).
  */

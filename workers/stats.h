@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stats: the per-NIC statistics page shared by a worker and the supervisor.
  *

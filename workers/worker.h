@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker: state of one vnicd-worker process (one NIC).
  *

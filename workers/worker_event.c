@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worker_event: the worker's libevent loop and its control channel.
  *
