@@ -24,7 +24,7 @@ int tap_configure(int fd, uint64_t features, char *err, size_t errlen);
  *   made by `ip netns add` (/run/netns/NAME): the tap is created there and
  *   stays there; the supervisor switches back before returning.
  * @features: negotiated virtio-net features; the tap's offloads follow
- *   the guest's receive offloads (GUEST_CSUM, GUEST_TSO4/6).
+ *   the guest's receive offloads (GUEST_CSUM, GUEST_TSO4/6, GUEST_UFO).
  * The tap is opened with IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, a 12-byte
  * virtio-net header (virtio 1.x always has num_buffers), O_NONBLOCK and
  * O_CLOEXEC, and set up (IFF_UP).

@@ -47,7 +47,8 @@ uint64_t validate_nic_offered(enum nic_backend_type backend)
 	if (backend == NIC_BACKEND_TAP || backend == NIC_BACKEND_TAP_FD)
 		f |= BIT(VIRTIO_NET_F_CSUM) | BIT(VIRTIO_NET_F_GUEST_CSUM) |
 		     BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6) |
-		     BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6);
+		     BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6) |
+		     BIT(VIRTIO_NET_F_HOST_UFO) | BIT(VIRTIO_NET_F_GUEST_UFO);
 	return f;
 }
 
@@ -125,14 +126,17 @@ int validate_features(uint64_t features, enum nic_backend_type backend,
 	if (!(features & BIT(VIRTIO_F_VERSION_1)))
 		return fail(err, errlen, -ENOTSUP,
 			    "VIRTIO_F_VERSION_1 (bit 32) is required: legacy devices are not supported");
-	/* Spec 5.1.3.1: TSO needs the matching checksum offload. */
-	if ((features & (BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6))) &&
+	/* Spec 5.1.3.1: TSO and UFO need the matching checksum offload. */
+	if ((features & (BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6) |
+			 BIT(VIRTIO_NET_F_HOST_UFO))) &&
 	    !(features & BIT(VIRTIO_NET_F_CSUM)))
-		return fail(err, errlen, -EINVAL, "HOST_TSO4/6 require VIRTIO_NET_F_CSUM (spec 5.1.3.1)");
-	if ((features & (BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6))) &&
+		return fail(err, errlen, -EINVAL,
+			    "HOST_TSO4/6 and HOST_UFO require VIRTIO_NET_F_CSUM (spec 5.1.3.1)");
+	if ((features & (BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6) |
+			 BIT(VIRTIO_NET_F_GUEST_UFO))) &&
 	    !(features & BIT(VIRTIO_NET_F_GUEST_CSUM)))
 		return fail(err, errlen, -EINVAL,
-			    "GUEST_TSO4/6 require VIRTIO_NET_F_GUEST_CSUM (spec 5.1.3.1)");
+			    "GUEST_TSO4/6 and GUEST_UFO require VIRTIO_NET_F_GUEST_CSUM (spec 5.1.3.1)");
 	return 0;
 }
 

@@ -92,7 +92,7 @@ struct nic_spec {
 /*
  * validate_nic_offered - feature bits this supervisor offers for a backend.
  * VERSION_1, EVENT_IDX, INDIRECT_DESC, MRG_RXBUF, MAC, MTU always; the
- * checksum and TSO bits only with a tap backend (a socket backend carries
+ * checksum, TSO and UFO bits only with a tap backend (a socket backend carries
  * the virtio-net header but nothing on the other side would honour it).
  */
 uint64_t validate_nic_offered(enum nic_backend_type backend);

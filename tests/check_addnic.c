@@ -267,6 +267,20 @@ START_TEST(c9_offload_on_socket_backend)
 }
 END_TEST
 
+START_TEST(c9_ufo_on_socket_backend)
+{
+	/* UFO needs a tap to segment it, whichever direction. */
+	g.cfg.features_offered |= VNIC_F_CSUM | VNIC_F_HOST_UFO;
+	g.cfg.features_acked |= VNIC_F_CSUM | VNIC_F_HOST_UFO;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "were not offered");
+	g.cfg.features_offered &= ~(VNIC_F_CSUM | VNIC_F_HOST_UFO);
+	g.cfg.features_acked &= ~(VNIC_F_CSUM | VNIC_F_HOST_UFO);
+	g.cfg.features_offered |= VNIC_F_GUEST_CSUM | VNIC_F_GUEST_UFO;
+	g.cfg.features_acked |= VNIC_F_GUEST_CSUM | VNIC_F_GUEST_UFO;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "were not offered");
+}
+END_TEST
+
 /* ------------------------------------------------------------ C10 */
 
 START_TEST(c10_request_before_hello)
@@ -758,7 +772,7 @@ static bool tap_env(char *ns, size_t len)
 
 START_TEST(tap_backend_in_netns)
 {
-	char ns[64], cmd[256], out[1024];
+	char ns[64], cmd[256], out[1024], err[512] = "";
 	struct vnic_remove_result rr;
 
 	if (!tap_env(ns, sizeof(ns)))
@@ -766,10 +780,23 @@ START_TEST(tap_backend_in_netns)
 	lg.cfg.backend = VNIC_BACKEND_TAP;
 	lg.cfg.tap_name = "vnt0";
 	lg.cfg.netns = ns;
+	/* UFO is offered with a tap, but like TSO needs its checksum
+	 * offload (spec 5.1.3.1). */
+	lg.cfg.features_offered |= VNIC_F_HOST_UFO | VNIC_F_GUEST_UFO;
+	lg.cfg.features_acked |= VNIC_F_HOST_UFO;
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_msg(strstr(err, "require VIRTIO_NET_F_CSUM"), "%s", err);
+	lg.cfg.features_acked &= ~VNIC_F_HOST_UFO;
+	lg.cfg.features_acked |= VNIC_F_GUEST_UFO;
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_msg(strstr(err, "require VIRTIO_NET_F_GUEST_CSUM"), "%s", err);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	/* With them, every offload in both directions: the tap takes
+	 * TUN_F_UFO (TUNSETOFFLOAD would fail the NIC otherwise). */
 	lg.cfg.features_offered |= VNIC_F_CSUM | VNIC_F_GUEST_CSUM | VNIC_F_HOST_TSO4 |
 				   VNIC_F_GUEST_TSO4;
 	lg.cfg.features_acked |= VNIC_F_CSUM | VNIC_F_GUEST_CSUM | VNIC_F_HOST_TSO4 |
-				 VNIC_F_GUEST_TSO4;
+				 VNIC_F_GUEST_TSO4 | VNIC_F_HOST_UFO | VNIC_F_GUEST_UFO;
 	st_add_ok(lconn, &lg);
 	ck_assert_int_eq(st_one_nic(lconn).state, VNIC_NIC_RUNNING);
 	/* The tap is in the namespace, up; not in ours. */
@@ -1255,6 +1282,7 @@ static Suite *addnic_suite(void)
 	tcase_add_test(tc, c9_acked_not_subset_of_offered);
 	tcase_add_test(tc, c9_no_version_1);
 	tcase_add_test(tc, c9_offload_on_socket_backend);
+	tcase_add_test(tc, c9_ufo_on_socket_backend);
 	tcase_add_test(tc, c10_request_before_hello);
 	tcase_add_test(tc, c10_remove_unknown_nic);
 	tcase_add_test(tc, id_mac_mtu_rejected);

@@ -585,6 +585,15 @@ static const struct g15_case g15_cases[] = {
 	{ "hdr_len beyond", HDR(NC, VIRTIO_NET_HDR_GSO_TCPV4, 201, 100, 34, 16), false, "hdr_len" },
 	{ "both tunnel bits", HDR(0, VIRTIO_NET_HDR_GSO_TCPV4 | 0x60, 54, 100, 0, 0), false, "both UDP tunnel" },
 	{ "one tunnel bit", HDR(0, VIRTIO_NET_HDR_GSO_TCPV4 | 0x20, 54, 100, 0, 0), false, "unknown gso_type" },
+	{ "gso udp ok", HDR(NC, VIRTIO_NET_HDR_GSO_UDP, 42, 100, 34, 6), true, NULL },
+	{ "gso udp without csum", HDR(0, VIRTIO_NET_HDR_GSO_UDP, 42, 100, 0, 0), false,
+	  "GSO_UDP without NEEDS_CSUM" },
+	{ "gso udp ecn", HDR(NC, VIRTIO_NET_HDR_GSO_UDP | VIRTIO_NET_HDR_GSO_ECN, 42, 100, 34, 6), false,
+	  "GSO_ECN with GSO_UDP" },
+	{ "gso udp gso_size 0", HDR(NC, VIRTIO_NET_HDR_GSO_UDP, 42, 0, 34, 6), false, "gso_size" },
+	{ "gso udp hdr_len beyond", HDR(NC, VIRTIO_NET_HDR_GSO_UDP, 201, 100, 34, 6), false, "hdr_len" },
+	{ "gso udp csum beyond", HDR(NC, VIRTIO_NET_HDR_GSO_UDP, 42, 100, 34, 166), false,
+	  "csum_start + csum_offset" },
 };
 
 START_TEST(g15_tx_lying_header)
@@ -1460,6 +1469,136 @@ START_TEST(tap_no_mrg_small_buffers)
 }
 END_TEST
 
+/* ufo_frame - an Ethernet/IPv4/UDP frame to dst_mac, 198.18.0.2:5000 ->
+ * 198.18.0.1:port, with payload bytes of a pattern. Returns its length. */
+static size_t ufo_frame(uint8_t *f, const uint8_t *dst_mac, uint16_t port, size_t payload)
+{
+	static const uint8_t src_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
+	uint16_t tot = (uint16_t)(20 + 8 + payload), ulen = (uint16_t)(8 + payload);
+	uint8_t *ip = f + 14, *udp = ip + 20;
+	uint32_t sum = 0;
+
+	memcpy(f, dst_mac, 6);
+	memcpy(f + 6, src_mac, 6);
+	f[12] = 0x08;
+	f[13] = 0x00;
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(tot >> 8);
+	ip[3] = (uint8_t)tot;
+	ip[5] = 1;   /* id */
+	ip[8] = 64;  /* ttl */
+	ip[9] = 17;  /* udp */
+	memcpy(ip + 12, (const uint8_t[]){ 198, 18, 0, 2 }, 4);
+	memcpy(ip + 16, (const uint8_t[]){ 198, 18, 0, 1 }, 4);
+	for (unsigned i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+	udp[0] = 5000 >> 8;
+	udp[1] = 5000 & 0xff;
+	udp[2] = (uint8_t)(port >> 8);
+	udp[3] = (uint8_t)port;
+	udp[4] = (uint8_t)(ulen >> 8);
+	udp[5] = (uint8_t)ulen;
+	udp[6] = udp[7] = 0; /* NEEDS_CSUM: the device fills it in */
+	for (size_t i = 0; i < payload; i++)
+		udp[8 + i] = (uint8_t)(i * 7 + 3);
+	return 14 + 20 + 8 + payload;
+}
+
+/* Whether the UDP socket gets a datagram of want bytes within ms. */
+static ssize_t udp_wait(int us, unsigned ms)
+{
+	struct pollfd pfd = { us, POLLIN, 0 };
+
+	if (poll(&pfd, 1, (int)ms) != 1)
+		return -1;
+	return recv(us, got, sizeof(got), MSG_DONTWAIT);
+}
+
+/* HOST_UFO over a real tap: a guest's 4000-byte UDP datagram in one UFO
+ * frame (gso_size 1472) reaches a UDP socket behind the tap whole; one
+ * whose header lies is dropped and counted; without HOST_UFO negotiated
+ * the same frame is dropped. */
+START_TEST(tap_ufo_datagram)
+{
+	struct virtio_net_hdr_v1 h = HDR(NC, VIRTIO_NET_HDR_GSO_UDP, 42, 1472, 34, 6), bad;
+	struct sockaddr_in sin = { 0 };
+	struct ifreq ifr = { 0 };
+	int ifindex, tap, tap2, s, us;
+	uint8_t mac[6];
+	size_t len;
+
+	tap = tap_open(&ifindex);
+	if (tap < 0) {
+		fprintf(stderr, "tap_ufo_datagram: SKIP: no netns or /dev/net/tun\n");
+		return;
+	}
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	snprintf(ifr.ifr_name, IFNAMSIZ, "vnictest0");
+	ck_assert_int_eq(ioctl(s, SIOCGIFHWADDR, &ifr), 0);
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(0xc6120001); /* 198.18.0.1 */
+	memcpy(&ifr.ifr_addr, &sin, sizeof(sin));
+	ck_assert_int_eq(ioctl(s, SIOCSIFADDR, &ifr), 0);
+	sin.sin_addr.s_addr = htonl(0xffffff00);
+	memcpy(&ifr.ifr_netmask, &sin, sizeof(sin));
+	ck_assert_int_eq(ioctl(s, SIOCSIFNETMASK, &ifr), 0);
+	close(s);
+	us = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(us, 0);
+	sin.sin_addr.s_addr = htonl(0xc6120001);
+	sin.sin_port = htons(9999);
+	ck_assert_int_eq(bind(us, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	tap2 = dup(tap);
+	ck_assert_int_ge(tap2, 0);
+
+	h_setup_fds(F_V1 | F_OFFLOADS, 64, NET_BACKEND_TAP, tap, -1);
+	len = ufo_frame(frame, mac, 9999, 4000);
+	tx_add(&h, frame, len, NULL, 0);
+	ck_assert_int_eq(net_tx_run(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	ck_assert_uint_eq(h_stats(TXQ).drops, 0);
+	ck_assert_int_eq(udp_wait(us, 2000), 4000);
+	ck_assert_int_eq(memcmp(got, frame + 42, 4000), 0);
+	/* Lying UFO headers: none reaches the socket, each is counted. */
+	bad = h;
+	bad.flags = 0; /* no NEEDS_CSUM */
+	tx_add(&bad, frame, len, NULL, 0);
+	bad = h;
+	bad.hdr_len = htole16((uint16_t)(len + 1));
+	tx_add(&bad, frame, len, NULL, 0);
+	bad = h;
+	bad.gso_size = 0;
+	tx_add(&bad, frame, len, NULL, 0);
+	bad = h;
+	bad.gso_type |= VIRTIO_NET_HDR_GSO_ECN;
+	tx_add(&bad, frame, len, NULL, 0);
+	ck_assert_int_eq(net_tx_run(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(tx_reclaim(), 4);
+	ck_assert_uint_eq(h_stats(TXQ).drops, 4);
+	ck_assert_uint_eq(h_stats(TXQ).packets, 1);
+	ck_assert_int_eq(udp_wait(us, 200), -1);
+	h_teardown();
+
+	/* Checksum offload but no HOST_UFO: the same frame is dropped. */
+	h_setup_fds(F_V1 | (1ull << VIRTIO_NET_F_CSUM), 64, NET_BACKEND_TAP, tap2, -1);
+	tx_add(&h, frame, len, NULL, 0);
+	ck_assert_int_eq(net_tx_run(H.d, TXQ), NET_IDLE);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	ck_assert_uint_eq(h_stats(TXQ).drops, 1);
+	ck_assert_msg(strstr(H.last_log, "HOST_UFO") != NULL, "dropped for \"%s\"", H.last_log);
+	ck_assert_int_eq(udp_wait(us, 200), -1);
+	close(us);
+	h_teardown();
+}
+END_TEST
+
 /* ---- TX policies (issue 9): the engine's side, timers driven by hand ---- */
 
 static uint16_t avail_event_of(unsigned q)
@@ -1674,6 +1813,7 @@ static Suite *net_suite(void)
 
 	tcase_add_test(tap, tap_bytes_exact_both_ways);
 	tcase_add_test(tap, tap_no_mrg_small_buffers);
+	tcase_add_test(tap, tap_ufo_datagram);
 	tcase_add_test(tap, tap_fd_blocking_flags_never_block);
 	suite_add_tcase(s, tap);
 	return s;

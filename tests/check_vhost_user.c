@@ -55,6 +55,11 @@
 #define BUF_OFF 0x10000u
 #define BUF_SIZE 2048u
 #define F_PROTO (1ull << VU_F_PROTOCOL_FEATURES)
+#define VU_F_TAP_OFFLOADS                                                                   \
+	((1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_GUEST_CSUM) |                    \
+	 (1ull << VIRTIO_NET_F_HOST_TSO4) | (1ull << VIRTIO_NET_F_HOST_TSO6) |                \
+	 (1ull << VIRTIO_NET_F_GUEST_TSO4) | (1ull << VIRTIO_NET_F_GUEST_TSO6) |              \
+	 (1ull << VIRTIO_NET_F_HOST_UFO) | (1ull << VIRTIO_NET_F_GUEST_UFO))
 #define F_V1 (1ull << VIRTIO_F_VERSION_1)
 #define PROTO_ALL ((1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_REPLY_ACK) | \
 		   (1ull << VU_PROTO_NET_MTU) | (1ull << VU_PROTO_CONFIGURE_MEM_SLOTS) | \
@@ -247,6 +252,8 @@ static void fe_negotiate(struct fe *f)
 	ck_assert(feat & F_PROTO);
 	ck_assert(feat & F_V1);
 	ck_assert(!(feat & (1ull << VIRTIO_F_RING_PACKED)));
+	/* The back end is a tap: TSO and UFO both ways, as QEMU asks. */
+	ck_assert_uint_eq(feat & VU_F_TAP_OFFLOADS, VU_F_TAP_OFFLOADS);
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_PROTOCOL_FEATURES), PROTO_ALL);
 	fe_send(f->fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL }, 8, NULL, 0);
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_QUEUE_NUM), 1);

@@ -76,6 +76,12 @@ static const char *net_tx_hdr_check(const struct net_dev *d, struct virtio_net_h
 		case VIRTIO_NET_HDR_GSO_UDP:
 			if (!net_has(d, VIRTIO_NET_F_HOST_UFO))
 				return "GSO_UDP without VIRTIO_NET_F_HOST_UFO";
+			/* Spec 5.1.6.2.1: a GSO frame needs its checksum
+			 * done by the device; ECN is a TCP flag only. */
+			if (!(h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM))
+				return "GSO_UDP without NEEDS_CSUM";
+			if (gso & VIRTIO_NET_HDR_GSO_ECN)
+				return "GSO_ECN with GSO_UDP";
 			break;
 		case VIRTIO_NET_HDR_GSO_UDP_L4:
 			if (!net_has(d, VIRTIO_NET_F_HOST_USO))
