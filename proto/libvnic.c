@@ -404,6 +404,16 @@ static int call(struct vnic_conn *c, Vnic__Vmm__Request *req, const int *fds, un
 }
 
 /* The reply's status: 0, or its code with the error text kept. */
+/* How long a removal may take to be answered: the worker's stop deadline
+ * (vnicd's default 5 s when 0), 5 s more for the kill and reap, and never
+ * less than the connection's own timeout. */
+static unsigned remove_wait_ms(const struct vnic_conn *c, uint32_t deadline_ms)
+{
+	unsigned wait = (deadline_ms ? deadline_ms : 5000) + 5000;
+
+	return wait < c->timeout_ms ? c->timeout_ms : wait;
+}
+
 static int reply_code(struct vnic_conn *c, const Vnic__Vmm__Reply *r, const char *what)
 {
 	if (r->code == VNIC__VMM__STATUS__STATUS_OK) {
@@ -605,7 +615,6 @@ int vnic_remove_nic(struct vnic_conn *c, const char *id, uint32_t deadline_ms,
 	Vnic__Vmm__RemoveNic rm;
 	Vnic__Vmm__VmmMessage *m = NULL;
 	char idbuf[128];
-	unsigned wait;
 	int rc;
 
 	if (!id)
@@ -617,10 +626,7 @@ int vnic_remove_nic(struct vnic_conn *c, const char *id, uint32_t deadline_ms,
 	rm.deadline_ms = deadline_ms;
 	req.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_NIC;
 	req.remove_nic = &rm;
-	wait = (deadline_ms ? deadline_ms : 5000) + 5000;
-	if (wait < c->timeout_ms)
-		wait = c->timeout_ms;
-	rc = call(c, &req, NULL, 0, wait, &m);
+	rc = call(c, &req, NULL, 0, remove_wait_ms(c, deadline_ms), &m);
 	if (rc)
 		goto out;
 	rc = reply_code(c, m->reply, "RemoveNic");
@@ -708,7 +714,6 @@ int vnic_remove_endpoint(struct vnic_conn *c, const char *id, uint32_t deadline_
 	Vnic__Vmm__RemoveEndpoint rm;
 	Vnic__Vmm__VmmMessage *m = NULL;
 	char idbuf[128];
-	unsigned wait;
 	int rc;
 
 	if (!id)
@@ -720,10 +725,7 @@ int vnic_remove_endpoint(struct vnic_conn *c, const char *id, uint32_t deadline_
 	rm.deadline_ms = deadline_ms;
 	req.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_ENDPOINT;
 	req.remove_endpoint = &rm;
-	wait = (deadline_ms ? deadline_ms : 5000) + 5000;
-	if (wait < c->timeout_ms)
-		wait = c->timeout_ms;
-	rc = call(c, &req, NULL, 0, wait, &m);
+	rc = call(c, &req, NULL, 0, remove_wait_ms(c, deadline_ms), &m);
 	if (rc)
 		goto out;
 	rc = reply_code(c, m->reply, "RemoveEndpoint");
