@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost_user_handlers: one handler per request vnicd accepts (features,
+ * owner, rings, status, MTU, RARP); the memory table's are in
+ * vhost_user_mem.c. Each checks its own payload whole before it changes
+ * anything (step 4 of vhost_user.c's comment).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vhost_user_priv.h"
+
+/* Stop the NIC, if one runs, before a change it cannot take live: a
+ * planned restart. Returns VU_WAIT when the answer must wait. */
+int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why)
+{
+	struct vu_endpoint *ep = c->ep;
+
+	if (!ep->nic)
+		return 0;
+	ep->reconfigs++;
+	log_info("vhost-user %s: %s: planned restart of the worker", ep->cfg.id, why);
+	c->waiting = true;
+	c->wait_hdr = m->hdr;
+	c->wait_ring = -1;
+	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, why);
+	return VU_WAIT;
+}
+
+static int ring_index(const struct vu_msg *m, uint64_t idx, char *err, size_t errlen)
+{
+	char nb[24];
+
+	if (idx >= NIC_NUM_QUEUES) {
+		snprintf(err, errlen, "%s: ring %llu does not exist (one queue pair: 0, 1)",
+			 vu_request_name(m->hdr.request, nb, sizeof(nb)), (unsigned long long)idx);
+		return -ERANGE;
+	}
+	return (int)idx;
+}
+
+static int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t f = vu_offered_features();
+
+	(void)err;
+	(void)errlen;
+	return vu_send_reply(c->fd, &m->hdr, &f, sizeof(f));
+}
+
+static int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t f = m->p.u64, extra = f & ~vu_offered_features();
+	bool changed = c->features_set && f != c->features;
+
+	if (extra) {
+		snprintf(err, errlen, "SET_FEATURES 0x%llx: bits 0x%llx were not offered",
+			 (unsigned long long)f, (unsigned long long)extra);
+		return -ENOTSUP;
+	}
+	if (!(f & (1ull << VIRTIO_F_VERSION_1))) {
+		snprintf(err, errlen, "SET_FEATURES 0x%llx: VERSION_1 is required", (unsigned long long)f);
+		return -ENOTSUP;
+	}
+	c->features = f;
+	c->features_set = true;
+	return changed ? vu_reconfigure(c, m, "new features") : 0;
+}
+
+static int h_get_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t f = vu_offered_protocol_features();
+
+	(void)err;
+	(void)errlen;
+	return vu_send_reply(c->fd, &m->hdr, &f, sizeof(f));
+}
+
+static int h_set_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t extra = m->p.u64 & ~vu_offered_protocol_features();
+
+	if (extra) {
+		snprintf(err, errlen, "SET_PROTOCOL_FEATURES: bits 0x%llx were not offered",
+			 (unsigned long long)extra);
+		return -ENOTSUP;
+	}
+	c->proto = m->p.u64;
+	return 0;
+}
+
+static int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	(void)m;
+	(void)err;
+	(void)errlen;
+	c->owner = true;
+	return 0;
+}
+
+void vu_conn_forget_device(struct vu_conn *c)
+{
+	for (unsigned i = 0; i < c->nreg; i++)
+		close_fd(&c->reg[i].d.fd);
+	c->nreg = 0;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+		close_fd(&c->r[i].kick_fd);
+		close_fd(&c->r[i].call_fd);
+		close_fd(&c->r[i].err_fd);
+		memset(&c->r[i], 0, sizeof(c->r[i]));
+		c->r[i].kick_fd = c->r[i].call_fd = c->r[i].err_fd = -1;
+	}
+	c->features_set = false;
+	c->features = 0;
+	c->status = 0;
+	c->mtu = 0;
+}
+
+/* RESET_OWNER (deprecated, still sent by old front ends): back to a fresh
+ * connection; the worker is stopped first. */
+static int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	(void)m;
+	(void)err;
+	(void)errlen;
+	/* No answer is defined, so nothing waits: the worker stops on its
+	 * own fds; a new configuration starts once it is reaped. */
+	vu_stop_nic(c->ep, SUP_STOP_DEFAULT_MS, "RESET_OWNER");
+	vu_conn_forget_device(c);
+	c->owner = false;
+	return 0;
+}
+
+/* A ring's layout may change only while no worker uses it. */
+static int ring_idle(struct vu_conn *c, int i, const char *what, char *err, size_t errlen)
+{
+	if (c->ep->nic && c->r[i].started) {
+		snprintf(err, errlen, "%s: ring %d is running (GET_VRING_BASE first)", what, i);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i = ring_index(m, m->p.state.index, err, errlen);
+	uint32_t num = m->p.state.num;
+
+	if (i < 0)
+		return i;
+	if (num == 0 || num > VRING_MAX_SIZE || (num & (num - 1))) {
+		snprintf(err, errlen, "SET_VRING_NUM: %u is not a power of 2 in 1..%u", num,
+			 VRING_MAX_SIZE);
+		return -EINVAL;
+	}
+	if (ring_idle(c, i, "SET_VRING_NUM", err, errlen))
+		return -EBUSY;
+	c->r[i].num = num;
+	c->r[i].num_set = true;
+	return 0;
+}
+
+static int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	const struct vu_vring_addr *a = &m->p.addr;
+	int i = ring_index(m, a->index, err, errlen);
+	struct vu_ring r;
+	uint64_t g[3];
+
+	if (i < 0)
+		return i;
+	if (ring_idle(c, i, "SET_VRING_ADDR", err, errlen))
+		return -EBUSY;
+	if (a->flags & 1u) {
+		snprintf(err, errlen, "SET_VRING_ADDR: logging was not offered");
+		return -ENOTSUP;
+	}
+	if ((a->desc & 15) || (a->avail & 1) || (a->used & 3)) {
+		snprintf(err, errlen, "SET_VRING_ADDR: ring %d: misaligned (desc 16, avail 2, used 4)", i);
+		return -EINVAL;
+	}
+	r = c->r[i];
+	r.desc = a->desc;
+	r.avail = a->avail;
+	r.used = a->used;
+	/* Checked against the table now when both are known (the table may
+	 * also come later; vu_try_start checks again). */
+	if (c->nreg && r.num_set && vu_ring_gpas(c, &r, g, err, errlen))
+		return -EFAULT;
+	c->r[i].desc = a->desc;
+	c->r[i].avail = a->avail;
+	c->r[i].used = a->used;
+	c->r[i].addr_set = true;
+	return 0;
+}
+
+static int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i = ring_index(m, m->p.state.index, err, errlen);
+
+	if (i < 0)
+		return i;
+	if (m->p.state.num > 0xffff) {
+		snprintf(err, errlen, "SET_VRING_BASE: %u does not fit 16 bits", m->p.state.num);
+		return -EINVAL;
+	}
+	if (ring_idle(c, i, "SET_VRING_BASE", err, errlen))
+		return -EBUSY;
+	c->r[i].base = (uint16_t)m->p.state.num;
+	return 0;
+}
+
+/* GET_VRING_BASE: the ring stops. With a worker, the answer waits until
+ * it is reaped (it stops both rings; the other one keeps its final index
+ * as its base and waits for its own GET_VRING_BASE or a new kick). */
+static int h_get_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i = ring_index(m, m->p.state.index, err, errlen);
+	struct vu_vring_state st;
+
+	if (i < 0)
+		return i;
+	c->r[i].started = false;
+	if (c->ep->nic) {
+		c->waiting = true;
+		c->wait_hdr = m->hdr;
+		c->wait_ring = i;
+		vu_stop_nic(c->ep, SUP_STOP_DEFAULT_MS, "GET_VRING_BASE");
+		return VU_WAIT;
+	}
+	st.index = (uint32_t)i;
+	st.num = c->r[i].base;
+	log_info("vhost-user %s: GET_VRING_BASE ring %d answered: %u (no worker)", c->ep->cfg.id, i,
+		 st.num);
+	return vu_send_reply(c->fd, &m->hdr, &st, sizeof(st));
+}
+
+/* KICK, CALL, ERR: index and the fd (or NOFD with none). */
+static int vring_fd(struct vu_conn *c, struct vu_msg *m, int *ring, int *fd, char *err,
+		    size_t errlen)
+{
+	uint64_t v = m->p.u64;
+	char nb[24], sub[128];
+	int i;
+
+	if (v & ~(VU_VRING_IDX_MASK | VU_VRING_NOFD)) {
+		snprintf(err, errlen, "%s: unknown bits 0x%llx",
+			 vu_request_name(m->hdr.request, nb, sizeof(nb)), (unsigned long long)v);
+		return -EINVAL;
+	}
+	i = ring_index(m, v & VU_VRING_IDX_MASK, err, errlen);
+	if (i < 0)
+		return i;
+	if (!!(v & VU_VRING_NOFD) != (m->nfds == 0)) {
+		snprintf(err, errlen, "%s: the no-fd flag and the %u fds sent disagree",
+			 vu_request_name(m->hdr.request, nb, sizeof(nb)), m->nfds);
+		return -EBADF;
+	}
+	*ring = i;
+	*fd = -1;
+	if (m->nfds) {
+		if (validate_eventfd(m->fds[0], sub, sizeof(sub))) {
+			snprintf(err, errlen, "%s: %s", vu_request_name(m->hdr.request, nb, sizeof(nb)),
+				 sub);
+			return -EBADF;
+		}
+		*fd = m->fds[0];
+		m->fds[0] = -1;
+	}
+	(void)c;
+	return 0;
+}
+
+static int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
+	bool live;
+
+	if (rc)
+		return rc;
+	if (fd < 0) {
+		snprintf(err, errlen, "SET_VRING_KICK: ring %d without a kick fd: vnicd does not "
+			 "poll rings", i);
+		return -ENOTSUP;
+	}
+	live = c->ep->nic && c->r[i].started;
+	close_fd(&c->r[i].kick_fd);
+	c->r[i].kick_fd = fd;
+	c->r[i].started = true;
+	return live ? vu_reconfigure(c, m, "new kick fd") : 0;
+}
+
+static int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
+	bool live;
+
+	if (rc)
+		return rc;
+	live = c->ep->nic && c->r[i].started;
+	close_fd(&c->r[i].call_fd);
+	c->r[i].call_fd = fd; /* -1: vu_try_start makes one that nobody reads */
+	return live ? vu_reconfigure(c, m, "new call fd") : 0;
+}
+
+static int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
+
+	if (rc)
+		return rc;
+	close_fd(&c->r[i].err_fd);
+	c->r[i].err_fd = fd;
+	return 0;
+}
+
+static int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t v = 1; /* queue pairs, until multiqueue exists */
+
+	(void)err;
+	(void)errlen;
+	return vu_send_reply(c->fd, &m->hdr, &v, sizeof(v));
+}
+
+static int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	int i = ring_index(m, m->p.state.index, err, errlen);
+	bool on = m->p.state.num != 0;
+
+	if (i < 0)
+		return i;
+	if (m->p.state.num > 1) {
+		snprintf(err, errlen, "SET_VRING_ENABLE: %u is neither 0 nor 1", m->p.state.num);
+		return -EINVAL;
+	}
+	if (c->r[i].enabled == on)
+		return 0;
+	c->r[i].enabled = on;
+	return on ? 0 : vu_reconfigure(c, m, "ring disabled");
+}
+
+/* SEND_RARP: announce the guest's MAC after a migration, as QEMU's own
+ * device does, by a RARP broadcast on the tap. */
+static int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint8_t f[VIRTIO_NET_HDR_MRG_LEN + 60] = { 0 };
+	uint8_t *e = f + VIRTIO_NET_HDR_MRG_LEN;
+	const uint8_t *mac = m->p.bytes;
+
+	(void)err;
+	(void)errlen;
+	memset(e, 0xff, 6);
+	memcpy(e + 6, mac, 6);
+	e[12] = 0x80, e[13] = 0x35;              /* ETH_P_RARP */
+	e[14] = 0, e[15] = 1, e[16] = 8, e[17] = 0; /* Ethernet, IPv4 */
+	e[18] = 6, e[19] = 4, e[20] = 0, e[21] = 3; /* reverse request */
+	memcpy(e + 22, mac, 6);
+	memcpy(e + 32, mac, 6);
+	if (write(c->ep->tap_fd, f, sizeof(f)) < 0)
+		log_debug("vhost-user %s: RARP: %s", c->ep->cfg.id, strerror(errno));
+	return 0;
+}
+
+static int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t mtu = m->p.u64;
+
+	if (mtu < VALIDATE_MTU_MIN || mtu > VALIDATE_MTU_MAX) {
+		snprintf(err, errlen, "NET_SET_MTU: %llu is outside %u..%u", (unsigned long long)mtu,
+			 VALIDATE_MTU_MIN, VALIDATE_MTU_MAX);
+		return -EINVAL;
+	}
+	if (c->mtu == mtu)
+		return 0;
+	c->mtu = (uint32_t)mtu;
+	return vu_reconfigure(c, m, "new MTU");
+}
+
+static int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	if (m->p.u64 > 0xff) {
+		snprintf(err, errlen, "SET_STATUS: 0x%llx is not a status byte",
+			 (unsigned long long)m->p.u64);
+		return -EINVAL;
+	}
+	c->status = m->p.u64;
+	return 0;
+}
+
+static int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return vu_send_reply(c->fd, &m->hdr, &c->status, sizeof(c->status));
+}
+
+typedef int (*vu_handler_fn)(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+
+const vu_handler_fn handlers[VU_REQUEST_MAX] = {
+	[VU_GET_FEATURES] = h_get_features,
+	[VU_SET_FEATURES] = h_set_features,
+	[VU_SET_OWNER] = h_set_owner,
+	[VU_RESET_OWNER] = h_reset_owner,
+	[VU_SET_MEM_TABLE] = h_set_mem_table,
+	[VU_SET_VRING_NUM] = h_set_vring_num,
+	[VU_SET_VRING_ADDR] = h_set_vring_addr,
+	[VU_SET_VRING_BASE] = h_set_vring_base,
+	[VU_GET_VRING_BASE] = h_get_vring_base,
+	[VU_SET_VRING_KICK] = h_set_vring_kick,
+	[VU_SET_VRING_CALL] = h_set_vring_call,
+	[VU_SET_VRING_ERR] = h_set_vring_err,
+	[VU_GET_PROTOCOL_FEATURES] = h_get_protocol_features,
+	[VU_SET_PROTOCOL_FEATURES] = h_set_protocol_features,
+	[VU_GET_QUEUE_NUM] = h_get_queue_num,
+	[VU_SET_VRING_ENABLE] = h_set_vring_enable,
+	[VU_SEND_RARP] = h_send_rarp,
+	[VU_NET_SET_MTU] = h_net_set_mtu,
+	[VU_GET_MAX_MEM_SLOTS] = h_get_max_mem_slots,
+	[VU_ADD_MEM_REG] = h_add_mem_reg,
+	[VU_REM_MEM_REG] = h_rem_mem_reg,
+	[VU_SET_STATUS] = h_set_status,
+	[VU_GET_STATUS] = h_get_status,
+};

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost_user_mem: the front end's memory table: each region checked alone
+ * and the whole table by memtable.h's rules before anything changes;
+ * SET_MEM_TABLE, ADD_MEM_REG, REM_MEM_REG; front-end addresses to guest
+ * physical ones.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "vhost_user_priv.h"
+
+/* Translate a front-end virtual address range to guest physical: wholly
+ * inside one region (a ring that straddles two is refused). */
+static int vu_uva_to_gpa(const struct vu_conn *c, uint64_t uva, uint64_t len, uint64_t *gpa)
+{
+	for (unsigned i = 0; i < c->nreg; i++) {
+		const struct vu_region *r = &c->reg[i];
+
+		if (uva >= r->uva && uva - r->uva < r->d.size && len <= r->d.size - (uva - r->uva)) {
+			*gpa = r->d.gpa + (uva - r->uva);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
+int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3],
+			char *err, size_t errlen)
+{
+	if (vu_uva_to_gpa(c, r->desc, vring_desc_size(r->num), &g[0]) ||
+	    vu_uva_to_gpa(c, r->avail, vring_avail_size(r->num) + 2, &g[1]) ||
+	    vu_uva_to_gpa(c, r->used, vring_used_size(r->num) + 2, &g[2])) {
+		snprintf(err, errlen, "ring addresses (desc 0x%llx avail 0x%llx used 0x%llx, "
+			 "%u entries) are not each inside one memory region",
+			 (unsigned long long)r->desc, (unsigned long long)r->avail,
+			 (unsigned long long)r->used, r->num);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* One region from the front end, checked alone. */
+static int check_region(const struct vu_mem_region *r, int fd, unsigned i, bool *sealed,
+			char *err, size_t errlen)
+{
+	struct stat st;
+	struct statfs sfs;
+	uint64_t end;
+	int seals;
+
+	if (r->size == 0 || __builtin_add_overflow(r->gpa, r->size, &end) ||
+	    __builtin_add_overflow(r->uva, r->size, &end) ||
+	    __builtin_add_overflow(r->mmap_offset, r->size, &end) || end > (uint64_t)INT64_MAX) {
+		snprintf(err, errlen, "region %u: size 0x%llx is 0 or overflows an address",
+			 i, (unsigned long long)r->size);
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0 ||
+	    (sfs.f_type != TMPFS_MAGIC && sfs.f_type != HUGETLBFS_MAGIC)) {
+		snprintf(err, errlen, "region %u: fd is not a memfd, shared memory or hugetlbfs file", i);
+		return -EINVAL;
+	}
+	if (end > (uint64_t)st.st_size) {
+		snprintf(err, errlen, "region %u: offset+size 0x%llx is beyond the file's 0x%llx bytes",
+			 i, (unsigned long long)end, (unsigned long long)st.st_size);
+		return -EINVAL;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	*sealed = seals >= 0 && (seals & F_SEAL_SHRINK);
+	return 0;
+}
+
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* The whole table by the rules every guest memory table obeys (memtable.h:
+ * fds open read-write, not write-sealed, large enough, no gpa overlap,
+ * page-aligned), unsealed files allowed: before anything changes. */
+static int check_table_rules(const struct vu_region *tab, unsigned count, char *err,
+			     size_t errlen)
+{
+	struct memtable_region_desc *d = calloc(count, sizeof(*d));
+	int rc;
+
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < count; i++)
+		d[i] = tab[i].d;
+	rc = memtable_validate_flags(d, count, MEMTABLE_UNSEALED_OK, err, errlen);
+	if (rc == 0)
+		rc = memtable_check_pages(d, count, err, errlen);
+	free(d);
+	return rc;
+}
+
+/* Region n of tab (size count) against the others: no gpa or uva overlap. */
+static int check_overlaps(const struct vu_region *tab, unsigned count, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < count; i++)
+		for (unsigned j = i + 1; j < count; j++) {
+			const struct vu_region *a = &tab[i], *b = &tab[j];
+
+			if (ranges_overlap(a->d.gpa, a->d.size, b->d.gpa, b->d.size) ||
+			    ranges_overlap(a->uva, a->d.size, b->uva, b->d.size)) {
+				snprintf(err, errlen, "regions %u and %u overlap", i, j);
+				return -EINVAL;
+			}
+		}
+	return 0;
+}
+
+/* The whole new table in tmp (fds borrowed), then adopt. */
+static int vu_mem_replace(struct vu_conn *c, struct vu_msg *m, struct vu_region *tmp,
+			  unsigned n, int *adopt_from, const char *why)
+{
+	for (unsigned i = 0; i < c->nreg; i++)
+		close_fd(&c->reg[i].d.fd);
+	memcpy(c->reg, tmp, n * sizeof(*tmp));
+	c->nreg = n;
+	for (unsigned i = 0; i < n; i++)
+		if (adopt_from[i] >= 0)
+			m->fds[adopt_from[i]] = -1;
+	return vu_reconfigure(c, m, why);
+}
+
+int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	const struct vu_mem_table *t = &m->p.mem;
+	struct vu_region tmp[VU_MEM_BASELINE_REGIONS];
+	int from[VU_MEM_BASELINE_REGIONS];
+	char sub[160];
+
+	if (t->nregions == 0 || t->nregions > VU_MEM_BASELINE_REGIONS ||
+	    m->hdr.size != 8 + t->nregions * sizeof(struct vu_mem_region) ||
+	    m->nfds != t->nregions) {
+		snprintf(err, errlen, "SET_MEM_TABLE: %u regions in %u bytes with %u fds",
+			 t->nregions, m->hdr.size, m->nfds);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < t->nregions; i++) {
+		int rc = check_region(&t->r[i], m->fds[i], i, &tmp[i].sealed, sub, sizeof(sub));
+
+		if (rc) {
+			snprintf(err, errlen, "SET_MEM_TABLE: %s", sub);
+			return rc;
+		}
+		tmp[i].d = (struct memtable_region_desc){ .gpa = t->r[i].gpa, .size = t->r[i].size,
+							  .offset = t->r[i].mmap_offset,
+							  .fd = m->fds[i] };
+		tmp[i].uva = t->r[i].uva;
+		from[i] = (int)i;
+	}
+	if (check_overlaps(tmp, t->nregions, sub, sizeof(sub)) ||
+	    check_table_rules(tmp, t->nregions, sub, sizeof(sub))) {
+		snprintf(err, errlen, "SET_MEM_TABLE: %s", sub);
+		return -EINVAL;
+	}
+	return vu_mem_replace(c, m, tmp, t->nregions, from, "new memory table");
+}
+
+int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	const struct vu_mem_region *r = &m->p.mreg.r;
+	struct vu_region *tab;
+	unsigned n = c->nreg;
+	int from_one[1] = { 0 };
+	char sub[160];
+	int rc;
+
+	if (n >= MEMTABLE_MAX_REGIONS) {
+		snprintf(err, errlen, "ADD_MEM_REG: already %u regions (at most %u)", n,
+			 MEMTABLE_MAX_REGIONS);
+		return -ENOSPC;
+	}
+	tab = &c->reg[n];
+	rc = check_region(r, m->fds[0], n, &tab->sealed, sub, sizeof(sub));
+	if (rc) {
+		snprintf(err, errlen, "ADD_MEM_REG: %s", sub);
+		return rc;
+	}
+	tab->d = (struct memtable_region_desc){ .gpa = r->gpa, .size = r->size,
+						.offset = r->mmap_offset, .fd = m->fds[0] };
+	tab->uva = r->uva;
+	if (check_overlaps(c->reg, n + 1, sub, sizeof(sub)) ||
+	    check_table_rules(c->reg, n + 1, sub, sizeof(sub))) {
+		tab->d.fd = -1;
+		snprintf(err, errlen, "ADD_MEM_REG: %s", sub);
+		return -EINVAL;
+	}
+	c->nreg = n + 1;
+	m->fds[from_one[0]] = -1;
+	return vu_reconfigure(c, m, "memory region added");
+}
+
+int h_rem_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	const struct vu_mem_region *r = &m->p.mreg.r;
+
+	for (unsigned i = 0; i < c->nreg; i++) {
+		struct vu_region *x = &c->reg[i];
+
+		if (x->d.gpa != r->gpa || x->d.size != r->size || x->uva != r->uva)
+			continue;
+		close_fd(&x->d.fd);
+		memmove(x, x + 1, (c->nreg - i - 1) * sizeof(*x));
+		c->nreg--;
+		return vu_reconfigure(c, m, "memory region removed");
+	}
+	snprintf(err, errlen, "REM_MEM_REG: no region gpa 0x%llx size 0x%llx uva 0x%llx",
+		 (unsigned long long)r->gpa, (unsigned long long)r->size,
+		 (unsigned long long)r->uva);
+	return -ENOENT;
+}
+
+int h_get_max_mem_slots(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	uint64_t v = MEMTABLE_MAX_REGIONS;
+
+	(void)err;
+	(void)errlen;
+	return vu_send_reply(c->fd, &m->hdr, &v, sizeof(v));
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost_user_nic: the endpoint as a NIC owner (vhost_user.h): the NIC
+ * callbacks, and the start of a NIC once the front end's rings are ready
+ * (the "NIC" paragraph of vhost_user.c's comment).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "vhost_user_priv.h"
+
+/* ------------------------------------------------------------ the NIC */
+
+static void vu_nic_added(struct nic *n, enum nic_result r, const char *error)
+{
+	struct vu_endpoint *ep = n->owner;
+
+	if (r != NIC_RES_OK && ep->nic_stopping) {
+		/* We stopped it before it was ready (a new table, a
+		 * disconnect): not a failure of the configuration. */
+		log_info("vhost-user %s: worker stopped before it was ready", ep->cfg.id);
+	} else if (r != NIC_RES_OK) {
+		ep->start_failed = true;
+		vu_errorf(ep, "worker did not start: %s", error ? error : "failed");
+		log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
+	} else {
+		log_info("vhost-user %s: worker pid %d running", ep->cfg.id, (int)n->w.pid);
+	}
+}
+
+/* The worker is reaped (or there was none): keep the final indices as
+ * the rings' bases, forget the NIC, continue outside nic.c's call. */
+static void vu_nic_gone(struct nic *n)
+{
+	struct vu_endpoint *ep = n->owner;
+
+	/* Only for the connection that configured it: a new front end
+	 * brings its own bases. */
+	if (ep->conn && ep->nic_gen == ep->conn_gen) {
+		for (int i = 0; i < NIC_NUM_QUEUES; i++)
+			if (n->q[i].final_valid)
+				ep->conn->r[i].base = (uint16_t)n->q[i].final_avail;
+	}
+	if (n->deadline_missed)
+		ep->rm_deadline = true;
+	ep->nic = NULL;
+	ep->nic_stopping = false;
+	event_active(ep->ev_resume, EV_TIMEOUT, 0);
+}
+
+static void vu_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
+{
+	struct vu_endpoint *ep = n->owner;
+
+	(void)sig;
+	(void)exit_status;
+	(void)syscall_nr;
+	vu_errorf(ep, "%s", n->last_error);
+}
+
+/* A broken queue: the spec's error eventfd, when the front end gave one. */
+static void vu_nic_queue_reset(struct nic *n, uint32_t queue, const char *reason)
+{
+	struct vu_endpoint *ep = n->owner;
+	uint64_t one = 1;
+
+	vu_errorf(ep, "queue %u broken: %s", queue, reason);
+	if (ep->conn && queue < NIC_NUM_QUEUES && ep->conn->r[queue].err_fd >= 0 &&
+	    write(ep->conn->r[queue].err_fd, &one, sizeof(one)) < 0)
+		log_debug("vhost-user %s: error eventfd: %s", ep->cfg.id, strerror(errno));
+}
+
+/* A SetPolicy applied to the endpoint's NIC: the endpoint's own policy,
+ * so the worker of the next memory table, front end or vnicd run keeps
+ * it (a crash restart keeps n->policy by itself). */
+static void vu_nic_policy_changed(struct nic *n)
+{
+	struct vu_endpoint *ep = n->owner;
+	char err[256];
+
+	ep->cfg.policy = n->policy;
+	if (vu_state_save(ep->sup, &ep->cfg, err, sizeof(err)) < 0)
+		log_warn("vhost-user %s: policy applied, not saved: %s", ep->cfg.id, err);
+}
+
+const struct nic_owner_ops vu_nic_owner = {
+	.kind = "vhost-user",
+	.added = vu_nic_added,
+	.policy_changed = vu_nic_policy_changed,
+	.failed = vu_nic_failed,
+	.queue_reset = vu_nic_queue_reset,
+	.gone = vu_nic_gone,
+};
+
+/* Stop the NIC (the answer to whatever waits follows its reap). */
+void vu_stop_nic(struct vu_endpoint *ep, uint32_t deadline_ms, const char *why)
+{
+	struct nic *n = ep->nic;
+
+	if (!n || ep->nic_stopping)
+		return;
+	ep->nic_stopping = true;
+	nic_stop(n, deadline_ms, why); /* may call vu_nic_gone at once */
+}
+
+static bool vu_ring_ready(const struct vu_conn *c, const struct vu_ring *r)
+{
+	bool need_enable = c->features & (1ull << VU_F_PROTOCOL_FEATURES);
+
+	return r->num_set && r->addr_set && r->kick_fd >= 0 && r->started &&
+	       (r->enabled || !need_enable);
+}
+
+static int dup_cloexec(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* Both rings ready, memory set, no NIC: start one. */
+void vu_try_start(struct vu_endpoint *ep)
+{
+	struct vu_conn *c = ep->conn;
+	struct nic_spec spec;
+	struct nic_queue_spec qs[NIC_NUM_QUEUES];
+	unsigned total;
+	int *dups = NULL;           /* every fd the NIC would adopt, to close on failure */
+	unsigned ndups = 0;
+	bool unsealed = false;
+	char err[256];
+	int rc;
+
+	if (!c || ep->nic || c->waiting || ep->removing || ep->shutting_down || !c->features_set ||
+	    c->nreg == 0 || ep->start_failed)
+		return;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		if (!vu_ring_ready(c, &c->r[i]))
+			return;
+	if (nic_find(ep->sup, ep->cfg.id))
+		return; /* an earlier NIC of this id is still going away */
+
+	memset(&spec, 0, sizeof(spec));
+	total = c->nreg + 2 * NIC_NUM_QUEUES + 1;
+	spec.regions = calloc(c->nreg, sizeof(*spec.regions));
+	dups = calloc(total, sizeof(*dups));
+	if (!spec.regions || !dups) {
+		vu_errorf(ep, "out of memory");
+		goto out_log;
+	}
+	snprintf(spec.id, sizeof(spec.id), "%s", ep->cfg.id);
+	spec.id_len = strlen(spec.id);
+	memcpy(spec.mac, ep->cfg.mac, 6);
+	spec.mac_len = 6;
+	spec.mtu = c->mtu ? c->mtu : ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
+	spec.features_offered = validate_nic_offered(NIC_BACKEND_TAP_FD);
+	spec.features = c->features & ~(1ull << VU_F_PROTOCOL_FEATURES);
+	spec.policy = ep->cfg.policy;
+	spec.backend = NIC_BACKEND_TAP_FD;
+	for (unsigned i = 0; i < c->nreg; i++)
+		unsealed |= !c->reg[i].sealed;
+	spec.memory_unsealed_ok = unsealed;
+	spec.base_from_used_idx = true;
+
+	/* Duplicates of the front end's fds: the NIC owns its own, so a new
+	 * table or a disconnect never pulls an fd from under a worker. */
+	for (unsigned i = 0; i < c->nreg; i++) {
+		spec.regions[i] = c->reg[i].d;
+		spec.regions[i].fd = dups[ndups++] = dup_cloexec(c->reg[i].d.fd);
+		if (spec.regions[i].fd < 0)
+			goto out_errno;
+	}
+	spec.nregions = c->nreg;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+		struct vu_ring *r = &c->r[i];
+		uint64_t g[3];
+
+		if (vu_ring_gpas(c, r, g, err, sizeof(err)) < 0) {
+			vu_errorf(ep, "ring %d: %s", i, err);
+			goto out_log;
+		}
+		if (r->call_fd < 0) {
+			/* No call fd (polling front end): interrupts go nowhere. */
+			r->call_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			if (r->call_fd < 0)
+				goto out_errno;
+		}
+		qs[i] = (struct nic_queue_spec){ .index = (uint32_t)i, .size = r->num, .desc = g[0],
+						 .avail = g[1], .used = g[2], .avail_idx = r->base };
+		qs[i].kick_fd = dups[ndups++] = dup_cloexec(r->kick_fd);
+		qs[i].call_fd = dups[ndups++] = dup_cloexec(r->call_fd);
+		if (qs[i].kick_fd < 0 || qs[i].call_fd < 0)
+			goto out_errno;
+	}
+	spec.queues = qs;
+	spec.nqueues = NIC_NUM_QUEUES;
+	spec.backend_fd = dups[ndups++] = dup_cloexec(ep->tap_fd);
+	if (spec.backend_fd < 0)
+		goto out_errno;
+
+	rc = validate_nic_spec(&spec, err, sizeof(err));
+	if (rc) {
+		vu_errorf(ep, "front end's configuration refused: %s", err);
+		goto out_log;
+	}
+	/* The same fd budgets as AddNic (limits.c); no connection's own. */
+	rc = sup_budget_check(ep->sup, NULL, total, err, sizeof(err));
+	if (rc) {
+		vu_errorf(ep, "%s", err);
+		goto out_log;
+	}
+	rc = nic_start(ep->sup, &vu_nic_owner, ep, 0, &spec, NULL, NULL, err, sizeof(err));
+	if (rc) {
+		vu_errorf(ep, "cannot start the NIC: %s", err);
+		goto out_log;
+	}
+	ndups = 0; /* adopted */
+	ep->nic_gen = ep->conn_gen;
+	/* nic_start may already have failed and freed it (then gone() ran). */
+	ep->nic = nic_find(ep->sup, ep->cfg.id);
+	if (ep->nic && ep->nic->owner != ep)
+		ep->nic = NULL;
+	if (ep->nic)
+		log_info("vhost-user %s: rings ready: starting the worker (%u regions%s)",
+			 ep->cfg.id, c->nreg, unsealed ? ", unsealed memory" : "");
+	goto out_close;
+
+out_errno:
+	vu_errorf(ep, "duplicating fds: %s", strerror(errno));
+out_log:
+	ep->start_failed = true;
+	log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
+out_close:
+	for (unsigned i = 0; i < ndups; i++)
+		if (dups[i] >= 0)
+			close(dups[i]);
+	free(dups);
+	free(spec.regions);
+}

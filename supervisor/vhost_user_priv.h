@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost_user_priv: what the vhost_user*.c files share: the endpoint, the
+ * connection and its rings and regions, and the functions one file calls
+ * in another. Not for anything outside the vhost-user back end.
+ *
+ *   vhost_user.c           a connection: reading, dispatch, replies
+ *   vhost_user_handlers.c  one handler per request (vhost_user_msg.c's table)
+ *   vhost_user_mem.c       the memory table: checks and its handlers
+ *   vhost_user_nic.c       the endpoint as a NIC owner; starting the NIC
+ *   vhost_user_endpoint.c  endpoints, listening, connecting, status
+ *   vhost_user_state.c     state files
+ */
+#ifndef VNIC_VHOST_USER_PRIV_H
+#define VNIC_VHOST_USER_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor.h"
+#include "tap.h"
+#include "vhost_user.h"
+#include "vhost_user_msg.h"
+#include "vring.h"
+
+struct vu_ring {
+	bool num_set, addr_set;
+	uint32_t num;
+	uint64_t desc, used, avail;   /* front-end virtual addresses */
+	uint16_t base;                /* next avail index (SET_VRING_BASE or final) */
+	int kick_fd, call_fd, err_fd; /* owned; -1 none */
+	bool started;                 /* kick received, no GET_VRING_BASE since */
+	bool enabled;
+};
+
+struct vu_region {
+	struct memtable_region_desc d; /* fd owned */
+	uint64_t uva;
+	bool sealed;
+};
+
+struct vu_conn {
+	struct vu_endpoint *ep;
+	int fd;
+	struct event *ev_read;
+	struct vu_rx rx;
+	bool owner;
+	bool features_set;
+	uint64_t features;
+	uint64_t proto;
+	struct vu_region *reg;        /* MEMTABLE_MAX_REGIONS entries */
+	unsigned nreg;
+	struct vu_ring r[NIC_NUM_QUEUES];
+	uint64_t status;
+	uint32_t mtu;                 /* NET_SET_MTU, 0: the endpoint's */
+	/* An answer that waits for the worker's reap. */
+	bool waiting;
+	struct vu_hdr wait_hdr;
+	int wait_ring;                /* GET_VRING_BASE's ring, -1: a REPLY_ACK */
+};
+
+struct vu_endpoint {
+	TAILQ_ENTRY(vu_endpoint) link;
+	struct sup *sup;
+	struct vu_config cfg;
+	char ifname[16];
+	int tap_fd;
+	int listen_fd;
+	struct event *ev_listen;
+	struct event *ev_retry;       /* client: next connect attempt */
+	struct event *ev_resume;      /* after the NIC is gone */
+	uint32_t backoff_ms;
+	struct vu_conn *conn;
+	unsigned conn_gen;            /* connections so far; the NIC's is nic_gen */
+	unsigned nic_gen;
+	struct nic *nic;
+	bool nic_stopping;
+	bool start_failed;            /* no new attempt until the front end changes something */
+	bool shutting_down;
+	/* Removal waiting for the NIC. */
+	bool removing;
+	vu_removed_fn rm_done;
+	unsigned rm_conn;
+	uint64_t rm_req;
+	uint32_t rm_deadline_ms;
+	struct timespec rm_t0;
+	bool rm_deadline;
+	uint64_t connects, messages, rejected, reconfigs;
+	char last_error[192];
+};
+
+TAILQ_HEAD(vu_list, vu_endpoint);
+
+struct vu_state {
+	struct vu_list eps;
+};
+
+/* Handlers return 0 (done; REPLY_ACK 0 when asked), a negative errno
+ * (refused, err filled), or VU_WAIT: the answer follows the worker's reap
+ * (c->waiting is set and reading stops). */
+#define VU_WAIT 1
+
+
+extern struct log_ratelimit vu_rl;
+
+static inline void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+/* vhost_user.c */
+void vu_errorf(struct vu_endpoint *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vu_resume_cb(evutil_socket_t fd, short what, void *arg);
+void vu_conn_open(struct vu_endpoint *ep, int fd);
+void vu_conn_close(struct vu_endpoint *ep, const char *why);
+
+/* vhost_user_nic.c */
+extern const struct nic_owner_ops vu_nic_owner;
+void vu_stop_nic(struct vu_endpoint *ep, uint32_t deadline_ms, const char *why);
+void vu_try_start(struct vu_endpoint *ep);
+
+/* vhost_user_mem.c */
+int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3], char *err,
+		 size_t errlen);
+int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_rem_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_max_mem_slots(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+
+/* vhost_user_handlers.c */
+typedef int (*vu_handler_fn)(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+extern const vu_handler_fn handlers[VU_REQUEST_MAX];
+int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why);
+void vu_conn_forget_device(struct vu_conn *c);
+
+/* vhost_user_state.c */
+void vu_state_path(const struct sup *s, const char *id, char *buf, size_t len);
+int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, size_t errlen);
+
+/* vhost_user_endpoint.c */
+void vu_client_schedule(struct vu_endpoint *ep);
+void vu_finish_remove(struct vu_endpoint *ep);
+
+#endif
