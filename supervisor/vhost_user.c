@@ -138,7 +138,7 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 		c->owner = true;
 	}
 	if (rc == 0)
-		rc = handlers[m->hdr.request](c, m, err, sizeof(err));
+		rc = row->handler(c, m, err, sizeof(err));
 	if (rc == VU_WAIT) {
 		event_del(c->ev_read);
 		return true;

@@ -44,7 +44,7 @@ static int ring_index(const struct vu_msg *m, uint64_t idx, char *err, size_t er
 	return (int)idx;
 }
 
-static int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t f = vu_offered_features();
 
@@ -53,7 +53,7 @@ static int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t
 	return vu_send_reply(c->fd, &m->hdr, &f, sizeof(f));
 }
 
-static int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t f = m->p.u64, extra = f & ~vu_offered_features();
 	bool changed = c->features_set && f != c->features;
@@ -72,7 +72,7 @@ static int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t
 	return changed ? vu_reconfigure(c, m, "new features") : 0;
 }
 
-static int h_get_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_get_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t f = vu_offered_protocol_features();
 
@@ -81,7 +81,7 @@ static int h_get_protocol_features(struct vu_conn *c, struct vu_msg *m, char *er
 	return vu_send_reply(c->fd, &m->hdr, &f, sizeof(f));
 }
 
-static int h_set_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t extra = m->p.u64 & ~vu_offered_protocol_features();
 
@@ -94,7 +94,7 @@ static int h_set_protocol_features(struct vu_conn *c, struct vu_msg *m, char *er
 	return 0;
 }
 
-static int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	(void)m;
 	(void)err;
@@ -123,7 +123,7 @@ void vu_conn_forget_device(struct vu_conn *c)
 
 /* RESET_OWNER (deprecated, still sent by old front ends): back to a fresh
  * connection; the worker is stopped first. */
-static int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	(void)m;
 	(void)err;
@@ -146,7 +146,7 @@ static int ring_idle(struct vu_conn *c, int i, const char *what, char *err, size
 	return 0;
 }
 
-static int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i = ring_index(m, m->p.state.index, err, errlen);
 	uint32_t num = m->p.state.num;
@@ -165,7 +165,7 @@ static int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_
 	return 0;
 }
 
-static int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	const struct vu_vring_addr *a = &m->p.addr;
 	int i = ring_index(m, a->index, err, errlen);
@@ -199,7 +199,7 @@ static int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size
 	return 0;
 }
 
-static int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i = ring_index(m, m->p.state.index, err, errlen);
 
@@ -218,7 +218,7 @@ static int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size
 /* GET_VRING_BASE: the ring stops. With a worker, the answer waits until
  * it is reaped (it stops both rings; the other one keeps its final index
  * as its base and waits for its own GET_VRING_BASE or a new kick). */
-static int h_get_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_get_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i = ring_index(m, m->p.state.index, err, errlen);
 	struct vu_vring_state st;
@@ -276,7 +276,7 @@ static int vring_fd(struct vu_conn *c, struct vu_msg *m, int *ring, int *fd, cha
 	return 0;
 }
 
-static int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
 	bool live;
@@ -295,7 +295,7 @@ static int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size
 	return live ? vu_reconfigure(c, m, "new kick fd") : 0;
 }
 
-static int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
 	bool live;
@@ -308,7 +308,7 @@ static int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size
 	return live ? vu_reconfigure(c, m, "new call fd") : 0;
 }
 
-static int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
 
@@ -319,7 +319,7 @@ static int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_
 	return 0;
 }
 
-static int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t v = 1; /* queue pairs, until multiqueue exists */
 
@@ -328,7 +328,7 @@ static int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_
 	return vu_send_reply(c->fd, &m->hdr, &v, sizeof(v));
 }
 
-static int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i = ring_index(m, m->p.state.index, err, errlen);
 	bool on = m->p.state.num != 0;
@@ -347,7 +347,7 @@ static int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, si
 
 /* SEND_RARP: announce the guest's MAC after a migration, as QEMU's own
  * device does, by a RARP broadcast on the tap. */
-static int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint8_t f[VIRTIO_NET_HDR_MRG_LEN + 60] = { 0 };
 	uint8_t *e = f + VIRTIO_NET_HDR_MRG_LEN;
@@ -367,7 +367,7 @@ static int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t er
 	return 0;
 }
 
-static int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t mtu = m->p.u64;
 
@@ -382,7 +382,7 @@ static int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t 
 	return vu_reconfigure(c, m, "new MTU");
 }
 
-static int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	if (m->p.u64 > 0xff) {
 		snprintf(err, errlen, "SET_STATUS: 0x%llx is not a status byte",
@@ -393,37 +393,9 @@ static int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t e
 	return 0;
 }
 
-static int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
 	return vu_send_reply(c->fd, &m->hdr, &c->status, sizeof(c->status));
 }
-
-typedef int (*vu_handler_fn)(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
-
-const vu_handler_fn handlers[VU_REQUEST_MAX] = {
-	[VU_GET_FEATURES] = h_get_features,
-	[VU_SET_FEATURES] = h_set_features,
-	[VU_SET_OWNER] = h_set_owner,
-	[VU_RESET_OWNER] = h_reset_owner,
-	[VU_SET_MEM_TABLE] = h_set_mem_table,
-	[VU_SET_VRING_NUM] = h_set_vring_num,
-	[VU_SET_VRING_ADDR] = h_set_vring_addr,
-	[VU_SET_VRING_BASE] = h_set_vring_base,
-	[VU_GET_VRING_BASE] = h_get_vring_base,
-	[VU_SET_VRING_KICK] = h_set_vring_kick,
-	[VU_SET_VRING_CALL] = h_set_vring_call,
-	[VU_SET_VRING_ERR] = h_set_vring_err,
-	[VU_GET_PROTOCOL_FEATURES] = h_get_protocol_features,
-	[VU_SET_PROTOCOL_FEATURES] = h_set_protocol_features,
-	[VU_GET_QUEUE_NUM] = h_get_queue_num,
-	[VU_SET_VRING_ENABLE] = h_set_vring_enable,
-	[VU_SEND_RARP] = h_send_rarp,
-	[VU_NET_SET_MTU] = h_net_set_mtu,
-	[VU_GET_MAX_MEM_SLOTS] = h_get_max_mem_slots,
-	[VU_ADD_MEM_REG] = h_add_mem_reg,
-	[VU_REM_MEM_REG] = h_rem_mem_reg,
-	[VU_SET_STATUS] = h_set_status,
-	[VU_GET_STATUS] = h_get_status,
-};

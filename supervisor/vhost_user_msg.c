@@ -15,45 +15,50 @@
 
 #define N VU_ROW_NEEDS_OWNER
 #define R VU_ROW_REPLIES
+/* ROW(request without VU_, handler, min_size, max_size, min_fds, max_fds,
+ * proto_bit, flags): the name is the request's, and a row without a
+ * handler does not compile. */
+#define ROW(req, handler, ...) [VU_##req] = { #req, __VA_ARGS__, handler }
 
 /* What a well-formed message of each request we know looks like. A
  * request not in this table (or not offered: packed rings, logging, IOTLB,
- * config space, inflight fds, back-end requests) gets the failure answer. */
+ * config space, inflight fds, back-end requests) gets the failure answer.
+ * A request vnicd accepts is one with a row; a row is a handler. */
 static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
-	[VU_GET_FEATURES] = { "GET_FEATURES", 0, 8, 0, 0, -1, R },
-	[VU_SET_FEATURES] = { "SET_FEATURES", 8, 8, 0, 0, -1, 0 },
-	[VU_SET_OWNER] = { "SET_OWNER", 0, 8, 0, 0, -1, 0 },
-	[VU_RESET_OWNER] = { "RESET_OWNER", 0, 8, 0, 0, -1, 0 },
-	[VU_SET_MEM_TABLE] = { "SET_MEM_TABLE", 8 + sizeof(struct vu_mem_region),
-			       sizeof(struct vu_mem_table), 1, VU_MAX_FDS, -1, N },
-	[VU_SET_VRING_NUM] = { "SET_VRING_NUM", 8, 8, 0, 0, -1, N },
-	[VU_SET_VRING_ADDR] = { "SET_VRING_ADDR", sizeof(struct vu_vring_addr),
-				sizeof(struct vu_vring_addr), 0, 0, -1, N },
-	[VU_SET_VRING_BASE] = { "SET_VRING_BASE", 8, 8, 0, 0, -1, N },
+	ROW(GET_FEATURES, h_get_features, 0, 8, 0, 0, -1, R),
+	ROW(SET_FEATURES, h_set_features, 8, 8, 0, 0, -1, 0),
+	ROW(SET_OWNER, h_set_owner, 0, 8, 0, 0, -1, 0),
+	ROW(RESET_OWNER, h_reset_owner, 0, 8, 0, 0, -1, 0),
+	ROW(SET_MEM_TABLE, h_set_mem_table,
+	    8 + sizeof(struct vu_mem_region), sizeof(struct vu_mem_table), 1, VU_MAX_FDS, -1, N),
+	ROW(SET_VRING_NUM, h_set_vring_num, 8, 8, 0, 0, -1, N),
+	ROW(SET_VRING_ADDR, h_set_vring_addr,
+	    sizeof(struct vu_vring_addr), sizeof(struct vu_vring_addr), 0, 0, -1, N),
+	ROW(SET_VRING_BASE, h_set_vring_base, 8, 8, 0, 0, -1, N),
 	/* DPDK virtio-user (server=1) stops the device on a new connection
 	 * before SET_OWNER: these two hold no resource and are answered. */
-	[VU_GET_VRING_BASE] = { "GET_VRING_BASE", 8, 8, 0, 0, -1, R },
-	[VU_SET_VRING_KICK] = { "SET_VRING_KICK", 8, 8, 0, 1, -1, N },
-	[VU_SET_VRING_CALL] = { "SET_VRING_CALL", 8, 8, 0, 1, -1, N },
-	[VU_SET_VRING_ERR] = { "SET_VRING_ERR", 8, 8, 0, 1, -1, N },
-	[VU_GET_PROTOCOL_FEATURES] = { "GET_PROTOCOL_FEATURES", 0, 8, 0, 0, -1, R },
-	[VU_SET_PROTOCOL_FEATURES] = { "SET_PROTOCOL_FEATURES", 8, 8, 0, 0, -1, 0 },
-	[VU_GET_QUEUE_NUM] = { "GET_QUEUE_NUM", 0, 8, 0, 0, VU_PROTO_MQ, R },
-	[VU_SET_VRING_ENABLE] = { "SET_VRING_ENABLE", 8, 8, 0, 0, -1, 0 },
-	[VU_SEND_RARP] = { "SEND_RARP", 8, 8, 0, 0, VU_PROTO_RARP, N },
-	[VU_NET_SET_MTU] = { "NET_SET_MTU", 8, 8, 0, 0, VU_PROTO_NET_MTU, N },
-	[VU_GET_MAX_MEM_SLOTS] = { "GET_MAX_MEM_SLOTS", 0, 8, 0, 0,
-				   VU_PROTO_CONFIGURE_MEM_SLOTS, R },
-	[VU_ADD_MEM_REG] = { "ADD_MEM_REG", sizeof(struct vu_mem_single),
-			     sizeof(struct vu_mem_single), 1, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N },
-	[VU_REM_MEM_REG] = { "REM_MEM_REG", sizeof(struct vu_mem_single),
-			     sizeof(struct vu_mem_single), 0, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N },
-	[VU_SET_STATUS] = { "SET_STATUS", 8, 8, 0, 0, VU_PROTO_STATUS, 0 },
-	[VU_GET_STATUS] = { "GET_STATUS", 0, 8, 0, 0, VU_PROTO_STATUS, R },
+	ROW(GET_VRING_BASE, h_get_vring_base, 8, 8, 0, 0, -1, R),
+	ROW(SET_VRING_KICK, h_set_vring_kick, 8, 8, 0, 1, -1, N),
+	ROW(SET_VRING_CALL, h_set_vring_call, 8, 8, 0, 1, -1, N),
+	ROW(SET_VRING_ERR, h_set_vring_err, 8, 8, 0, 1, -1, N),
+	ROW(GET_PROTOCOL_FEATURES, h_get_protocol_features, 0, 8, 0, 0, -1, R),
+	ROW(SET_PROTOCOL_FEATURES, h_set_protocol_features, 8, 8, 0, 0, -1, 0),
+	ROW(GET_QUEUE_NUM, h_get_queue_num, 0, 8, 0, 0, VU_PROTO_MQ, R),
+	ROW(SET_VRING_ENABLE, h_set_vring_enable, 8, 8, 0, 0, -1, 0),
+	ROW(SEND_RARP, h_send_rarp, 8, 8, 0, 0, VU_PROTO_RARP, N),
+	ROW(NET_SET_MTU, h_net_set_mtu, 8, 8, 0, 0, VU_PROTO_NET_MTU, N),
+	ROW(GET_MAX_MEM_SLOTS, h_get_max_mem_slots, 0, 8, 0, 0, VU_PROTO_CONFIGURE_MEM_SLOTS, R),
+	ROW(ADD_MEM_REG, h_add_mem_reg, sizeof(struct vu_mem_single), sizeof(struct vu_mem_single),
+	    1, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N),
+	ROW(REM_MEM_REG, h_rem_mem_reg, sizeof(struct vu_mem_single), sizeof(struct vu_mem_single),
+	    0, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N),
+	ROW(SET_STATUS, h_set_status, 8, 8, 0, 0, VU_PROTO_STATUS, 0),
+	ROW(GET_STATUS, h_get_status, 0, 8, 0, 0, VU_PROTO_STATUS, R),
 };
 
 #undef N
 #undef R
+#undef ROW
 
 const struct vu_row_spec *vu_request_spec(uint32_t request)
 {

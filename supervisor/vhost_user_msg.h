@@ -7,8 +7,9 @@
  * A message is a 12-byte header (request, flags, size; little-endian as
  * the host, x86 here) followed by exactly size payload bytes; fds ride in
  * SCM_RIGHTS with the header's bytes. Nothing here interprets a request:
- * vhost_user.c does, after vu_msg_check() has bounded the payload size and
- * the fd count by the table.
+ * each row of the table names its handler (vhost_user_handlers.c,
+ * vhost_user_mem.c), which vhost_user.c calls after vu_msg_check() has
+ * bounded the payload size and the fd count by the same row.
  */
 #ifndef VNIC_VHOST_USER_MSG_H
 #define VNIC_VHOST_USER_MSG_H
@@ -135,9 +136,18 @@ struct vu_msg {
 	unsigned nfds;
 };
 
-/* The per-request contract (vhost_user.c adds the handler). */
+/* The per-request contract: one row per request vnicd accepts, with its
+ * handler, so that no row exists without one (as DPDK's vhost_user.c). */
 #define VU_ROW_NEEDS_OWNER 1u  /* refused before SET_OWNER */
 #define VU_ROW_REPLIES     2u  /* always answered (GET_*), REPLY_ACK or not */
+
+struct vu_conn; /* vhost_user_priv.h */
+
+/* A handler returns 0 (done; REPLY_ACK 0 when asked), a negative errno
+ * (refused, err filled) or VU_WAIT (vhost_user_priv.h: the answer follows
+ * the worker's reap). It checks its payload whole before it changes
+ * anything; fds it keeps it sets to -1 in m. */
+typedef int (*vu_handler_fn)(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 
 struct vu_row_spec {
 	const char *name;
@@ -145,7 +155,33 @@ struct vu_row_spec {
 	uint8_t min_fds, max_fds;
 	int proto_bit;                 /* protocol feature it needs, or -1 */
 	unsigned flags;
+	vu_handler_fn handler;         /* never NULL (tests/check_vhost_user.c) */
 };
+
+/* The handlers, one per row. */
+int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_protocol_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_max_mem_slots(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_rem_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 
 /* vu_request_spec - the row for a request, or NULL: not one vnicd knows. */
 const struct vu_row_spec *vu_request_spec(uint32_t request);

@@ -128,14 +128,8 @@ void vu_try_start(struct vu_endpoint *ep);
 /* vhost_user_mem.c */
 int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3], char *err,
 		 size_t errlen);
-int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
-int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
-int h_rem_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
-int h_get_max_mem_slots(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 
 /* vhost_user_handlers.c */
-typedef int (*vu_handler_fn)(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
-extern const vu_handler_fn handlers[VU_REQUEST_MAX];
 int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why);
 void vu_conn_forget_device(struct vu_conn *c);
 

@@ -1041,6 +1041,34 @@ START_TEST(t_client_and_restart)
 }
 END_TEST
 
+/* One table, one row per request vnicd accepts, the handler in the row:
+ * no row without a handler, each row's ranges sane, and a request with no
+ * row is one vu_msg_check refuses before any handler (ENOSYS). */
+START_TEST(t_every_row_has_a_handler)
+{
+	unsigned rows = 0;
+
+	for (uint32_t r = 0; r < VU_REQUEST_MAX + 8; r++) {
+		const struct vu_row_spec *row = vu_request_spec(r);
+		struct vu_msg m = { .hdr = { r, VU_VERSION, 0 } };
+		char err[128];
+
+		if (!row) {
+			ck_assert_int_eq(vu_msg_check(&m, err, sizeof(err)), -ENOSYS);
+			continue;
+		}
+		rows++;
+		ck_assert_msg(row->handler != NULL, "%s (%u) has no handler", row->name, r);
+		ck_assert_uint_le(row->min_size, row->max_size);
+		ck_assert_uint_le(row->max_size, VU_PAYLOAD_MAX);
+		ck_assert_uint_le(row->min_fds, row->max_fds);
+		ck_assert_uint_le(row->max_fds, VU_MAX_FDS);
+	}
+	/* The 23 requests of vhost_user_msg.h that vnicd serves. */
+	ck_assert_uint_eq(rows, 23);
+}
+END_TEST
+
 START_TEST(t_print_capabilities)
 {
 	char bin[512], cmd[600], out[256];
@@ -1066,6 +1094,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_remove_running);
 	tcase_add_test(t, t_client_and_restart);
 	tcase_add_test(t, t_print_capabilities);
+	tcase_add_test(t, t_every_row_has_a_handler);
 	suite_add_tcase(s, t);
 	return s;
 }

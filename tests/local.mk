@@ -173,7 +173,8 @@ TESTS += tests/check_admin
 check_PROGRAMS += tests/check_vhost_user
 tests_check_vhost_user_SOURCES = tests/check_vhost_user.c tests/suptest.c tests/suptest.h
 tests_check_vhost_user_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
-tests_check_vhost_user_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
+tests_check_vhost_user_LDADD = libvnic.la libvnicsup.la libvnicshm.la libvnicproto.la \
+	$(PROTOBUF_C_LIBS) $(TEST_LIBS)
 $(tests_check_vhost_user_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_vhost_user
 
