@@ -145,21 +145,22 @@ static bool conf_split(char *line, char **key, char **val)
 	return true;
 }
 
-int daemon_conf_read(const char *path, struct daemon_conf *ret, char *err, size_t errlen)
+int daemon_conf_parse(const char *path, const struct daemon_conf_key *keys, size_t nkeys,
+		      void *ctx, char *err, size_t errlen)
 {
-	char line[512];
+	char line[512], sub[192];
 	unsigned lineno = 0;
 	FILE *f;
 	int rc = 0;
 
-	memset(ret, 0, sizeof(*ret));
 	f = fopen(path, "re");
 	if (!f) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		const struct daemon_conf_key *k = NULL;
 		char *key, *val;
 
 		lineno++;
@@ -170,21 +171,47 @@ int daemon_conf_read(const char *path, struct daemon_conf *ret, char *err, size_
 			rc = -EINVAL;
 			break;
 		}
-		if (!strcmp(key, "log-level")) {
-			if (log_level_parse(val, &ret->log_level) < 0) {
-				snprintf(err, errlen, "%s:%u: log-level %.32s: use error, warn, info or debug",
-					 path, lineno, val);
-				rc = -EINVAL;
-				break;
-			}
-			ret->have_log_level = true;
-		} else {
-			snprintf(err, errlen, "%s:%u: unknown key \"%.64s\" (known: log-level)", path,
-				 lineno, key);
+		for (size_t i = 0; i < nkeys && !k; i++)
+			if (!strcmp(key, keys[i].name))
+				k = &keys[i];
+		if (!k) {
+			size_t used = 0;
+
+			sub[0] = '\0';
+			for (size_t i = 0; i < nkeys && used < sizeof(sub); i++)
+				used += (size_t)snprintf(sub + used, sizeof(sub) - used, "%s%s",
+							 i ? ", " : "", keys[i].name);
+			snprintf(err, errlen, "%s:%u: unknown key \"%.64s\" (known: %s)", path, lineno,
+				 key, sub);
 			rc = -EINVAL;
 			break;
 		}
+		rc = k->set(ctx, k, val, sub, sizeof(sub));
+		if (rc)
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, sub);
 	}
 	fclose(f);
 	return rc;
+}
+
+static int conf_log_level(void *ctx, const struct daemon_conf_key *k, const char *val, char *err,
+			  size_t errlen)
+{
+	struct daemon_conf *c = ctx;
+
+	(void)k;
+	if (log_level_parse(val, &c->log_level) < 0) {
+		snprintf(err, errlen, "log-level %.32s: use error, warn, info or debug", val);
+		return -EINVAL;
+	}
+	c->have_log_level = true;
+	return 0;
+}
+
+int daemon_conf_read(const char *path, struct daemon_conf *ret, char *err, size_t errlen)
+{
+	static const struct daemon_conf_key keys[] = { { "log-level", conf_log_level, 0, 0 } };
+
+	memset(ret, 0, sizeof(*ret));
+	return daemon_conf_parse(path, keys, sizeof(keys) / sizeof(keys[0]), ret, err, errlen);
 }

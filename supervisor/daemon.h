@@ -49,7 +49,28 @@ struct daemon_conf {
 	enum log_level log_level;
 };
 
-/* daemon_conf_read - parse @path. Returns: 0 and *ret; -ENOENT (and
+/* One key of a strict "KEY = VALUE" file: set() takes the value (ctx is
+ * the reader's; off and size are the key's own, e.g. a field's offset and
+ * size in ctx) and returns 0, or a negative errno with err saying what is
+ * wrong with the value (daemon_conf_parse puts file:line before it). */
+struct daemon_conf_key {
+	const char *name;
+	int (*set)(void *ctx, const struct daemon_conf_key *k, const char *val, char *err,
+		   size_t errlen);
+	size_t off, size;
+};
+
+/* daemon_conf_parse - read @path strictly: '#' comments, blank lines and
+ * "KEY = VALUE" lines (spaces around both trimmed; VALUE may be empty)
+ * whose KEY is one of keys. The first line without '=', unknown key or
+ * value its set() refuses ends the read. Used for vnicd.conf and for the
+ * vhost-user state files (vhost_user_state.c).
+ * Returns: 0; -EINVAL with err "file:line: what"; or a negative errno from
+ * fopen with err "file: why". */
+int daemon_conf_parse(const char *path, const struct daemon_conf_key *keys, size_t nkeys,
+		      void *ctx, char *err, size_t errlen);
+
+/* daemon_conf_read - parse @path (vnicd.conf). Returns: 0 and *ret; -ENOENT (and
  * others from fopen) or -EINVAL with err filled (file:line: what). */
 int daemon_conf_read(const char *path, struct daemon_conf *ret, char *err, size_t errlen);
 

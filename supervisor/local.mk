@@ -17,7 +17,8 @@ libvnicsup_la_SOURCES = \
 	supervisor/vhost_user_endpoint.c supervisor/vhost_user_state.c \
 	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h \
 	supervisor/uidrange.c supervisor/uidrange.h \
-	supervisor/nic_log.c
+	supervisor/nic_log.c \
+	supervisor/daemon.c supervisor/daemon.h
 libvnicsup_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnicsup_la_LIBADD = libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) \
 	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS)
@@ -28,7 +29,6 @@ supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
 	supervisor/admin.c supervisor/admin.h \
-	supervisor/daemon.c supervisor/daemon.h \
 	supervisor/sdnotify.c supervisor/sdnotify.h
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
