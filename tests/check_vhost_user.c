@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1041,6 +1042,117 @@ START_TEST(t_client_and_restart)
 }
 END_TEST
 
+/* A file dir/name with the text of fmt. */
+static void write_state(const char *dir, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void write_state(const char *dir, const char *name, const char *fmt, ...)
+{
+	char path[200];
+	va_list ap;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return strstr(buf, needle) != NULL;
+}
+
+/* The state files (issue 19). Format 2 is strict: an unknown key or a bad
+ * value and the endpoint is not restored, with one log line that names
+ * file:line. A format 1 file, as vnicd 0.1.0 wrote it (policy as eight
+ * integers), is read once and saved again in format 2 (policy by name);
+ * both come back after a second restart from what vnicd wrote. */
+START_TEST(t_state_files)
+{
+	struct vnicd_proc v2;
+	struct vnic_conn *c2;
+	char sdir[] = "/tmp/vnicd-vu-sf.XXXXXX", path[200];
+
+	NEED_PREREQS();
+	ck_assert_ptr_nonnull(mkdtemp(sdir));
+	write_state(sdir, "old.endpoint", "id old\npath %s/old.sock\nmode server\ntap vuso0\n"
+		    "netns %s\nmac 52:54:00:aa:bb:01\nmtu 1400\npolicy 1 200 0 64 65536 0 0 0\n",
+		    sdir, netns);
+	write_state(sdir, "new.endpoint", "# by hand\nid = new\npath = %s/new.sock\nmode = server\n"
+		    "tap = vusn0\nnetns = %s\n\nmac = 52:54:00:aa:bb:02\nmtu = 9000\n"
+		    "policy = adaptive\npolicy-latency-us = 100\n",
+		    sdir, netns);
+	write_state(sdir, "bk.endpoint", "id = bk\npath = %s/bk.sock\nnetns = %s\ncolour = blue\n",
+		    sdir, netns);
+	write_state(sdir, "bv.endpoint", "id = bv\npath = %s/bv.sock\nnetns = %s\nmtu = big\n",
+		    sdir, netns);
+	write_state(sdir, "bp.endpoint", "id = bp\npath = %s/bp.sock\nnetns = %s\npolicy = fast\n",
+		    sdir, netns);
+	for (int round = 0; round < 2; round++) {
+		struct vnic_status *st = NULL;
+		int seen = 0;
+
+		st_vnicd_start(&v2, st_worker_path(), "--state-dir", sdir, NULL);
+		c2 = st_connect(&v2);
+		ck_assert_int_eq(vnic_status(c2, &st), 0);
+		for (unsigned i = 0; i < st->nnics; i++) {
+			const struct vnic_nic_status *n = &st->nics[i];
+
+			ck_assert_msg(!strcmp(n->id, "old") || !strcmp(n->id, "new"),
+				      "round %d: %s restored (log %s)", round, n->id, v2.log);
+			seen++;
+			if (!strcmp(n->id, "old")) {
+				ck_assert_int_eq(n->policy.mode, VNIC_MITIGATION_TIMER);
+				ck_assert_uint_eq(n->policy.timer_us, 200);
+				ck_assert_uint_eq(n->policy.budget_packets, 64);
+				ck_assert_uint_eq(n->policy.budget_bytes, 65536);
+			} else {
+				ck_assert_int_eq(n->policy.mode, VNIC_MITIGATION_ADAPTIVE);
+				ck_assert_uint_eq(n->policy.latency_us, 100);
+			}
+		}
+		ck_assert_int_eq(seen, 2);
+		vnic_status_free(st);
+		/* The refusals, each one line with file:line. */
+		snprintf(path, sizeof(path), "%s/bk.endpoint:4: unknown key \"colour\"", sdir);
+		ck_assert_msg(file_has(v2.log, path), "no \"%s\" in %s", path, v2.log);
+		snprintf(path, sizeof(path), "%s/bv.endpoint:4: mtu: \"big\" is not a number", sdir);
+		ck_assert_msg(file_has(v2.log, path), "no \"%s\" in %s", path, v2.log);
+		snprintf(path, sizeof(path), "%s/bp.endpoint:4: policy: \"fast\" is not", sdir);
+		ck_assert_msg(file_has(v2.log, path), "no \"%s\" in %s", path, v2.log);
+		/* The old file is format 2 now, its policy by name. */
+		snprintf(path, sizeof(path), "%s/old.endpoint", sdir);
+		ck_assert(file_has(path, "\nid = old\n"));
+		ck_assert(file_has(path, "\npolicy = timer\n"));
+		ck_assert(file_has(path, "\npolicy-timer-us = 200\n"));
+		ck_assert(file_has(path, "\npolicy-budget-packets = 64\n"));
+		ck_assert(file_has(v2.log, round == 0 ? "old.endpoint: format 1" : "new.endpoint"));
+		if (round == 1) {
+			ck_assert(!file_has(v2.log, "old.endpoint: format 1"));
+			ck_assert_int_eq(vnic_remove_endpoint(c2, "old", 0, NULL), 0);
+			ck_assert_int_eq(vnic_remove_endpoint(c2, "new", 0, NULL), 0);
+			ck_assert_int_ne(access(path, F_OK), 0);
+		}
+		vnic_close(c2);
+		st_vnicd_stop(&v2);
+		st_rmdir(v2.dir);
+	}
+	st_rmdir(sdir);
+}
+END_TEST
+
 /* One table, one row per request vnicd accepts, the handler in the row:
  * no row without a handler, each row's ranges sane, and a request with no
  * row is one vu_msg_check refuses before any handler (ENOSYS). */
@@ -1095,6 +1207,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_client_and_restart);
 	tcase_add_test(t, t_print_capabilities);
 	tcase_add_test(t, t_every_row_has_a_handler);
+	tcase_add_test(t, t_state_files);
 	suite_add_tcase(s, t);
 	return s;
 }
