@@ -165,6 +165,7 @@ const char *vnic_nic_state_name(enum vnic_nic_state s)
 	case VNIC_NIC_FAILED: return "FAILED";
 	case VNIC_NIC_RESTARTING: return "RESTARTING";
 	case VNIC_NIC_STALLED: return "STALLED";
+	case VNIC_NIC_AWAITING_FRONTEND: return "AWAITING_FRONTEND";
 	default: return "UNSPECIFIED";
 	}
 }

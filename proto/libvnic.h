@@ -284,6 +284,8 @@ enum vnic_nic_state {
 	VNIC_NIC_RESTARTING = 6,
 	VNIC_NIC_STALLED = 7,     /* no heartbeat while it had work: being killed
 	                             and restarted (issue 11) */
+	VNIC_NIC_AWAITING_FRONTEND = 8, /* a vhost-user endpoint with no worker: no
+	                                   front end yet, or its rings not ready */
 };
 
 /* "STARTING", "RUNNING", ... */
@@ -318,7 +320,8 @@ struct vnic_nic_status {
 	unsigned nqueues;
 	struct vnic_queue_status queues[VNIC_MAX_QUEUES];
 	/* vhost-user endpoints only (vhost_path[0] == 0 otherwise). An
-	 * endpoint with no worker is STARTING with pid 0. */
+	 * endpoint with no worker is AWAITING_FRONTEND with pid 0 and its
+	 * configured mac, tap_name and mtu. */
 	char vhost_path[108];
 	char vhost_mode[8];          /* "server" or "client" */
 	char vhost_state[16];        /* listening, connecting, negotiating, running, stopping */

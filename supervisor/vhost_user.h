@@ -45,6 +45,10 @@ struct vu_status {
 	struct nic *nic;        /* the running NIC, or NULL */
 	const struct nic_policy *policy;
 	uint64_t connects, messages, rejected, reconfigs;
+	/* As configured (shown while no NIC runs): the tap's name and MTU. */
+	const uint8_t *mac;
+	const char *tap;
+	uint32_t mtu;
 };
 
 /* Offered to front ends: virtio-net features (with the tap's offloads) and

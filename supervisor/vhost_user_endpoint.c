@@ -387,6 +387,9 @@ unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)
 			o->rejected = ep->rejected;
 			o->reconfigs = ep->reconfigs;
 			o->policy = &ep->cfg.policy;
+			o->mac = ep->cfg.mac;
+			o->tap = ep->ifname;
+			o->mtu = ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
 		}
 		n++;
 	}

@@ -361,17 +361,26 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 }
 
 /* The vhost-user fields of a row (NicStatus 12-19); an endpoint with no
- * worker is STARTING with pid 0. */
+ * worker is AWAITING_FRONTEND with pid 0 and what it was configured with. */
 static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *b)
 {
 	if (!v->nic) {
 		vnic__vmm__nic_status__init(&b->ns);
 		b->ns.id = (char *)(uintptr_t)v->id;
-		b->ns.state = VNIC__VMM__NIC_STATE__NIC_STATE_STARTING;
+		b->ns.state = VNIC__VMM__NIC_STATE__NIC_STATE_AWAITING_FRONTEND;
 		b->ns.last_error = (char *)(uintptr_t)v->last_error;
 		pbconv_policy_to(v->policy, &b->pol);
 		b->ns.policy = &b->pol;
+		snprintf(b->admin.backend, sizeof(b->admin.backend), "tap_fd");
+		memcpy(b->admin.mac, v->mac, sizeof(b->admin.mac));
+		b->ns.backend = b->admin.backend;
+		b->ns.mac.data = b->admin.mac;
+		b->ns.mac.len = sizeof(b->admin.mac);
+		b->ns.mtu = v->mtu;
 	}
+	/* The endpoint opened the tap, not the NIC (a tap fd backend). */
+	snprintf(b->admin.tap_name, sizeof(b->admin.tap_name), "%s", v->tap);
+	b->ns.tap_name = b->admin.tap_name;
 	snprintf(b->vhost_mode, sizeof(b->vhost_mode), "%s", v->server ? "server" : "client");
 	b->ns.vhost_path = (char *)(uintptr_t)v->path;
 	b->ns.owner_path = (char *)(uintptr_t)v->path; /* NicStatus 22: the owner */

@@ -1042,6 +1042,88 @@ START_TEST(t_client_and_restart)
 }
 END_TEST
 
+/* What an administrator sees of an endpoint no front end has set up
+ * (issue 19): AWAITING_FRONTEND, pid 0, and the MAC, tap and MTU it was
+ * added with, in libvnic's status and in vnicctl status --json; the same
+ * while a front end negotiates; RUNNING once its rings are ready. */
+static const struct vnic_nic_status *find_nic(const struct vnic_status *st, const char *id)
+{
+	for (unsigned i = 0; i < st->nnics; i++)
+		if (!strcmp(st->nics[i].id, id))
+			return &st->nics[i];
+	ck_abort_msg("no %s in status", id);
+	return NULL;
+}
+
+START_TEST(t_awaiting_frontend)
+{
+	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0xbb, 0x0a };
+	struct vnic_vhost_user_config cfg = { .id = "aw0", .server = true, .tap_name = "vuta0",
+					      .netns = netns, .mac_set = true, .mtu = 9000 };
+	char ifname[32], err[256], path[100], vnicctl[512], cmd[800], out[8192];
+	struct vnic_status *st = NULL;
+	const struct vnic_nic_status *n;
+	struct fe f;
+
+	NEED_PREREQS();
+	memcpy(cfg.mac, mac, 6);
+	ck_assert_int_lt(snprintf(path, sizeof(path), "%s/aw.sock", vd.dir), (int)sizeof(path));
+	cfg.path = path;
+	ck_assert_msg(vnic_add_vhost_user(ctl, &cfg, ifname, sizeof(ifname), err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	n = find_nic(st, "aw0");
+	ck_assert_str_eq(vnic_nic_state_name(n->state), "AWAITING_FRONTEND");
+	ck_assert_int_eq(n->pid, 0);
+	ck_assert_mem_eq(n->mac, mac, 6);
+	ck_assert_str_eq(n->tap_name, "vuta0");
+	ck_assert_uint_eq(n->mtu, 9000);
+	ck_assert_str_eq(n->backend, "tap_fd");
+	ck_assert_str_eq(n->vhost_state, "listening");
+	/* vu0, added with no MAC and no MTU: the derived MAC, 1500. */
+	n = find_nic(st, "vu0");
+	ck_assert_int_eq(n->state, VNIC_NIC_AWAITING_FRONTEND);
+	ck_assert_str_eq(n->tap_name, "vut0");
+	ck_assert_uint_eq(n->mtu, 1500);
+	ck_assert(n->mac[0] == 0x52 && n->mac[1] == 0x54 && (n->mac[2] | n->mac[3]) != 0);
+	vnic_status_free(st);
+
+	st_build_path("tools/vnicctl", vnicctl, sizeof(vnicctl));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s --json status aw0", vnicctl, vd.sock);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "\"AWAITING_FRONTEND\"") && strstr(out, "\"52:54:00:aa:bb:0a\"") &&
+		      strstr(out, "\"vuta0\"") && strstr(out, "9000"), "vnicctl: %s", out);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s status aw0", vnicctl, vd.sock);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "AWAITING_FRONTEND") && strstr(out, "listening"), "%s", out);
+
+	/* A front end that has negotiated but set no ring: still waiting. */
+	memcpy(sockpath, path, sizeof(sockpath));
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	n = find_nic(st, "aw0");
+	ck_assert_int_eq(n->state, VNIC_NIC_AWAITING_FRONTEND);
+	ck_assert_str_eq(n->vhost_state, "negotiating");
+	vnic_status_free(st);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	wait_worker("aw0");
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	n = find_nic(st, "aw0");
+	ck_assert_int_ne(n->state, VNIC_NIC_AWAITING_FRONTEND);
+	ck_assert_mem_eq(n->mac, mac, 6);
+	ck_assert_str_eq(n->tap_name, "vuta0");
+	ck_assert_uint_eq(n->mtu, 9000);
+	vnic_status_free(st);
+	ck_assert_int_eq(vnic_remove_endpoint(ctl, "aw0", 0, NULL), 0);
+	fe_mem_free(&f);
+}
+END_TEST
+
 /* A file dir/name with the text of fmt. */
 static void write_state(const char *dir, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -1208,6 +1290,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_print_capabilities);
 	tcase_add_test(t, t_every_row_has_a_handler);
 	tcase_add_test(t, t_state_files);
+	tcase_add_test(t, t_awaiting_frontend);
 	suite_add_tcase(s, t);
 	return s;
 }
