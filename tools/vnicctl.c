@@ -262,13 +262,13 @@ static void print_list(const struct vnic_status *st)
 		printf("no NICs\n");
 		return;
 	}
-	printf("%-20s %-10s %8s %8s %-22s %-7s %-15s %s\n", "ID", "STATE", "PID", "UID", "OWNER",
+	printf("%-20s %-17s %8s %8s %-22s %-7s %-15s %s\n", "ID", "STATE", "PID", "UID", "OWNER",
 	       "BACKEND", "TAP", "MAC");
 	for (unsigned i = 0; i < st->nnics; i++) {
 		const struct vnic_nic_status *n = &st->nics[i];
 
 		mac_str(n->mac, mac, sizeof(mac));
-		printf("%-20s %-10s %8" PRId32 " %8" PRIu32 " %-22s %-7s %-15s %s\n",
+		printf("%-20s %-17s %8" PRId32 " %8" PRIu32 " %-22s %-7s %-15s %s\n",
 		       clean(n->id, b1, sizeof(b1)), vnic_nic_state_name(n->state), n->pid,
 		       n->worker_uid, owner_str(n, b2, sizeof(b2)), n->backend,
 		       n->tap_name[0] ? clean(n->tap_name, b3, sizeof(b3)) : "-", mac);
@@ -323,14 +323,14 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 		printf("no NICs\n");
 		return;
 	}
-	printf("%-20s %-10s %8s %-8s %-7s %9s %8s  %s\n", "ID", "STATE", "PID", "POLICY",
+	printf("%-20s %-17s %8s %-8s %-7s %9s %8s  %s\n", "ID", "STATE", "PID", "POLICY",
 	       "SANDBOX", "UPTIME", "RESTARTS", "LAST ERROR");
 	for (unsigned i = 0; i < st->nnics; i++) {
 		const struct vnic_nic_status *n = &st->nics[i];
 
 		/* A worker without its sandbox is shouted (issue 4); none
 		 * running (FAILED, between restarts) has no sandbox to show. */
-		printf("%-20s %-10s %8" PRId32 " %-8s %-7s %8" PRIu64 "s %8" PRIu32 "  %s\n",
+		printf("%-20s %-17s %8" PRId32 " %-8s %-7s %8" PRIu64 "s %8" PRIu32 "  %s\n",
 		       clean(n->id, b1, sizeof(b1)), vnic_nic_state_name(n->state), n->pid,
 		       vnic_mitigation_name(n->policy.mode),
 		       n->pid == 0 ? "-" : n->sandboxed ? "yes" : "NO(OFF)", n->uptime_s, n->restarts,
