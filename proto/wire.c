@@ -723,6 +723,26 @@ Vnic__Vmm__VmmMessage *wire_vmm_free(Vnic__Vmm__VmmMessage *m)
 	return NULL;
 }
 
+void wire_region_pb(Vnic__Vmm__MemRegion *pb, uint64_t gpa, uint64_t size, uint64_t offset)
+{
+	vnic__vmm__mem_region__init(pb);
+	pb->gpa = gpa;
+	pb->size = size;
+	pb->offset = offset;
+}
+
+void wire_queue_pb(Vnic__Vmm__Queue *pb, uint32_t index, uint32_t size, uint64_t desc_gpa,
+		   uint64_t avail_gpa, uint64_t used_gpa, uint32_t avail_idx)
+{
+	vnic__vmm__queue__init(pb);
+	pb->index = index;
+	pb->size = size;
+	pb->desc_gpa = desc_gpa;
+	pb->avail_gpa = avail_gpa;
+	pb->used_gpa = used_gpa;
+	pb->avail_idx = avail_idx;
+}
+
 /* ---------------------------------------------------- worker channel */
 
 int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret)

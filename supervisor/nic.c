@@ -340,24 +340,19 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	vnic__worker__config__init(&cfg);
 	vnic__vmm__policy__init(&pol);
 	for (unsigned i = 0; i < n->nregions; i++) {
-		vnic__vmm__mem_region__init(&regs[i]);
-		regs[i].gpa = n->regions[i].gpa;
-		regs[i].size = n->regions[i].size;
-		regs[i].offset = n->regions[i].offset;
+		const struct memtable_region_desc *g = &n->regions[i];
+
+		wire_region_pb(&regs[i], g->gpa, g->size, g->offset);
 		rp[i] = &regs[i];
-		fds[nfds++] = n->regions[i].fd;
+		fds[nfds++] = g->fd;
 	}
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
-		vnic__vmm__queue__init(&qs[i]);
-		qs[i].index = n->q[i].index;
-		qs[i].size = n->q[i].size;
-		qs[i].desc_gpa = n->q[i].desc;
-		qs[i].avail_gpa = n->q[i].avail;
-		qs[i].used_gpa = n->q[i].used;
-		qs[i].avail_idx = n->q[i].avail_idx;
+		const struct nic_queue *q = &n->q[i];
+
+		wire_queue_pb(&qs[i], q->index, q->size, q->desc, q->avail, q->used, q->avail_idx);
 		qp[i] = &qs[i];
-		fds[nfds++] = n->q[i].kick_fd;
-		fds[nfds++] = n->q[i].call_fd;
+		fds[nfds++] = q->kick_fd;
+		fds[nfds++] = q->call_fd;
 	}
 	fds[nfds++] = n->backend_fd;
 	fds[nfds++] = n->stats_fd;
