@@ -537,24 +537,20 @@ int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *e
 	a.features_acked = cfg->features_acked;
 	/* fd order of vmm.proto AddNic: regions, (kick, call) per queue, backend. */
 	for (unsigned i = 0; i < cfg->nregions; i++) {
-		vnic__vmm__mem_region__init(&regs[i]);
-		regs[i].gpa = cfg->regions[i].gpa;
-		regs[i].size = cfg->regions[i].size;
-		regs[i].offset = cfg->regions[i].offset;
+		const struct vnic_region *g = &cfg->regions[i];
+
+		wire_region_pb(&regs[i], g->gpa, g->size, g->offset);
 		rp[i] = &regs[i];
-		fds[nfds++] = cfg->regions[i].fd;
+		fds[nfds++] = g->fd;
 	}
 	for (unsigned j = 0; j < cfg->nqueues; j++) {
-		vnic__vmm__queue__init(&qs[j]);
-		qs[j].index = cfg->queues[j].index;
-		qs[j].size = cfg->queues[j].size;
-		qs[j].desc_gpa = cfg->queues[j].desc_gpa;
-		qs[j].avail_gpa = cfg->queues[j].avail_gpa;
-		qs[j].used_gpa = cfg->queues[j].used_gpa;
-		qs[j].avail_idx = cfg->queues[j].avail_idx;
+		const struct vnic_queue *q = &cfg->queues[j];
+
+		wire_queue_pb(&qs[j], q->index, q->size, q->desc_gpa, q->avail_gpa, q->used_gpa,
+			      q->avail_idx);
 		qp[j] = &qs[j];
-		fds[nfds++] = cfg->queues[j].kick_fd;
-		fds[nfds++] = cfg->queues[j].call_fd;
+		fds[nfds++] = q->kick_fd;
+		fds[nfds++] = q->call_fd;
 	}
 	a.n_regions = cfg->nregions;
 	a.regions = rp;

@@ -43,7 +43,8 @@ libvnicprotogen_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -Wno-cast-qual
 libvnicproto_la_SOURCES = \
 	proto/wire.c proto/wire.h \
 	proto/fdpass.c proto/fdpass.h \
-	proto/log.c proto/log.h proto/version.h
+	proto/log.c proto/log.h proto/version.h \
+	proto/mac.c proto/mac.h
 noinst_HEADERS += proto/virtio_net.h proto/worker_abi.h
 libvnicproto_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnicproto_la_LIBADD = libvnicprotogen.la $(PROTOBUF_C_LIBS)

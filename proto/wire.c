@@ -489,6 +489,16 @@ int wire_recv_frame(int sock, size_t max, unsigned max_fds,
 	return 0;
 }
 
+/* A Request rejected after it unpacked: its id goes into err, so that
+ * the supervisor can answer it (REJECT, TESTPLAN C2). */
+static void wire_err_request(struct wire_err *err, const Vnic__Vmm__VmmMessage *m)
+{
+	if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
+		err->has_request_id = true;
+		err->request_id = m->request->request_id;
+	}
+}
+
 /* A Request whose fds the kernel cut: unpack it anyway (with the fds it
  * lost, so the count check cannot pass) to answer its request_id with the
  * true reason. @cut: fds that did arrive (all closed). */
@@ -497,10 +507,7 @@ static int wire_truncated_reason(const Vnic__Vmm__VmmMessage *m, unsigned max_fd
 {
 	int want = wire_vmm_expected_fds(m);
 
-	if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
-		err->has_request_id = true;
-		err->request_id = m->request->request_id;
-	}
+	wire_err_request(err, m);
 	if (max_fds == 0)
 		return wire_fail(err, -ENOBUFS, "frame carried fds where none are accepted");
 	if (want < 0)
@@ -522,6 +529,19 @@ void wire_frame_release(struct wire_frame *f)
 	f->buf = NULL;
 	f->payload = NULL;
 	f->len = 0;
+}
+
+/* The end of both channels' recv: on success the frame's fds pass to
+ * the caller (*ret_fds), and the frame is released either way (on failure
+ * with its fds). Returns r. */
+static int wire_recv_done(struct wire_frame *f, int r, struct wire_fds *ret_fds)
+{
+	if (r == 0) {
+		*ret_fds = f->fds;
+		f->fds.n = 0;
+	}
+	wire_frame_release(f);
+	return r;
 }
 
 /* ------------------------------------------------------- VMM channel */
@@ -620,10 +640,7 @@ static int wire_vmm_unpack_x(struct wire_frame *f, enum wire_peer from,
 	/* Strings: no NUL, valid UTF-8, in every field (issue 11 item 3). */
 	r = wire_check_strings(&vnic__vmm__vmm_message__descriptor, f->payload, f->len, err);
 	if (r < 0) {
-		if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
-			err->has_request_id = true;
-			err->request_id = m->request->request_id;
-		}
+		wire_err_request(err, m);
 		goto out_free;
 	}
 
@@ -631,10 +648,7 @@ static int wire_vmm_unpack_x(struct wire_frame *f, enum wire_peer from,
 	 * supervisor can answer it (REJECT, TESTPLAN C2). */
 	want = wire_vmm_expected_fds(m);
 	if (check_fds && (want < 0 || (unsigned)want != f->fds.n)) {
-		if (m->msg_case == VNIC__VMM__VMM_MESSAGE__MSG_REQUEST && err) {
-			err->has_request_id = true;
-			err->request_id = m->request->request_id;
-		}
+		wire_err_request(err, m);
 		if (want < 0)
 			r = wire_fail(err, -EPROTO,
 				      "message needs more than %u fds", WIRE_MAX_FDS);
@@ -684,15 +698,10 @@ int wire_vmm_recv(int sock, enum wire_peer from, Vnic__Vmm__VmmMessage **ret_m,
 		wire_frame_release(&f);
 		return r;
 	}
-	if (r < 0) {
-		wire_frame_release(&f);
-		return r;
-	}
-	*ret_fds = f.fds;
-	f.fds.n = 0;
-	wire_frame_release(&f);
-	*ret_m = m;
-	return 0;
+	r = wire_recv_done(&f, r, ret_fds);
+	if (r == 0)
+		*ret_m = m;
+	return r;
 }
 
 int wire_vmm_send(int sock, const Vnic__Vmm__VmmMessage *m,
@@ -712,6 +721,26 @@ Vnic__Vmm__VmmMessage *wire_vmm_free(Vnic__Vmm__VmmMessage *m)
 	if (m)
 		protobuf_c_message_free_unpacked(&m->base, &wire_free_allocator);
 	return NULL;
+}
+
+void wire_region_pb(Vnic__Vmm__MemRegion *pb, uint64_t gpa, uint64_t size, uint64_t offset)
+{
+	vnic__vmm__mem_region__init(pb);
+	pb->gpa = gpa;
+	pb->size = size;
+	pb->offset = offset;
+}
+
+void wire_queue_pb(Vnic__Vmm__Queue *pb, uint32_t index, uint32_t size, uint64_t desc_gpa,
+		   uint64_t avail_gpa, uint64_t used_gpa, uint32_t avail_idx)
+{
+	vnic__vmm__queue__init(pb);
+	pb->index = index;
+	pb->size = size;
+	pb->desc_gpa = desc_gpa;
+	pb->avail_gpa = avail_gpa;
+	pb->used_gpa = used_gpa;
+	pb->avail_idx = avail_idx;
 }
 
 /* ---------------------------------------------------- worker channel */
@@ -867,15 +896,10 @@ int wire_worker_recv(int sock, enum wire_peer from,
 	if (r < 0)
 		return r;
 	r = wire_worker_unpack(&f, from, &m, err);
-	if (r < 0) {
-		wire_frame_release(&f);
-		return r;
-	}
-	*ret_fds = f.fds;
-	f.fds.n = 0;
-	wire_frame_release(&f);
-	*ret_m = m;
-	return 0;
+	r = wire_recv_done(&f, r, ret_fds);
+	if (r == 0)
+		*ret_m = m;
+	return r;
 }
 
 int wire_worker_send(int sock, const Vnic__Worker__WorkerMessage *m,

@@ -247,6 +247,16 @@ int wire_worker_expected_fds(const Vnic__Worker__WorkerMessage *m);
  * Returns: 0 and *ret, -E2BIG or -EINVAL as above. */
 int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret);
 
+/*
+ * wire_region_pb, wire_queue_pb - initialise and fill one MemRegion or
+ * Queue (vmm.proto), as AddNic (libvnic) and Config (the supervisor) both
+ * carry them. Their fds travel apart, in the order wire_add_nic_layout and
+ * wire_config_layout give.
+ */
+void wire_region_pb(Vnic__Vmm__MemRegion *pb, uint64_t gpa, uint64_t size, uint64_t offset);
+void wire_queue_pb(Vnic__Vmm__Queue *pb, uint32_t index, uint32_t size, uint64_t desc_gpa,
+		   uint64_t avail_gpa, uint64_t used_gpa, uint32_t avail_idx);
+
 /* Most regions a Config can describe: the memory table's limit. Their
  * memfds may span several frames (wire_worker_send_config). */
 #define WIRE_CONFIG_MAX_REGIONS 509u /* == MEMTABLE_MAX_REGIONS (static assert in the worker) */

@@ -6,4 +6,5 @@ libvnicshm_la_SOURCES = \
 	shm/vring.c shm/vring.h \
 	shm/inflight.c shm/inflight.h \
 	shm/vring_drv.c shm/vring_drv.h \
-	shm/iov.c shm/iov.h
+	shm/iov.c shm/iov.h \
+	shm/sealed_memfd.c shm/sealed_memfd.h

@@ -36,11 +36,10 @@ void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds)
 {
 	const Vnic__Vmm__SetLogLevel *sl = r->set_log_level;
-	Vnic__Vmm__VmmMessage m;
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__LogLevelReply lr;
 	enum log_level old = log_get_level(), lv;
-	char empty[1] = "", oldname[16], newname[16], why[96];
+	char oldname[16], newname[16], why[96];
 
 	if (!admin_conn_is_admin(c)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_PERMISSION_DENIED,
@@ -63,15 +62,9 @@ void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	vnic__vmm__log_level_reply__init(&lr);
 	lr.old_level = oldname;
 	lr.level = newname;
-	rep.request_id = r->request_id;
-	rep.code = VNIC__VMM__STATUS__STATUS_OK;
-	rep.error = empty;
 	rep.body_case = VNIC__VMM__REPLY__BODY_LOG_LEVEL;
 	rep.log_level = &lr;
-	vnic__vmm__vmm_message__init(&m);
-	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
-	m.reply = &rep;
-	vmm_conn_send(c, &m);
+	vmm_conn_reply(c, &rep, r->request_id, VNIC__VMM__STATUS__STATUS_OK, NULL);
 }
 
 static const char *backend_name(enum nic_backend_type b)

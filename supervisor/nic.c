@@ -48,6 +48,7 @@
 #include "inflight.h"
 #include "pbconv.h"
 #include "sandbox.h"
+#include "sealed_memfd.h"
 #include "supervisor.h"
 #include "tap.h"
 #include "workers/policy.h"
@@ -260,35 +261,16 @@ static int stats_create(struct nic *n, char *err, size_t errlen)
 {
 	size_t len = stats_page_size(NIC_NUM_QUEUES);
 	void *p;
-	int fd, rc;
+	int fd;
 
-	fd = memfd_create("vnic-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "stats page: memfd_create: %s", strerror(errno));
-		return rc;
-	}
-	if (ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "stats page: size/seal: %s", strerror(errno));
-		goto out_close_fd;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		snprintf(err, errlen, "stats page: mmap: %s", strerror(errno));
-		goto out_close_fd;
-	}
+	fd = sealed_memfd_map("vnic-stats", len, &p, "stats page", err, errlen);
+	if (fd < 0)
+		return fd;
 	stats_page_init(p, len, NIC_NUM_QUEUES);
 	n->stats = p;
 	n->stats_len = len;
 	n->stats_fd = fd;
 	return 0;
-
-out_close_fd:
-	close(fd);
-	return rc;
 }
 
 /* The inflight region: sized for the NIC's queues, initialised (every
@@ -308,37 +290,19 @@ static int inflight_create(struct nic *n, char *err, size_t errlen)
 		snprintf(err, errlen, "inflight region: no valid size for these queues");
 		return -EINVAL;
 	}
-	fd = memfd_create("vnic-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "inflight region: memfd_create: %s", strerror(errno));
-		return rc;
-	}
-	if (ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "inflight region: size/seal: %s", strerror(errno));
-		goto out_close_fd;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		snprintf(err, errlen, "inflight region: mmap: %s", strerror(errno));
-		goto out_close_fd;
-	}
+	fd = sealed_memfd_map("vnic-inflight", len, &p, "inflight region", err, errlen);
+	if (fd < 0)
+		return fd;
 	rc = inflight_region_init(p, len, NIC_NUM_QUEUES, qsize);
 	munmap(p, len);
 	if (rc) {
 		snprintf(err, errlen, "inflight region: init: %s", strerror(-rc));
-		goto out_close_fd;
+		close(fd);
+		return rc;
 	}
 	n->inflight_fd = fd;
 	n->inflight_len = len;
 	return 0;
-
-out_close_fd:
-	close(fd);
-	return rc;
 }
 
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg);
@@ -376,24 +340,19 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	vnic__worker__config__init(&cfg);
 	vnic__vmm__policy__init(&pol);
 	for (unsigned i = 0; i < n->nregions; i++) {
-		vnic__vmm__mem_region__init(&regs[i]);
-		regs[i].gpa = n->regions[i].gpa;
-		regs[i].size = n->regions[i].size;
-		regs[i].offset = n->regions[i].offset;
+		const struct memtable_region_desc *g = &n->regions[i];
+
+		wire_region_pb(&regs[i], g->gpa, g->size, g->offset);
 		rp[i] = &regs[i];
-		fds[nfds++] = n->regions[i].fd;
+		fds[nfds++] = g->fd;
 	}
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
-		vnic__vmm__queue__init(&qs[i]);
-		qs[i].index = n->q[i].index;
-		qs[i].size = n->q[i].size;
-		qs[i].desc_gpa = n->q[i].desc;
-		qs[i].avail_gpa = n->q[i].avail;
-		qs[i].used_gpa = n->q[i].used;
-		qs[i].avail_idx = n->q[i].avail_idx;
+		const struct nic_queue *q = &n->q[i];
+
+		wire_queue_pb(&qs[i], q->index, q->size, q->desc, q->avail, q->used, q->avail_idx);
 		qp[i] = &qs[i];
-		fds[nfds++] = n->q[i].kick_fd;
-		fds[nfds++] = n->q[i].call_fd;
+		fds[nfds++] = q->kick_fd;
+		fds[nfds++] = q->call_fd;
 	}
 	fds[nfds++] = n->backend_fd;
 	fds[nfds++] = n->stats_fd;

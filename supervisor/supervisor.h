@@ -346,6 +346,11 @@ struct vmm_conn *vmm_conn_free(struct vmm_conn *c);
 /* vmm_conn_send - queue one message to the peer (replies, events). A peer
  * that stops reading is dropped once SUP_CONN_OUTQ_MAX frames wait. */
 void vmm_conn_send(struct vmm_conn *c, const Vnic__Vmm__VmmMessage *m);
+/* vmm_conn_reply - send *r, whose body the caller has set (body_case and
+ * its arm), with this header: @error is copied (at most 255 bytes; NULL is
+ * none). vmm_conn_reply_error sends a Reply with no body. */
+void vmm_conn_reply(struct vmm_conn *c, Vnic__Vmm__Reply *r, uint64_t request_id,
+		    Vnic__Vmm__Status code, const char *error);
 void vmm_conn_reply_error(struct vmm_conn *c, uint64_t request_id,
 			  Vnic__Vmm__Status code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mac.h"
 #include "validate.h"
 #include "workers/policy.h"
 #include "vring.h"
@@ -92,13 +93,13 @@ int validate_nic_id(const char *id, size_t len, bool has_nul, char *err, size_t 
 int validate_mac(const uint8_t *mac, size_t len, char *err, size_t errlen)
 {
 	static const uint8_t zero[6];
+	char text[MAC_STR_LEN];
 
 	if (len != 6)
 		return fail(err, errlen, -EINVAL, "mac is %zu bytes, must be 6", len);
 	if (mac[0] & 1)
-		return fail(err, errlen, -EINVAL,
-			    "mac %02x:%02x:%02x:%02x:%02x:%02x is multicast, must be unicast",
-			    mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+		return fail(err, errlen, -EINVAL, "mac %s is multicast, must be unicast",
+			    mac_format(mac, text, sizeof(text)));
 	if (!memcmp(mac, zero, 6))
 		return fail(err, errlen, -EINVAL, "mac 00:00:00:00:00:00 is not a valid address");
 	return 0;

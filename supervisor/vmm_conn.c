@@ -172,10 +172,33 @@ void vmm_conn_send(struct vmm_conn *c, const Vnic__Vmm__VmmMessage *m)
 	}
 }
 
+/* The header of every Reply, and its envelope. */
+static void conn_send_reply(struct vmm_conn *c, Vnic__Vmm__Reply *r, uint64_t request_id,
+			    Vnic__Vmm__Status code, char *text)
+{
+	Vnic__Vmm__VmmMessage m;
+
+	r->request_id = request_id;
+	r->code = code;
+	r->error = text;
+	vnic__vmm__vmm_message__init(&m);
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
+	m.reply = r;
+	vmm_conn_send(c, &m);
+}
+
+void vmm_conn_reply(struct vmm_conn *c, Vnic__Vmm__Reply *r, uint64_t request_id,
+		    Vnic__Vmm__Status code, const char *error)
+{
+	char text[256];
+
+	snprintf(text, sizeof(text), "%s", error ? error : "");
+	conn_send_reply(c, r, request_id, code, text);
+}
+
 void vmm_conn_reply_error(struct vmm_conn *c, uint64_t request_id,
 			  Vnic__Vmm__Status code, const char *fmt, ...)
 {
-	Vnic__Vmm__VmmMessage m;
 	Vnic__Vmm__Reply r;
 	char text[256];
 	va_list ap;
@@ -183,14 +206,8 @@ void vmm_conn_reply_error(struct vmm_conn *c, uint64_t request_id,
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	vnic__vmm__vmm_message__init(&m);
 	vnic__vmm__reply__init(&r);
-	r.request_id = request_id;
-	r.code = code;
-	r.error = text;
-	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
-	m.reply = &r;
-	vmm_conn_send(c, &m);
+	conn_send_reply(c, &r, request_id, code, text);
 }
 
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg)

@@ -28,20 +28,6 @@
 #include "vring.h"
 #include "workers/stats.h"
 
-/* protobuf-c wants char *, and string literals are const here. */
-static char empty_str[1];
-
-
-static void send_reply(struct vmm_conn *c, Vnic__Vmm__Reply *r)
-{
-	Vnic__Vmm__VmmMessage m;
-
-	vnic__vmm__vmm_message__init(&m);
-	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
-	m.reply = r;
-	vmm_conn_send(c, &m);
-}
-
 static void send_event(struct vmm_conn *c, Vnic__Vmm__Event *e)
 {
 	Vnic__Vmm__VmmMessage m;
@@ -86,12 +72,9 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.version_minor = PACKAGE_VERSION_MINOR;
 	hr.version_patch = PACKAGE_VERSION_PATCH;
 	hr.version_string = version;
-	rep.request_id = r->request_id;
-	rep.code = VNIC__VMM__STATUS__STATUS_OK;
-	rep.error = empty_str;
 	rep.body_case = VNIC__VMM__REPLY__BODY_HELLO;
 	rep.hello = &hr;
-	send_reply(c, &rep);
+	vmm_conn_reply(c, &rep, r->request_id, VNIC__VMM__STATUS__STATUS_OK, NULL);
 }
 
 
@@ -189,12 +172,9 @@ static void vmm_nic_added(struct nic *n, enum nic_result res, const char *error)
 	vnic__vmm__add_nic_reply__init(&ar);
 	ar.id = n->id;
 	ar.pid = (int32_t)n->w.pid;
-	rep.request_id = n->add_req;
-	rep.code = code;
-	rep.error = empty_str;
 	rep.body_case = VNIC__VMM__REPLY__BODY_ADD_NIC;
 	rep.add_nic = &ar;
-	send_reply(conn, &rep);
+	vmm_conn_reply(conn, &rep, n->add_req, code, NULL);
 }
 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
@@ -252,7 +232,6 @@ static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *erro
 	Vnic__Vmm__RemoveNicReply rr;
 	Vnic__Vmm__QueueIndex qi[NIC_NUM_QUEUES], *qp[NIC_NUM_QUEUES];
 	struct timespec now;
-	char errbuf[256];
 	size_t nq = 0;
 
 	vnic__vmm__reply__init(&rep);
@@ -272,15 +251,10 @@ static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *erro
 	rr.queues = qp;
 	rr.unplug_latency_us = (uint64_t)(now.tv_sec - n->remove_t0.tv_sec) * 1000000u +
 			       (uint64_t)((now.tv_nsec - n->remove_t0.tv_nsec) / 1000);
-	rep.request_id = n->remove_req;
-	rep.code = code;
-	rep.error = error ? errbuf : empty_str;
-	if (error)
-		snprintf(errbuf, sizeof(errbuf), "%s", error);
 	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_NIC;
 	rep.remove_nic = &rr;
 	log_info("nic %s: removed in %llu us", n->id, (unsigned long long)rr.unplug_latency_us);
-	send_reply(conn, &rep);
+	vmm_conn_reply(conn, &rep, n->remove_req, code, error);
 }
 
 
@@ -452,12 +426,9 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 			sr.more = true;
 	sr.n_nics = out;
 	sr.nics = list;
-	rep.request_id = r->request_id;
-	rep.code = VNIC__VMM__STATUS__STATUS_OK;
-	rep.error = empty_str;
 	rep.body_case = VNIC__VMM__REPLY__BODY_STATUS;
 	rep.status = &sr;
-	send_reply(c, &rep);
+	vmm_conn_reply(c, &rep, r->request_id, VNIC__VMM__STATUS__STATUS_OK, NULL);
 out:
 	free(list);
 	free(bufs);
@@ -497,12 +468,9 @@ void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	ar.id = cfg.id;
 	ar.ifname = ifname;
 	ar.path = cfg.path;
-	rep.request_id = r->request_id;
-	rep.code = VNIC__VMM__STATUS__STATUS_OK;
-	rep.error = empty_str;
 	rep.body_case = VNIC__VMM__REPLY__BODY_ADD_VHOST_USER;
 	rep.add_vhost_user = &ar;
-	send_reply(c, &rep);
+	vmm_conn_reply(c, &rep, r->request_id, VNIC__VMM__STATUS__STATUS_OK, NULL);
 }
 
 /* The connection that asked may be gone by the time the worker is reaped:
@@ -510,27 +478,22 @@ void vmm_handle_add_vhost_user(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 static void vmm_endpoint_removed(void *arg, unsigned conn_id, uint64_t request_id,
 				 bool deadline, uint64_t latency_us)
 {
-	struct sup *s = arg;
-	struct vmm_conn *c;
+	struct vmm_conn *c = admin_conn_by_id(arg, conn_id);
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__RemoveEndpointReply rr;
 	char msg[] = "worker missed the stop deadline; it was killed and reaped";
 
-	TAILQ_FOREACH(c, &s->conns, link)
-		if (c->id == conn_id && !c->closing)
-			break;
 	if (!c)
 		return;
 	vnic__vmm__reply__init(&rep);
 	vnic__vmm__remove_endpoint_reply__init(&rr);
 	rr.unplug_latency_us = latency_us;
-	rep.request_id = request_id;
-	rep.code = deadline ? VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED
-			    : VNIC__VMM__STATUS__STATUS_OK;
-	rep.error = deadline ? msg : empty_str;
 	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_ENDPOINT;
 	rep.remove_endpoint = &rr;
-	send_reply(c, &rep);
+	vmm_conn_reply(c, &rep, request_id,
+		       deadline ? VNIC__VMM__STATUS__STATUS_DEADLINE_EXCEEDED
+				: VNIC__VMM__STATUS__STATUS_OK,
+		       deadline ? msg : NULL);
 }
 
 void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
@@ -705,22 +668,18 @@ static void vmm_nic_state_changed(struct nic *n, enum nic_state old, enum nic_st
 
 static void vmm_nic_stalled(struct nic *n, uint64_t silent_ms)
 {
-	Vnic__Vmm__VmmMessage m;
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicStalled st;
 
 	if (!n->announced)
 		return;
-	vnic__vmm__vmm_message__init(&m);
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_stalled__init(&st);
 	st.id = n->id;
 	st.silent_ms = silent_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)silent_ms;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STALLED;
 	e.nic_stalled = &st;
-	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_EVENT;
-	m.event = &e;
-	vmm_conn_send(n->owner, &m);
+	send_event(n->owner, &e);
 }
 
 const struct nic_owner_ops vmm_nic_owner = {

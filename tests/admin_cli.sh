@@ -4,8 +4,8 @@
 # configure's version (and libvnic.h's macros); vnicctl list / status ID /
 # status --json (schema, vnicd's version, owner pid and uid, backend, MAC,
 # features) against a running vnicd with two NICs of real traffic;
-# log-level changes vnicd's level for root and is refused to a member of
-# --group.
+# vnicctl add refuses a malformed --mac; log-level changes vnicd's level
+# for root and is refused to a member of --group.
 set -eu
 . "$(dirname "$0")/e2e_lib.sh"
 command -v python3 >/dev/null 2>&1 || e2e_skip "needs python3 to read vnicctl --json"
@@ -20,6 +20,16 @@ done
 hdr=$(sed -n 's/^#define VNIC_VERSION_STRING "\(.*\)"$/\1/p' "$VNIC_TOP_SRCDIR/proto/libvnic.h")
 [ "$hdr" = "$want" ] || e2e_die "libvnic.h VNIC_VERSION_STRING $hdr, configure says $want"
 e2e_log "--version: $want everywhere"
+
+# vnicctl add refuses a malformed --mac itself, before it connects.
+for m in 02:00:00:00:00:011 002:00:00:00:00:01 02:00:00:00:00:01: 0x2:0:0:0:0:1 \
+	02-00-00-00-00-01 "02:00:00:00:00:01 "; do
+	rc=0
+	"$VNICCTL" --socket "$E2E_SOCK" add badmac --vhost-user "$E2E_TMP/vu.sock" --server \
+		--tap vnbad0 --mac "$m" 2>"$E2E_TMP/err" || rc=$?
+	[ "$rc" = 2 ] && grep -q 'give six hex bytes' "$E2E_TMP/err" ||
+		e2e_die "vnicctl add --mac '$m': rc $rc, $(cat "$E2E_TMP/err")"
+done
 
 # Without root: workers without their sandbox (vnicd refuses otherwise).
 sandbox=

@@ -9,6 +9,8 @@
  * st_ino) of a memfd. Rejections assert the documented errno and that the
  * process's open fd count (/proc/self/fd) is what it was before the frame
  * was sent: every fd the frame carried was closed.
+ *
+ * Also here, as part of libvnicproto: MAC addresses as text (mac.h).
  */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mac.h"
 #include "testutil.h"
 #include "wire.h"
 
@@ -1449,12 +1452,68 @@ START_TEST(c2_soak_10k_bad_frames)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- mac */
+
+START_TEST(mac_parse_accepts)
+{
+	static const struct { const char *s; uint8_t mac[6]; } ok[] = {
+		{ "02:00:00:00:00:01", { 2, 0, 0, 0, 0, 1 } },
+		{ "2:0:0:0:0:1", { 2, 0, 0, 0, 0, 1 } },
+		{ "52:54:00:AB:cd:Ef", { 0x52, 0x54, 0, 0xab, 0xcd, 0xef } },
+		{ "ff:ff:ff:ff:ff:ff", { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } },
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint8_t mac[6];
+
+		ck_assert_msg(mac_parse(ok[i].s, mac) == 0, "\"%s\" refused", ok[i].s);
+		ck_assert_msg(!memcmp(mac, ok[i].mac, 6), "\"%s\" parsed wrong", ok[i].s);
+	}
+}
+END_TEST
+
+/* Everything but six 1-2 digit hex groups and five ':' is refused, also
+ * what ether_aton_r alone would take (trailing text after the sixth byte). */
+START_TEST(mac_parse_refuses)
+{
+	static const char *const bad[] = {
+		"", ":", "02:00:00:00:00", "02:00:00:00:00:", "02:00:00:00:00:01:",
+		"02:00:00:00:00:01:02", "02:00:00:00:00:011", "002:00:00:00:00:01",
+		"02::00:00:00:01", "02:00:00:00:00:0g", "02-00-00-00-00-01", "0x2:0:0:0:0:1",
+		"+2:0:0:0:0:1", " 02:00:00:00:00:01", "02:00:00:00:00:01 ", "02:00:00:00:00:1\n",
+		"02:00:00:00:00:01x", "020000000001",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t mac[6] = { 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa };
+		static const uint8_t same[6] = { 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa };
+
+		ck_assert_msg(mac_parse(bad[i], mac) == -EINVAL, "\"%s\" accepted", bad[i]);
+		ck_assert_msg(!memcmp(mac, same, 6), "\"%s\" changed mac[]", bad[i]);
+	}
+}
+END_TEST
+
+START_TEST(mac_format_two_digits)
+{
+	static const uint8_t m[6] = { 0x02, 0x0a, 0x00, 0x00, 0x00, 0xff };
+	char buf[MAC_STR_LEN], small[9];
+	uint8_t back[6];
+
+	ck_assert_str_eq(mac_format(m, buf, sizeof(buf)), "02:0a:00:00:00:ff");
+	ck_assert_int_eq(mac_parse(buf, back), 0);
+	ck_assert_mem_eq(back, m, 6);
+	ck_assert_str_eq(mac_format(m, small, sizeof(small)), "02:0a:00");
+}
+END_TEST
+
 static Suite *wire_suite(void)
 {
 	Suite *s = suite_create("wire");
 	TCase *rt = tcase_create("roundtrip");
 	TCase *c1 = tcase_create("c1_frames");
 	TCase *c2 = tcase_create("c2_fds");
+	TCase *mac = tcase_create("mac");
 
 	tcase_add_loop_test(rt, c1_roundtrip_vmm, 0, VMM_CASES);
 	tcase_add_test(rt, c1_roundtrip_add_nic_fields);
@@ -1485,6 +1544,11 @@ static Suite *wire_suite(void)
 	tcase_add_test(c2, c2_soak_10k_bad_frames);
 	tcase_set_timeout(c2, 120);
 	suite_add_tcase(s, c2);
+
+	tcase_add_test(mac, mac_parse_accepts);
+	tcase_add_test(mac, mac_parse_refuses);
+	tcase_add_test(mac, mac_format_two_digits);
+	suite_add_tcase(s, mac);
 	return s;
 }
 

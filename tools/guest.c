@@ -7,7 +7,6 @@
 
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "guest.h"
 #include "libvnic.h"
+#include "sealed_memfd.h"
 
 /* Offsets inside guest memory. Rings first, each in its own 16 KiB, then
  * the receive buffers, then the TX slots. */
@@ -47,6 +47,7 @@ int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen)
 	struct guest *g;
 	size_t size;
 	char name[32];
+	void *mem;
 	int rc;
 
 	g = calloc(1, sizeof(*g));
@@ -76,22 +77,11 @@ int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen)
 	/* Guest RAM as a VMM makes it: a memfd whose size the worker can
 	 * trust because it can neither shrink nor grow. */
 	snprintf(name, sizeof(name), "vnic-bench-guest%u", nic);
-	g->memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (g->memfd < 0) {
-		rc = guest_fail(err, errlen, -errno, "memfd_create: %s", strerror(errno));
+	rc = sealed_memfd_map(name, size, &mem, "guest memory", err, errlen);
+	if (rc < 0)
 		goto free_g;
-	}
-	if (ftruncate(g->memfd, (off_t)size) < 0 ||
-	    fcntl(g->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		rc = guest_fail(err, errlen, -errno, "sizing/sealing guest memory: %s",
-				strerror(errno));
-		goto free_g;
-	}
-	g->mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, g->memfd, 0);
-	if (g->mem == MAP_FAILED) {
-		rc = guest_fail(err, errlen, -errno, "mmap guest memory: %s", strerror(errno));
-		goto free_g;
-	}
+	g->memfd = rc;
+	g->mem = mem;
 
 	for (unsigned q = 0; q < 2; q++) {
 		struct vring_layout *l = &g->lay[q];

@@ -12,7 +12,7 @@ EXTRA_DIST += tools/demo.sh tools/unplug_latency.sh
 bin_PROGRAMS += tools/vnicctl
 tools_vnicctl_SOURCES = tools/vnicctl.c tools/vnicctl.h tools/vnicctl_endpoint.c
 tools_vnicctl_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
-tools_vnicctl_LDADD = libvnic.la $(JSONC_LIBS)
+tools_vnicctl_LDADD = libvnic.la libvnicproto.la $(JSONC_LIBS)
 
 # vnic-bench traffic/hostile: simulated VMM and guests over libvnic.
 tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/bench_policy.c tools/guest.c tools/guest.h \

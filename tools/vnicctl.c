@@ -41,6 +41,7 @@
 #include <json-c/json.h>
 
 #include "libvnic.h"
+#include "mac.h"
 #include "version.h"
 #include "vnicctl.h"
 
@@ -82,11 +83,6 @@ static void utc_now(char *buf, size_t len)
 	gmtime_r(&ts.tv_sec, &tm);
 	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (ts.tv_nsec / 1000000) % 1000);
-}
-
-static void mac_str(const uint8_t *m, char *buf, size_t len)
-{
-	snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
 static const struct {
@@ -146,7 +142,7 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 	}
 	jadd(o, "backend", json_object_new_string(n->backend));
 	jadd(o, "tap_name", json_object_new_string(n->tap_name));
-	mac_str(n->mac, mac, sizeof(mac));
+	mac_format(n->mac, mac, sizeof(mac));
 	jadd(o, "mac", json_object_new_string(mac));
 	jadd(o, "mtu", json_object_new_int64(n->mtu));
 	jadd(o, "features", json_object_new_uint64(n->features));
@@ -267,7 +263,7 @@ static void print_list(const struct vnic_status *st)
 	for (unsigned i = 0; i < st->nnics; i++) {
 		const struct vnic_nic_status *n = &st->nics[i];
 
-		mac_str(n->mac, mac, sizeof(mac));
+		mac_format(n->mac, mac, sizeof(mac));
 		printf("%-20s %-17s %8" PRId32 " %8" PRIu32 " %-22s %-7s %-15s %s\n",
 		       clean(n->id, b1, sizeof(b1)), vnic_nic_state_name(n->state), n->pid,
 		       n->worker_uid, owner_str(n, b2, sizeof(b2)), n->backend,
@@ -301,7 +297,7 @@ static void print_detail(const struct vnic_nic_status *n)
 	char b[140], mac[24];
 	size_t used = 0;
 
-	mac_str(n->mac, mac, sizeof(mac));
+	mac_format(n->mac, mac, sizeof(mac));
 	printf("  owner %s, backend %s%s%s, mac %s, mtu %" PRIu32 ", worker uid %" PRIu32
 	       " gid %" PRIu32 "\n", owner_str(n, b, sizeof(b)), n->backend,
 	       n->tap_name[0] ? " " : "", n->tap_name[0] ? clean(n->tap_name, b, 32) : "", mac,

@@ -22,22 +22,8 @@
 #include <string.h>
 
 #include "libvnic.h"
+#include "mac.h"
 #include "vnicctl.h"
-
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned v[6];
-	char end;
-
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++) {
-		if (v[i] > 0xff)
-			return -1;
-		mac[i] = (uint8_t)v[i];
-	}
-	return 0;
-}
 
 static int parse_policy(const char *s, struct vnic_policy *p)
 {
@@ -99,7 +85,7 @@ static int cmd_add(const char *sock, int argc, char **argv)
 		case 't': cfg.tap_name = optarg; break;
 		case 'n': cfg.netns = optarg; break;
 		case 'm':
-			if (parse_mac(optarg, cfg.mac)) {
+			if (mac_parse(optarg, cfg.mac)) {
 				fprintf(stderr, "vnicctl: --mac %s: give six hex bytes a:b:c:d:e:f\n",
 					optarg);
 				return 2;
