@@ -184,20 +184,16 @@ static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, i
 	return 0;
 }
 
-/* Steps 2-4: take the Config apart. On failure err says why. */
-static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
-		     const int *region_fds, char *err, size_t errlen)
+/* Step 2, checked: the Config's fd layout, queues and backend kind, before
+ * anything is mapped. Sets *lay and np->backend. */
+static int config_check(const Vnic__Worker__Config *c, const struct wire_fds *fds,
+			struct wire_fd_layout *lay, struct net_params *np, char *err,
+			size_t errlen)
 {
-	struct memtable_region_desc *rd = NULL;
-	struct wire_fd_layout lay;
-	struct net_params np = { 0 };
-	struct net_policy_params policy;
-	int backend_fds[NET_MAX_PAIRS];
-	void *p;
 	int r;
 
-	r = wire_config_layout(c, &lay);
-	if (r < 0 || lay.total != fds->n || lay.backend < 0 || lay.stats < 0) {
+	r = wire_config_layout(c, lay);
+	if (r < 0 || lay->total != fds->n || lay->backend < 0 || lay->stats < 0) {
 		snprintf(err, errlen, "Config fd layout does not match its %u fds", fds->n);
 		return -EPROTO;
 	}
@@ -221,7 +217,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	}
 	switch (c->backend) {
 	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP:
-		np.backend = NET_BACKEND_TAP;
+		np->backend = NET_BACKEND_TAP;
 		/* VIRTIO_F_VERSION_1: the 12-byte header on both sides. */
 		if (c->vnet_hdr_len != NET_HDR_LEN) {
 			snprintf(err, errlen, "tap vnet header length %u, need %u", c->vnet_hdr_len,
@@ -230,20 +226,22 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		}
 		break;
 	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET:
-		np.backend = NET_BACKEND_SOCKET; /* frames without a header */
+		np->backend = NET_BACKEND_SOCKET; /* frames without a header */
 		break;
 	default:
 		snprintf(err, errlen, "unknown backend kind %d", (int)c->backend);
 		return -EINVAL;
 	}
-	if (c->policy) {
-		worker_policy_params(c->policy, &policy);
-		np.policy = &policy;
-		np.budget_pkts = c->policy->budget_packets;
-		np.budget_bytes = c->policy->budget_bytes;
-	}
+	return 0;
+}
 
-	/* Step 3: guest memory. */
+/* Step 3: guest memory, one region a memfd. */
+static int map_memory(struct worker *w, const Vnic__Worker__Config *c, const int *region_fds,
+		      char *err, size_t errlen)
+{
+	struct memtable_region_desc *rd;
+	int r;
+
 	rd = calloc(c->n_regions ? c->n_regions : 1, sizeof(*rd));
 	if (!rd) {
 		snprintf(err, errlen, "out of memory");
@@ -261,16 +259,23 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 				       c->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, &w->mt, err,
 				       errlen);
 	free(rd);
-	if (r < 0)
-		return r;
+	return r;
+}
 
-	/* The stats page, created and initialised by the supervisor. */
+/* Step 3, second part: the stats page, created and initialised by the
+ * supervisor. */
+static int map_stats(struct worker *w, const Vnic__Worker__Config *c, int fd, char *err,
+		     size_t errlen)
+{
+	void *p;
+	int r;
+
 	if (c->stats_size < stats_page_size((unsigned)c->n_queues)) {
 		snprintf(err, errlen, "stats page of %u bytes, need %zu", c->stats_size,
 			 stats_page_size((unsigned)c->n_queues));
 		return -EINVAL;
 	}
-	p = mmap(NULL, c->stats_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds->fd[lay.stats], 0);
+	p = mmap(NULL, c->stats_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		r = -errno;
 		snprintf(err, errlen, "stats page: mmap: %s", strerror(errno));
@@ -282,12 +287,21 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		snprintf(err, errlen, "stats page: bad header (magic, version or queue count)");
 		return -EINVAL;
 	}
+	return 0;
+}
 
-	/* Step 4: the engine and its queues. */
+/* Step 4, first part: the engine on the backend fd(s); np carries what
+ * config_check and the policy filled in. */
+static int open_backend(struct worker *w, const Vnic__Worker__Config *c, int backend_fd,
+			struct net_params *np, char *err, size_t errlen)
+{
+	int backend_fds[NET_MAX_PAIRS];
+	int r;
+
 	w->nqueues = (unsigned)c->n_queues;
 	w->npairs = w->nqueues / 2;
 	for (unsigned k = 0; k < w->npairs; k++) {
-		w->p[k].backend_fd = fds->fd[lay.backend];
+		w->p[k].backend_fd = backend_fd;
 		backend_fds[k] = w->p[k].backend_fd;
 		r = set_nonblock(backend_fds[k]);
 		if (r < 0) {
@@ -295,15 +309,46 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 			return r;
 		}
 	}
-	np.features = c->features;
-	np.npairs = w->npairs;
-	np.backend_fds = backend_fds;
-	np.stats = w->stats;
-	np.ops = &worker_net_ops;
-	np.opaque = w;
-	r = net_dev_new(&np, &w->net, err, errlen);
-	if (r < 0)
-		return r;
+	np->features = c->features;
+	np->npairs = w->npairs;
+	np->backend_fds = backend_fds;
+	np->stats = w->stats;
+	np->ops = &worker_net_ops;
+	np->opaque = w;
+	return net_dev_new(np, &w->net, err, errlen);
+}
+
+/* Where queue j starts: where the previous worker (or the VMM) left off. */
+static void resume_queue(struct worker *w, const Vnic__Worker__Config *c, unsigned j)
+{
+	const Vnic__Vmm__Queue *q = c->queues[j];
+
+	if (q->avail_idx)
+		vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
+	if (c->base_from_used_idx && c->restarts == 0) {
+		/* vhost-user: a front end that lost track (DPDK
+		 * virtio-user reconnecting to a restarted vnicd asks us
+		 * and we cannot know) resumes where the used ring says;
+		 * chains in flight then may be sent again (TX) or lost
+		 * (RX), as with DPDK's own back end. */
+		uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
+
+		if (u != (uint16_t)q->avail_idx) {
+			log_warn("queue %u: base %u but used->idx %u: resuming at %u", j,
+				 q->avail_idx, u, u);
+			vring_set_base(net_queue_vring(w->net, j), u);
+		}
+	}
+}
+
+/* Step 4, second part: every queue on the mapped memory, with its kick
+ * and call eventfds. */
+static int adopt_queues(struct worker *w, const Vnic__Worker__Config *c,
+			const struct wire_fds *fds, const struct wire_fd_layout *lay, char *err,
+			size_t errlen)
+{
+	int r;
+
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		const Vnic__Vmm__Queue *q = c->queues[j];
 		struct worker_queue *wq = &w->q[j];
@@ -312,33 +357,47 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 				    q->used_gpa, err, errlen);
 		if (r < 0)
 			return r;
-		/* Resume where the previous worker (or the VMM) left off. */
-		if (q->avail_idx)
-			vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
-		if (c->base_from_used_idx && c->restarts == 0) {
-			/* vhost-user: a front end that lost track (DPDK
-			 * virtio-user reconnecting to a restarted vnicd asks us
-			 * and we cannot know) resumes where the used ring says;
-			 * chains in flight then may be sent again (TX) or lost
-			 * (RX), as with DPDK's own back end. */
-			uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
-
-			if (u != (uint16_t)q->avail_idx) {
-				log_warn("queue %u: base %u but used->idx %u: resuming at %u", j,
-					 q->avail_idx, u, u);
-				vring_set_base(net_queue_vring(w->net, j), u);
-			}
-		}
+		resume_queue(w, c, j);
 		wq->w = w;
 		wq->idx = j;
-		wq->kick_fd = fds->fd[wire_fd_kick(&lay, j)];
-		wq->call_fd = fds->fd[wire_fd_call(&lay, j)];
+		wq->kick_fd = fds->fd[wire_fd_kick(lay, j)];
+		wq->call_fd = fds->fd[wire_fd_call(lay, j)];
 		r = set_nonblock(wq->kick_fd);
 		if (r < 0) {
 			snprintf(err, errlen, "kick fd of queue %u: %s", j, strerror(-r));
 			return r;
 		}
 	}
+	return 0;
+}
+
+/* Steps 2-4: take the Config apart. On failure err says why. */
+static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
+		     const int *region_fds, char *err, size_t errlen)
+{
+	struct wire_fd_layout lay;
+	struct net_params np = { 0 };
+	struct net_policy_params policy;
+	int r;
+
+	r = config_check(c, fds, &lay, &np, err, errlen);
+	if (r < 0)
+		return r;
+	if (c->policy) {
+		worker_policy_params(c->policy, &policy);
+		np.policy = &policy;
+		np.budget_pkts = c->policy->budget_packets;
+		np.budget_bytes = c->policy->budget_bytes;
+	}
+	r = map_memory(w, c, region_fds, err, errlen);
+	if (r == 0)
+		r = map_stats(w, c, fds->fd[lay.stats], err, errlen);
+	if (r == 0)
+		r = open_backend(w, c, fds->fd[lay.backend], &np, err, errlen);
+	if (r == 0)
+		r = adopt_queues(w, c, fds, &lay, err, errlen);
+	if (r < 0)
+		return r;
 	w->restarts = c->restarts;
 	if (lay.inflight >= 0)
 		return configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
