@@ -613,19 +613,166 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 	return 1;
 }
 
-int main(int argc, char **argv)
+/* Step 5: keep the control socket, kick/call eventfds and the backend;
+ * the memfds are mapped and the stats memfd too, so they go (with
+ * anything else the process may hold). Closes fds, the Config's. */
+static int close_unneeded_fds(struct worker *w, const struct worker_args *a,
+			      struct wire_fds *fds)
 {
-	struct worker *w = &W;
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3];
+	unsigned nkeep = 0;
+
+	keep[nkeep++] = WORKER_CTRL_FD;
+	if (a->report_fd >= 0)
+		keep[nkeep++] = a->report_fd;
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		keep[nkeep++] = w->q[j].kick_fd;
+		keep[nkeep++] = w->q[j].call_fd;
+	}
+	for (unsigned k = 0; k < w->npairs; k++)
+		keep[nkeep++] = w->p[k].backend_fd;
+	for (unsigned i = 0; i < fds->n; i++) {
+		bool kept = false;
+
+		for (unsigned k = 0; k < nkeep; k++)
+			kept |= fds->fd[i] == keep[k];
+		if (kept)
+			fds->fd[i] = -1; /* adopted */
+	}
+	wire_fds_close(fds);
+	/* stdio as the supervisor left it, where open. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			keep[nkeep++] = fd;
+	return privdrop_close_fds_except(keep, nkeep);
+}
+
+/*
+ * Steps 2-5: receive Config and its fds, resolve the sandbox user (*uid,
+ * *gid), map memory and the stats page, set up the queues, close what is
+ * not kept. Every failure is reported to the supervisor (or on stderr).
+ * Returns: 0, or -1 when the worker must exit 1.
+ */
+static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid, gid_t *gid)
+{
 	Vnic__Worker__WorkerMessage *m = NULL;
 	struct wire_fds fds = { .n = 0 };
 	struct wire_err werr;
 	char err[256] = "";
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3];
-	unsigned nkeep = 0;
+	int *region_fds = NULL;
+	int r;
+
+	/* 2. Config and exactly its fds (wire checks the count per type). */
+	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
+	if (r < 0) {
+		if (r != -EPIPE && r != -ECONNRESET)
+			worker_send_error(w, -r, werr.msg);
+		fprintf(stderr, "vnicd-worker %s: no Config: %s\n", w->nic_id, werr.msg);
+		return -1;
+	}
+	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG) {
+		worker_send_error(w, EPROTO, "expected Config first");
+		wire_fds_close(&fds);
+		wire_worker_free(m);
+		return -1;
+	}
+
+	/* The user is looked up while /etc/passwd is still reachable (NSS
+	 * may open files and sockets, which step 5 closes again). */
+	if (a->sandbox) {
+		r = privdrop_resolve(a->user, uid, gid);
+		if (r < 0) {
+			snprintf(err, sizeof(err), "sandbox user %s: %s",
+				 a->user ? a->user : "(default)", strerror(-r));
+			goto out_config_error;
+		}
+	}
+
+	/* 3, 4. Map memory and the stats page, set up the queues. */
+	r = receive_region_fds(m->config, &fds, &region_fds, err, sizeof(err));
+	if (r == 0)
+		r = configure(w, m->config, &fds, region_fds, err, sizeof(err));
+	if (r < 0)
+		goto out_config_error;
+
+	/* 5. The Config is taken apart: only the fds we keep stay. */
+	wire_worker_free(m);
+	r = close_unneeded_fds(w, a, &fds);
+	free(region_fds); /* those fds are mapped, and now closed */
+	if (r < 0) {
+		worker_send_error(w, -r, "closing inherited fds");
+		return -1;
+	}
+	return 0;
+
+out_config_error:
+	free(region_fds);
+	worker_send_error(w, -r, err);
+	wire_fds_close(&fds);
+	wire_worker_free(m);
+	return -1;
+}
+
+/* The event loop's own fds (epoll) exist before the sandbox, which would
+ * not let us create them. Returns: 0, or -1 (reported, undone). */
+static int loop_setup(struct worker *w)
+{
+	int r;
+
+	r = worker_loop_init(w);
+	if (r == 0)
+		r = worker_fds_init();
+	if (r == 0)
+		r = worker_heartbeat_start(w);
+	if (r < 0) {
+		worker_send_error(w, -r, "cannot set up the event loop");
+		worker_heartbeat_stop(w);
+		worker_loop_free(w);
+		return -1;
+	}
+	return 0;
+}
+
+/* Step 7: Ready, which says whether the sandbox is on. */
+static int send_ready(struct worker *w, bool sandboxed)
+{
+	Vnic__Worker__WorkerMessage rm;
+	Vnic__Worker__Ready ready;
+	int r;
+
+	vnic__worker__worker_message__init(&rm);
+	vnic__worker__ready__init(&ready);
+	ready.sandboxed = sandboxed;
+	rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
+	rm.ready = &ready;
+	r = -FAULT_ERRNO("worker.ready.send");
+	if (r == 0)
+		r = worker_send(w, &rm);
+	if (r < 0)
+		fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
+			strerror(-r));
+	return r;
+}
+
+/* After the loop: undo what configure set up. */
+static void worker_teardown(struct worker *w)
+{
+	log_set_handler(NULL, NULL);
+	w->net = net_dev_free(w->net);
+	if (w->stats)
+		munmap(w->stats, w->stats_len);
+	if (w->inflight)
+		munmap(w->inflight, w->inflight_len);
+	w->mt = memtable_free(w->mt);
+}
+
+int main(int argc, char **argv)
+{
+	struct worker *w = &W;
+	char err[256] = "";
 	struct worker_args args;
 	uid_t uid = 0;
 	gid_t gid = 0;
-	int *region_fds = NULL;
 	int r, code, sandboxed;
 
 	if (argc == 2 && strcmp(argv[1], "--version") == 0)
@@ -650,135 +797,25 @@ int main(int argc, char **argv)
 	fault_set_hooks(worker_fault_report, worker_fault_kill);
 #endif
 
-	/* 2. Config and exactly its fds (wire checks the count per type). */
-	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
-	if (r < 0) {
-		if (r != -EPIPE && r != -ECONNRESET)
-			worker_send_error(w, -r, werr.msg);
-		fprintf(stderr, "vnicd-worker %s: no Config: %s\n", w->nic_id, werr.msg);
+	/* 2-5. Config: memory, stats page, queues; then only their fds. */
+	if (take_config(w, &args, &uid, &gid) < 0)
 		return 1;
-	}
-	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG) {
-		worker_send_error(w, EPROTO, "expected Config first");
-		wire_fds_close(&fds);
-		wire_worker_free(m);
+	if (loop_setup(w) < 0)
 		return 1;
-	}
-
-	/* The user is looked up while /etc/passwd is still reachable (NSS
-	 * may open files and sockets, which step 5 closes again). */
-	if (args.sandbox) {
-		r = privdrop_resolve(args.user, &uid, &gid);
-		if (r < 0) {
-			snprintf(err, sizeof(err), "sandbox user %s: %s",
-				 args.user ? args.user : "(default)", strerror(-r));
-			goto out_config_error;
-		}
-	}
-
-	/* 3, 4. Map memory and the stats page, set up the queues. */
-	r = receive_region_fds(m->config, &fds, &region_fds, err, sizeof(err));
-	if (r == 0)
-		r = configure(w, m->config, &fds, region_fds, err, sizeof(err));
-	if (r < 0)
-		goto out_config_error;
-
-	/* 5. Keep the control socket, kick/call eventfds and the backend;
-	 * the memfds are mapped and the stats memfd too, so they go (with
-	 * anything else the process may hold). */
-	keep[nkeep++] = WORKER_CTRL_FD;
-	if (args.report_fd >= 0)
-		keep[nkeep++] = args.report_fd;
-	for (unsigned j = 0; j < w->nqueues; j++) {
-		keep[nkeep++] = w->q[j].kick_fd;
-		keep[nkeep++] = w->q[j].call_fd;
-	}
-	for (unsigned k = 0; k < w->npairs; k++)
-		keep[nkeep++] = w->p[k].backend_fd;
-	for (unsigned i = 0; i < fds.n; i++) {
-		bool kept = false;
-
-		for (unsigned k = 0; k < nkeep; k++)
-			kept |= fds.fd[i] == keep[k];
-		if (kept)
-			fds.fd[i] = -1; /* adopted */
-	}
-	wire_fds_close(&fds);
-	wire_worker_free(m);
-	m = NULL;
-	/* stdio as the supervisor left it, where open. */
-	for (int fd = 0; fd <= 2; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			keep[nkeep++] = fd;
-	r = privdrop_close_fds_except(keep, nkeep);
-	free(region_fds); /* those fds are mapped, and now closed */
-	region_fds = NULL;
-	if (r < 0) {
-		worker_send_error(w, -r, "closing inherited fds");
-		return 1;
-	}
-
-	/* The event loop's own fds (epoll) exist before the sandbox, which
-	 * would not let us create them. */
-	r = worker_loop_init(w);
-	if (r == 0)
-		r = worker_fds_init();
-	if (r == 0)
-		r = worker_heartbeat_start(w);
-	if (r < 0) {
-		worker_send_error(w, -r, "cannot set up the event loop");
-		worker_heartbeat_stop(w);
-		worker_loop_free(w);
-		return 1;
-	}
 
 	/* 6. Sandbox, before the first guest-controlled byte is read. */
 	sandboxed = enter_sandbox(w, &args, uid, gid, err, sizeof(err));
-	if (sandboxed < 0) {
+	if (sandboxed < 0)
 		worker_send_error(w, -sandboxed, err);
+	/* 7. Ready, then 8. the loop. */
+	if (sandboxed < 0 || send_ready(w, sandboxed == 1) < 0) {
 		worker_heartbeat_stop(w);
 		worker_loop_free(w);
 		return 1;
-	}
-
-	/* 7. Ready, then 8. the loop. */
-	{
-		Vnic__Worker__WorkerMessage rm;
-		Vnic__Worker__Ready ready;
-
-		vnic__worker__worker_message__init(&rm);
-		vnic__worker__ready__init(&ready);
-		ready.sandboxed = sandboxed == 1;
-		rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
-		rm.ready = &ready;
-		r = -FAULT_ERRNO("worker.ready.send");
-		if (r == 0)
-			r = worker_send(w, &rm);
-		if (r < 0) {
-			fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
-				strerror(-r));
-			worker_heartbeat_stop(w);
-			worker_loop_free(w);
-			return 1;
-		}
 	}
 	code = worker_loop_run(w);
 	worker_heartbeat_stop(w);
 	worker_loop_free(w);
-
-	log_set_handler(NULL, NULL);
-	w->net = net_dev_free(w->net);
-	if (w->stats)
-		munmap(w->stats, w->stats_len);
-	if (w->inflight)
-		munmap(w->inflight, w->inflight_len);
-	w->mt = memtable_free(w->mt);
+	worker_teardown(w);
 	return code;
-
-out_config_error:
-	free(region_fds);
-	worker_send_error(w, -r, err);
-	wire_fds_close(&fds);
-	wire_worker_free(m);
-	return 1;
 }
