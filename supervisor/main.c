@@ -338,7 +338,120 @@ static int sup_fault_init(struct sup *s)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* main's steps return this to go on, or the exit status. */
+#define SUP_GO_ON (-1)
+
+/* What the command line sets beyond struct sup. */
+struct sup_args {
+	enum log_level level;
+	bool foreground;
+	bool state_dir_set;
+	char state_dir[PATH_MAX]; /* s->state_dir may point here */
+	uint32_t range_first, range_count;
+	bool have_range;
+};
+
+static int opt_group(struct sup *s, const char *name)
+{
+	struct group *gr = getgrnam(name);
+
+	if (!gr) {
+		fprintf(stderr, "vnicd: --group %s: no such group\n", name);
+		return 2;
+	}
+	s->have_group = true;
+	s->group = gr->gr_gid;
+	s->group_name = name;
+	return SUP_GO_ON;
+}
+
+static int opt_user(struct sup *s, const char *name)
+{
+	/* Checked here so a typo fails at start, not at AddNic. */
+	struct passwd *pw = name[0] && strlen(name) <= 32 ? getpwnam(name) : NULL;
+
+	if (!pw) {
+		fprintf(stderr, "vnicd: --user %s: no such user\n", name);
+		return 2;
+	}
+	s->worker_user = name;
+	s->worker_user_uid = pw->pw_uid;
+	s->worker_user_gid = pw->pw_gid;
+	return SUP_GO_ON;
+}
+
+static int opt_restart_max(struct sup *s, const char *arg)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (!arg[0] || *end || v > SUP_RESTART_MAX_LIMIT) {
+		fprintf(stderr, "vnicd: --restart-max %s: use 0..%d\n", arg, SUP_RESTART_MAX_LIMIT);
+		return 2;
+	}
+	s->restart_max = (unsigned)v;
+	return SUP_GO_ON;
+}
+
+/* One option of getopt_long's. Returns: SUP_GO_ON or the exit status. */
+static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
+{
+	char err[320];
+
+	switch (opt) {
+	case 's': s->socket_path = arg; break;
+	case 'f': a->foreground = true; break;
+	case 'g': return opt_group(s, arg);
+	case 'l':
+		if (log_level_parse(arg, &a->level) < 0) {
+			fprintf(stderr, "vnicd: --log-level %s: use error, warn, info or debug\n",
+				arg);
+			return 2;
+		}
+		s->level_from_cmdline = true;
+		break;
+	case 'U':
+		if (uidrange_parse(arg, &a->range_first, &a->range_count, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vnicd: %s\n", err);
+			return 2;
+		}
+		a->have_range = true;
+		break;
+	case 'C':
+		s->conf_path = arg;
+		s->conf_explicit = true;
+		break;
+	case 'w': s->worker_path = arg; break;
+	case 'u': return opt_user(s, arg);
+	case 'S':
+		if (!strcmp(arg, "on")) {
+			s->sandbox_off = false;
+		} else if (!strcmp(arg, "off")) {
+			s->sandbox_off = true;
+		} else {
+			fprintf(stderr, "vnicd: --sandbox %s: use on or off\n", arg);
+			return 2;
+		}
+		break;
+	case 'I':
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			fprintf(stderr, "vnicd: --inflight %s: use on or off\n", arg);
+			return 2;
+		}
+		s->inflight_off = !strcmp(arg, "off");
+		break;
+	case 'R': return opt_restart_max(s, arg);
+	case 'D': a->state_dir_set = true; s->state_dir = arg[0] ? arg : NULL; break;
+	case 'P': vu_print_capabilities(); return 0;
+	case 'h': usage(stdout); return 0;
+	case 'V': return vnic_print_version("vnicd");
+	default: usage(stderr); return 2;
+	}
+	return SUP_GO_ON;
+}
+
+/* The command line into s and a. Returns: SUP_GO_ON or the exit status. */
+static int parse_args(int argc, char **argv, struct sup *s, struct sup_args *a)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -358,16 +471,165 @@ int main(int argc, char **argv)
 		{ "uid-range", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sup s;
-	struct event_config *cfg;
-	enum log_level level = LOG_LEVEL_INFO;
-	bool foreground = false, state_dir_set = false;
-	char state_dir[PATH_MAX];
-	struct vmm_conn *c;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "s:fg:l:w:h", opts, NULL)) != -1) {
+		rc = parse_option(s, a, opt, optarg);
+		if (rc != SUP_GO_ON)
+			return rc;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!a->state_dir_set) {
+		/* Beside the control socket: /run/vnicd/endpoints by default. */
+		const char *slash = strrchr(s->socket_path, '/');
+		int dl = slash ? (int)(slash - s->socket_path) : 1;
+
+		snprintf(a->state_dir, sizeof(a->state_dir), "%.*s/endpoints", dl,
+			 slash ? s->socket_path : ".");
+		s->state_dir = a->state_dir;
+	}
+	return SUP_GO_ON;
+}
+
+/* Logging, the configuration file, fault injection, the checks that
+ * refuse to start, the uid range, process-wide settings.
+ * Returns: SUP_GO_ON or the exit status. */
+static int daemon_setup(struct sup *s, const struct sup_args *a)
+{
 	char err[320];
-	int opt, nlisten;
-	uint32_t range_first = UIDRANGE_DEFAULT_FIRST, range_count = UIDRANGE_DEFAULT_COUNT;
-	bool have_range = false;
+
+	/* stderr until vnicd detaches: every error before that is seen;
+	 * under systemd (stderr is the journal) the journal from the start. */
+	log_init("vnicd", a->level, false);
+	sdnotify_journal_setup("vnicd");
+	s->start_level = a->level;
+	if (!s->conf_path)
+		s->conf_path = DAEMON_CONF_DEFAULT;
+	if (sup_conf_apply(s, true) < 0)
+		return 2;
+	if (sup_fault_init(s) < 0)
+		return 2;
+	if (daemon_check_worker(s->worker_path, err, sizeof(err)) < 0 ||
+	    daemon_check_privileges(s->sandbox_off, err, sizeof(err)) < 0) {
+		log_error("not starting: %s", err);
+		return 1;
+	}
+	if (a->have_range && (s->worker_user || s->sandbox_off)) {
+		fprintf(stderr, "vnicd: --uid-range goes with neither --user nor --sandbox=off\n");
+		return 2;
+	}
+	s->uid_per_nic = !s->worker_user && !s->sandbox_off;
+	if (s->uid_per_nic &&
+	    uidrange_init(&s->uids, a->range_first, a->range_count, err, sizeof(err)) < 0) {
+		log_error("not starting: %s", err);
+		return 1;
+	}
+	if (!daemon_has_net_admin())
+		log_warn("no CAP_NET_ADMIN: tap backends will fail (socket backends work)");
+	if (s->sandbox_off)
+		log_warn("*** --sandbox=off: workers run WITHOUT their sandbox (no seccomp filter, "
+			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
+			 "process. For debugging only. ***");
+	signal(SIGPIPE, SIG_IGN);
+	/* RLIMIT_NOFILE to its hard limit; every bound from it (limits.c). */
+	sup_limits_init(s);
+	return SUP_GO_ON;
+}
+
+/* The control socket, systemd's or our own, then off into the
+ * background unless --foreground. Returns: 0, or -1 (logged). */
+static int open_listener(struct sup *s, int nlisten, bool foreground)
+{
+	if (nlisten ? adopt_listen_fd(s, nlisten) < 0 : listen_socket(s) < 0)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (!foreground) {
+		daemonize();
+		log_init("vnicd", log_get_level(), true);
+	}
+	return 0;
+}
+
+/* The libevent base and vnicd's own events: the listener, the signals,
+ * the watchdog. Fails only fatally. */
+static void events_setup(struct sup *s)
+{
+	struct event_config *cfg;
+	char user[320];
+
+	cfg = event_config_new();
+	if (!cfg)
+		fatalx("event_config_new failed");
+	/* Single thread: no locking in libevent. */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	s->nic_gone = sup_maybe_exit;
+	s->base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	if (!s->base)
+		fatalx("event_base_new failed");
+	s->ev_listen = event_new(s->base, s->listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, s);
+	s->ev_sigterm = evsignal_new(s->base, SIGTERM, signal_cb, s);
+	s->ev_sigint = evsignal_new(s->base, SIGINT, signal_cb, s);
+	s->ev_sighup = evsignal_new(s->base, SIGHUP, sighup_cb, s);
+	if (!s->ev_listen || !s->ev_sigterm || !s->ev_sigint || !s->ev_sighup ||
+	    sup_watchdog_start(s) < 0)
+		fatalx("event_new failed");
+	event_add(s->ev_sighup, NULL);
+	event_add(s->ev_listen, NULL);
+	event_add(s->ev_sigterm, NULL);
+	event_add(s->ev_sigint, NULL);
+	if (s->uid_per_nic)
+		snprintf(user, sizeof(user), "a uid per NIC from %u-%u", s->uids.first,
+			 s->uids.first + s->uids.count - 1);
+	else
+		snprintf(user, sizeof(user), "%s",
+			 s->worker_user ? s->worker_user : "(none: sandbox off)");
+	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s, "
+		 "inflight %s)", s->socket_path, s->worker_path, user, s->sandbox_off ? "OFF" : "on",
+		 s->restart_max, SUP_RESTART_WINDOW_MS / 1000, s->inflight_off ? "off" : "on");
+}
+
+/* After the loop: connections, NICs, endpoints, the socket, the events. */
+static void sup_cleanup(struct sup *s)
+{
+	struct vmm_conn *c;
+
+	while ((c = TAILQ_FIRST(&s->conns)))
+		vmm_conn_free(c);
+	nic_free_all(s);
+	vu_free_all(s);
+	if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		if (!s->socket_activated)
+			unlink(s->socket_path);
+	}
+	if (s->ev_shutdown)
+		event_free(s->ev_shutdown);
+	sdnotify_free(s);
+	if (s->ev_accept_retry)
+		event_free(s->ev_accept_retry);
+	if (s->ev_watchdog)
+		event_free(s->ev_watchdog);
+	event_free(s->ev_listen);
+	event_free(s->ev_sigterm);
+	event_free(s->ev_sigint);
+	event_free(s->ev_sighup);
+	event_base_free(s->base);
+	uidrange_fini(&s->uids);
+}
+
+int main(int argc, char **argv)
+{
+	struct sup s;
+	struct sup_args a = { .level = LOG_LEVEL_INFO,
+			      .range_first = UIDRANGE_DEFAULT_FIRST,
+			      .range_count = UIDRANGE_DEFAULT_COUNT };
+	int nlisten, rc;
 
 	/* Inherited fds: only stdio and systemd's sockets (LISTEN_FDS) stay. */
 	nlisten = daemon_listen_fds();
@@ -384,208 +646,22 @@ int main(int argc, char **argv)
 		s.worker_path = VNICD_WORKER_PATH;
 	TAILQ_INIT(&s.conns);
 	TAILQ_INIT(&s.nics);
-	log_init("vnicd", level, false);
+	log_init("vnicd", a.level, false);
 
-	while ((opt = getopt_long(argc, argv, "s:fg:l:w:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's': s.socket_path = optarg; break;
-		case 'f': foreground = true; break;
-		case 'g': {
-			struct group *gr = getgrnam(optarg);
-
-			if (!gr) {
-				fprintf(stderr, "vnicd: --group %s: no such group\n", optarg);
-				return 2;
-			}
-			s.have_group = true;
-			s.group = gr->gr_gid;
-			s.group_name = optarg;
-			break;
-		}
-		case 'l':
-			if (log_level_parse(optarg, &level) < 0) {
-				fprintf(stderr, "vnicd: --log-level %s: use error, warn, info or debug\n",
-					optarg);
-				return 2;
-			}
-			s.level_from_cmdline = true;
-			break;
-		case 'U':
-			if (uidrange_parse(optarg, &range_first, &range_count, err, sizeof(err)) < 0) {
-				fprintf(stderr, "vnicd: %s\n", err);
-				return 2;
-			}
-			have_range = true;
-			break;
-		case 'C':
-			s.conf_path = optarg;
-			s.conf_explicit = true;
-			break;
-		case 'w': s.worker_path = optarg; break;
-		case 'u': {
-			/* Checked here so a typo fails at start, not at AddNic. */
-			struct passwd *pw = optarg[0] && strlen(optarg) <= 32 ? getpwnam(optarg) : NULL;
-
-			if (!pw) {
-				fprintf(stderr, "vnicd: --user %s: no such user\n", optarg);
-				return 2;
-			}
-			s.worker_user = optarg;
-			s.worker_user_uid = pw->pw_uid;
-			s.worker_user_gid = pw->pw_gid;
-			break;
-		}
-		case 'S':
-			if (!strcmp(optarg, "on")) {
-				s.sandbox_off = false;
-			} else if (!strcmp(optarg, "off")) {
-				s.sandbox_off = true;
-			} else {
-				fprintf(stderr, "vnicd: --sandbox %s: use on or off\n", optarg);
-				return 2;
-			}
-			break;
-		case 'I':
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "vnicd: --inflight %s: use on or off\n", optarg);
-				return 2;
-			}
-			s.inflight_off = !strcmp(optarg, "off");
-			break;
-		case 'R': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (!optarg[0] || *end || v > SUP_RESTART_MAX_LIMIT) {
-				fprintf(stderr, "vnicd: --restart-max %s: use 0..%d\n", optarg,
-					SUP_RESTART_MAX_LIMIT);
-				return 2;
-			}
-			s.restart_max = (unsigned)v;
-			break;
-		}
-		case 'D': state_dir_set = true; s.state_dir = optarg[0] ? optarg : NULL; break;
-		case 'P': vu_print_capabilities(); return 0;
-		case 'h': usage(stdout); return 0;
-		case 'V': return vnic_print_version("vnicd");
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	if (!state_dir_set) {
-		/* Beside the control socket: /run/vnicd/endpoints by default. */
-		const char *slash = strrchr(s.socket_path, '/');
-		int dl = slash ? (int)(slash - s.socket_path) : 1;
-
-		snprintf(state_dir, sizeof(state_dir), "%.*s/endpoints", dl,
-			 slash ? s.socket_path : ".");
-		s.state_dir = state_dir;
-	}
-	/* stderr until vnicd detaches: every error before that is seen;
-	 * under systemd (stderr is the journal) the journal from the start. */
-	log_init("vnicd", level, false);
-	sdnotify_journal_setup("vnicd");
-	s.start_level = level;
-	if (!s.conf_path)
-		s.conf_path = DAEMON_CONF_DEFAULT;
-	if (sup_conf_apply(&s, true) < 0)
-		return 2;
-	if (sup_fault_init(&s) < 0)
-		return 2;
-	if (daemon_check_worker(s.worker_path, err, sizeof(err)) < 0 ||
-	    daemon_check_privileges(s.sandbox_off, err, sizeof(err)) < 0) {
-		log_error("not starting: %s", err);
+	rc = parse_args(argc, argv, &s, &a);
+	if (rc == SUP_GO_ON)
+		rc = daemon_setup(&s, &a);
+	if (rc != SUP_GO_ON)
+		return rc;
+	if (open_listener(&s, nlisten, a.foreground) < 0)
 		return 1;
-	}
-	if (have_range && (s.worker_user || s.sandbox_off)) {
-		fprintf(stderr, "vnicd: --uid-range goes with neither --user nor --sandbox=off\n");
-		return 2;
-	}
-	s.uid_per_nic = !s.worker_user && !s.sandbox_off;
-	if (s.uid_per_nic &&
-	    uidrange_init(&s.uids, range_first, range_count, err, sizeof(err)) < 0) {
-		log_error("not starting: %s", err);
-		return 1;
-	}
-	if (!daemon_has_net_admin())
-		log_warn("no CAP_NET_ADMIN: tap backends will fail (socket backends work)");
-	if (s.sandbox_off)
-		log_warn("*** --sandbox=off: workers run WITHOUT their sandbox (no seccomp filter, "
-			 "no uid drop, no empty root). A guest that exploits a worker gets a root "
-			 "process. For debugging only. ***");
-	signal(SIGPIPE, SIG_IGN);
-	/* RLIMIT_NOFILE to its hard limit; every bound from it (limits.c). */
-	sup_limits_init(&s);
-
-	if (nlisten ? adopt_listen_fd(&s, nlisten) < 0 : listen_socket(&s) < 0)
-		return 1;
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (!foreground) {
-		daemonize();
-		log_init("vnicd", log_get_level(), true);
-	}
-
-	cfg = event_config_new();
-	if (!cfg)
-		fatalx("event_config_new failed");
-	/* Single thread: no locking in libevent. */
-	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-	s.nic_gone = sup_maybe_exit;
-	s.base = event_base_new_with_config(cfg);
-	event_config_free(cfg);
-	if (!s.base)
-		fatalx("event_base_new failed");
-	s.ev_listen = event_new(s.base, s.listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, &s);
-	s.ev_sigterm = evsignal_new(s.base, SIGTERM, signal_cb, &s);
-	s.ev_sigint = evsignal_new(s.base, SIGINT, signal_cb, &s);
-	s.ev_sighup = evsignal_new(s.base, SIGHUP, sighup_cb, &s);
-	if (!s.ev_listen || !s.ev_sigterm || !s.ev_sigint || !s.ev_sighup ||
-	    sup_watchdog_start(&s) < 0)
-		fatalx("event_new failed");
-	event_add(s.ev_sighup, NULL);
-	event_add(s.ev_listen, NULL);
-	event_add(s.ev_sigterm, NULL);
-	event_add(s.ev_sigint, NULL);
-	if (s.uid_per_nic)
-		snprintf(err, sizeof(err), "a uid per NIC from %u-%u", s.uids.first,
-			 s.uids.first + s.uids.count - 1);
-	else
-		snprintf(err, sizeof(err), "%s", s.worker_user ? s.worker_user : "(none: sandbox off)");
-	log_info("listening on %s (worker %s, user %s, sandbox %s, restart-max %u in %d s, "
-		 "inflight %s)", s.socket_path, s.worker_path, err, s.sandbox_off ? "OFF" : "on",
-		 s.restart_max, SUP_RESTART_WINDOW_MS / 1000, s.inflight_off ? "off" : "on");
+	events_setup(&s);
 
 	vu_init(&s);
 	sdnotify_ready(&s);
 	event_base_dispatch(s.base);
 
-	while ((c = TAILQ_FIRST(&s.conns)))
-		vmm_conn_free(c);
-	nic_free_all(&s);
-	vu_free_all(&s);
-	if (s.listen_fd >= 0) {
-		close(s.listen_fd);
-		if (!s.socket_activated)
-			unlink(s.socket_path);
-	}
-	if (s.ev_shutdown)
-		event_free(s.ev_shutdown);
-	sdnotify_free(&s);
-	if (s.ev_accept_retry)
-		event_free(s.ev_accept_retry);
-	if (s.ev_watchdog)
-		event_free(s.ev_watchdog);
-	event_free(s.ev_listen);
-	event_free(s.ev_sigterm);
-	event_free(s.ev_sigint);
-	event_free(s.ev_sighup);
-	event_base_free(s.base);
-	uidrange_fini(&s.uids);
+	sup_cleanup(&s);
 	log_info("exit");
 	return 0;
 }

@@ -529,18 +529,15 @@ static int nic_launch(struct nic *n)
 	return 0;
 }
 
-int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
-	      const struct nic_spec *spec, struct wire_fds *fds,
-	      const struct wire_fd_layout *lay, char *err, size_t errlen)
+/* A NIC in STARTING as spec describes it, holding no fd yet.
+ * Returns: the NIC, or NULL when out of memory. */
+static struct nic *nic_new(struct sup *s, const struct nic_owner_ops *ops, void *owner,
+			   const struct nic_spec *spec)
 {
-	struct nic *n;
-	int rc;
+	struct nic *n = calloc(1, sizeof(*n));
 
-	n = calloc(1, sizeof(*n));
-	if (!n) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!n)
+		return NULL;
 	n->sup = s;
 	n->ops = ops;
 	n->owner = owner;
@@ -565,41 +562,49 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	snprintf(n->netns, sizeof(n->netns), "%s", spec->netns);
 	n->regions = calloc(spec->nregions, sizeof(*n->regions));
 	n->ev_timer = evtimer_new(s->base, nic_timer_cb, n);
-	if (!n->regions || !n->ev_timer) {
-		snprintf(err, errlen, "out of memory");
-		rc = -ENOMEM;
-		goto out_free;
-	}
+	if (!n->regions || !n->ev_timer)
+		return nic_free(n);
+	return n;
+}
 
-	/* Things that can fail and need no VMM fd come first, so a failure
-	 * leaves the frame's fds with the caller. */
+/* Things that can fail and need no VMM fd come first, so a failure
+ * leaves the frame's fds with the caller: the stats page, the inflight
+ * region, the tap, the workers' uid and gid. */
+static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, size_t errlen)
+{
+	int rc;
+
 	rc = stats_create(n, err, errlen);
 	if (rc)
-		goto out_free;
-	if (!s->inflight_off) {
+		return rc;
+	if (!n->sup->inflight_off) {
 		/* Sizes only (no fds yet): validate_nic_spec guaranteed each
 		 * queue index once and in range. */
 		for (unsigned j = 0; j < spec->nqueues; j++)
 			nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
 		rc = inflight_create(n, err, errlen);
 		if (rc)
-			goto out_free;
+			return rc;
 	}
 	if (spec->backend == NIC_BACKEND_TAP) {
 		rc = tap_open(spec->tap_name, spec->netns, spec->features, &n->backend_fd,
 			      n->ifname, err, errlen);
 		if (rc)
-			goto out_free;
+			return rc;
 	} else if (spec->backend == NIC_BACKEND_TAP_FD) {
 		rc = tap_configure(spec->backend_fd, spec->features, err, errlen);
 		if (rc)
-			goto out_free;
+			return rc;
 	}
+	return nic_worker_ids(n, err, errlen);
+}
 
-	rc = nic_worker_ids(n, err, errlen);
-	if (rc)
-		goto out_free;
-	/* Adopt: from here on the NIC owns the frame's fds. */
+/* Adopt: from here on the NIC owns the VMM's fds (guest memory, kick and
+ * call, the backend), and the frame they came in (fds, when there is
+ * one) no longer holds them. */
+static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wire_fds *fds,
+			  const struct wire_fd_layout *lay)
+{
 	n->nregions = spec->nregions;
 	for (unsigned i = 0; i < spec->nregions; i++) {
 		n->regions[i] = spec->regions[i];
@@ -628,6 +633,26 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 		if (fds)
 			fds->fd[lay->backend] = -1;
 	}
+}
+
+int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
+	      const struct nic_spec *spec, struct wire_fds *fds,
+	      const struct wire_fd_layout *lay, char *err, size_t errlen)
+{
+	struct nic *n;
+	int rc;
+
+	n = nic_new(s, ops, owner, spec);
+	if (!n) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = nic_prepare(n, spec, err, errlen);
+	if (rc) {
+		nic_free(n);
+		return rc;
+	}
+	nic_adopt_fds(n, spec, fds, lay);
 	n->add_pending = true;
 	n->add_req = request_id;
 	TAILQ_INSERT_TAIL(&s->nics, n, link);
@@ -641,19 +666,13 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	/* From here on the NIC is in the table: a failure is answered with
 	 * an AddNic error reply (at once, or from the exit callback once the
 	 * worker is reaped) and nic_start itself returns 0. */
-	if (nic_launch(n) < 0)
-		goto out_async;
+	if (nic_launch(n) < 0) {
+		log_warn("nic %s: start failed: %s", n->id, n->last_error);
+		nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
+		nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
+		nic_remove(n, "start failed");
+	}
 	return 0;
-
-out_async:
-	log_warn("nic %s: start failed: %s", n->id, n->last_error);
-	nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
-	nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);
-	nic_remove(n, "start failed");
-	return 0;
-out_free:
-	nic_free(n);
-	return rc;
 }
 
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)

@@ -184,20 +184,16 @@ static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, i
 	return 0;
 }
 
-/* Steps 2-4: take the Config apart. On failure err says why. */
-static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
-		     const int *region_fds, char *err, size_t errlen)
+/* Step 2, checked: the Config's fd layout, queues and backend kind, before
+ * anything is mapped. Sets *lay and np->backend. */
+static int config_check(const Vnic__Worker__Config *c, const struct wire_fds *fds,
+			struct wire_fd_layout *lay, struct net_params *np, char *err,
+			size_t errlen)
 {
-	struct memtable_region_desc *rd = NULL;
-	struct wire_fd_layout lay;
-	struct net_params np = { 0 };
-	struct net_policy_params policy;
-	int backend_fds[NET_MAX_PAIRS];
-	void *p;
 	int r;
 
-	r = wire_config_layout(c, &lay);
-	if (r < 0 || lay.total != fds->n || lay.backend < 0 || lay.stats < 0) {
+	r = wire_config_layout(c, lay);
+	if (r < 0 || lay->total != fds->n || lay->backend < 0 || lay->stats < 0) {
 		snprintf(err, errlen, "Config fd layout does not match its %u fds", fds->n);
 		return -EPROTO;
 	}
@@ -221,7 +217,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	}
 	switch (c->backend) {
 	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP:
-		np.backend = NET_BACKEND_TAP;
+		np->backend = NET_BACKEND_TAP;
 		/* VIRTIO_F_VERSION_1: the 12-byte header on both sides. */
 		if (c->vnet_hdr_len != NET_HDR_LEN) {
 			snprintf(err, errlen, "tap vnet header length %u, need %u", c->vnet_hdr_len,
@@ -230,20 +226,22 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		}
 		break;
 	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET:
-		np.backend = NET_BACKEND_SOCKET; /* frames without a header */
+		np->backend = NET_BACKEND_SOCKET; /* frames without a header */
 		break;
 	default:
 		snprintf(err, errlen, "unknown backend kind %d", (int)c->backend);
 		return -EINVAL;
 	}
-	if (c->policy) {
-		worker_policy_params(c->policy, &policy);
-		np.policy = &policy;
-		np.budget_pkts = c->policy->budget_packets;
-		np.budget_bytes = c->policy->budget_bytes;
-	}
+	return 0;
+}
 
-	/* Step 3: guest memory. */
+/* Step 3: guest memory, one region a memfd. */
+static int map_memory(struct worker *w, const Vnic__Worker__Config *c, const int *region_fds,
+		      char *err, size_t errlen)
+{
+	struct memtable_region_desc *rd;
+	int r;
+
 	rd = calloc(c->n_regions ? c->n_regions : 1, sizeof(*rd));
 	if (!rd) {
 		snprintf(err, errlen, "out of memory");
@@ -261,16 +259,23 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 				       c->memory_unsealed_ok ? MEMTABLE_UNSEALED_OK : 0, &w->mt, err,
 				       errlen);
 	free(rd);
-	if (r < 0)
-		return r;
+	return r;
+}
 
-	/* The stats page, created and initialised by the supervisor. */
+/* Step 3, second part: the stats page, created and initialised by the
+ * supervisor. */
+static int map_stats(struct worker *w, const Vnic__Worker__Config *c, int fd, char *err,
+		     size_t errlen)
+{
+	void *p;
+	int r;
+
 	if (c->stats_size < stats_page_size((unsigned)c->n_queues)) {
 		snprintf(err, errlen, "stats page of %u bytes, need %zu", c->stats_size,
 			 stats_page_size((unsigned)c->n_queues));
 		return -EINVAL;
 	}
-	p = mmap(NULL, c->stats_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds->fd[lay.stats], 0);
+	p = mmap(NULL, c->stats_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		r = -errno;
 		snprintf(err, errlen, "stats page: mmap: %s", strerror(errno));
@@ -282,12 +287,21 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		snprintf(err, errlen, "stats page: bad header (magic, version or queue count)");
 		return -EINVAL;
 	}
+	return 0;
+}
 
-	/* Step 4: the engine and its queues. */
+/* Step 4, first part: the engine on the backend fd(s); np carries what
+ * config_check and the policy filled in. */
+static int open_backend(struct worker *w, const Vnic__Worker__Config *c, int backend_fd,
+			struct net_params *np, char *err, size_t errlen)
+{
+	int backend_fds[NET_MAX_PAIRS];
+	int r;
+
 	w->nqueues = (unsigned)c->n_queues;
 	w->npairs = w->nqueues / 2;
 	for (unsigned k = 0; k < w->npairs; k++) {
-		w->p[k].backend_fd = fds->fd[lay.backend];
+		w->p[k].backend_fd = backend_fd;
 		backend_fds[k] = w->p[k].backend_fd;
 		r = set_nonblock(backend_fds[k]);
 		if (r < 0) {
@@ -295,15 +309,46 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 			return r;
 		}
 	}
-	np.features = c->features;
-	np.npairs = w->npairs;
-	np.backend_fds = backend_fds;
-	np.stats = w->stats;
-	np.ops = &worker_net_ops;
-	np.opaque = w;
-	r = net_dev_new(&np, &w->net, err, errlen);
-	if (r < 0)
-		return r;
+	np->features = c->features;
+	np->npairs = w->npairs;
+	np->backend_fds = backend_fds;
+	np->stats = w->stats;
+	np->ops = &worker_net_ops;
+	np->opaque = w;
+	return net_dev_new(np, &w->net, err, errlen);
+}
+
+/* Where queue j starts: where the previous worker (or the VMM) left off. */
+static void resume_queue(struct worker *w, const Vnic__Worker__Config *c, unsigned j)
+{
+	const Vnic__Vmm__Queue *q = c->queues[j];
+
+	if (q->avail_idx)
+		vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
+	if (c->base_from_used_idx && c->restarts == 0) {
+		/* vhost-user: a front end that lost track (DPDK
+		 * virtio-user reconnecting to a restarted vnicd asks us
+		 * and we cannot know) resumes where the used ring says;
+		 * chains in flight then may be sent again (TX) or lost
+		 * (RX), as with DPDK's own back end. */
+		uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
+
+		if (u != (uint16_t)q->avail_idx) {
+			log_warn("queue %u: base %u but used->idx %u: resuming at %u", j,
+				 q->avail_idx, u, u);
+			vring_set_base(net_queue_vring(w->net, j), u);
+		}
+	}
+}
+
+/* Step 4, second part: every queue on the mapped memory, with its kick
+ * and call eventfds. */
+static int adopt_queues(struct worker *w, const Vnic__Worker__Config *c,
+			const struct wire_fds *fds, const struct wire_fd_layout *lay, char *err,
+			size_t errlen)
+{
+	int r;
+
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		const Vnic__Vmm__Queue *q = c->queues[j];
 		struct worker_queue *wq = &w->q[j];
@@ -312,33 +357,47 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 				    q->used_gpa, err, errlen);
 		if (r < 0)
 			return r;
-		/* Resume where the previous worker (or the VMM) left off. */
-		if (q->avail_idx)
-			vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
-		if (c->base_from_used_idx && c->restarts == 0) {
-			/* vhost-user: a front end that lost track (DPDK
-			 * virtio-user reconnecting to a restarted vnicd asks us
-			 * and we cannot know) resumes where the used ring says;
-			 * chains in flight then may be sent again (TX) or lost
-			 * (RX), as with DPDK's own back end. */
-			uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
-
-			if (u != (uint16_t)q->avail_idx) {
-				log_warn("queue %u: base %u but used->idx %u: resuming at %u", j,
-					 q->avail_idx, u, u);
-				vring_set_base(net_queue_vring(w->net, j), u);
-			}
-		}
+		resume_queue(w, c, j);
 		wq->w = w;
 		wq->idx = j;
-		wq->kick_fd = fds->fd[wire_fd_kick(&lay, j)];
-		wq->call_fd = fds->fd[wire_fd_call(&lay, j)];
+		wq->kick_fd = fds->fd[wire_fd_kick(lay, j)];
+		wq->call_fd = fds->fd[wire_fd_call(lay, j)];
 		r = set_nonblock(wq->kick_fd);
 		if (r < 0) {
 			snprintf(err, errlen, "kick fd of queue %u: %s", j, strerror(-r));
 			return r;
 		}
 	}
+	return 0;
+}
+
+/* Steps 2-4: take the Config apart. On failure err says why. */
+static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
+		     const int *region_fds, char *err, size_t errlen)
+{
+	struct wire_fd_layout lay;
+	struct net_params np = { 0 };
+	struct net_policy_params policy;
+	int r;
+
+	r = config_check(c, fds, &lay, &np, err, errlen);
+	if (r < 0)
+		return r;
+	if (c->policy) {
+		worker_policy_params(c->policy, &policy);
+		np.policy = &policy;
+		np.budget_pkts = c->policy->budget_packets;
+		np.budget_bytes = c->policy->budget_bytes;
+	}
+	r = map_memory(w, c, region_fds, err, errlen);
+	if (r == 0)
+		r = map_stats(w, c, fds->fd[lay.stats], err, errlen);
+	if (r == 0)
+		r = open_backend(w, c, fds->fd[lay.backend], &np, err, errlen);
+	if (r == 0)
+		r = adopt_queues(w, c, fds, &lay, err, errlen);
+	if (r < 0)
+		return r;
 	w->restarts = c->restarts;
 	if (lay.inflight >= 0)
 		return configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
@@ -554,19 +613,166 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 	return 1;
 }
 
-int main(int argc, char **argv)
+/* Step 5: keep the control socket, kick/call eventfds and the backend;
+ * the memfds are mapped and the stats memfd too, so they go (with
+ * anything else the process may hold). Closes fds, the Config's. */
+static int close_unneeded_fds(struct worker *w, const struct worker_args *a,
+			      struct wire_fds *fds)
 {
-	struct worker *w = &W;
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3];
+	unsigned nkeep = 0;
+
+	keep[nkeep++] = WORKER_CTRL_FD;
+	if (a->report_fd >= 0)
+		keep[nkeep++] = a->report_fd;
+	for (unsigned j = 0; j < w->nqueues; j++) {
+		keep[nkeep++] = w->q[j].kick_fd;
+		keep[nkeep++] = w->q[j].call_fd;
+	}
+	for (unsigned k = 0; k < w->npairs; k++)
+		keep[nkeep++] = w->p[k].backend_fd;
+	for (unsigned i = 0; i < fds->n; i++) {
+		bool kept = false;
+
+		for (unsigned k = 0; k < nkeep; k++)
+			kept |= fds->fd[i] == keep[k];
+		if (kept)
+			fds->fd[i] = -1; /* adopted */
+	}
+	wire_fds_close(fds);
+	/* stdio as the supervisor left it, where open. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			keep[nkeep++] = fd;
+	return privdrop_close_fds_except(keep, nkeep);
+}
+
+/*
+ * Steps 2-5: receive Config and its fds, resolve the sandbox user (*uid,
+ * *gid), map memory and the stats page, set up the queues, close what is
+ * not kept. Every failure is reported to the supervisor (or on stderr).
+ * Returns: 0, or -1 when the worker must exit 1.
+ */
+static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid, gid_t *gid)
+{
 	Vnic__Worker__WorkerMessage *m = NULL;
 	struct wire_fds fds = { .n = 0 };
 	struct wire_err werr;
 	char err[256] = "";
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3];
-	unsigned nkeep = 0;
+	int *region_fds = NULL;
+	int r;
+
+	/* 2. Config and exactly its fds (wire checks the count per type). */
+	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
+	if (r < 0) {
+		if (r != -EPIPE && r != -ECONNRESET)
+			worker_send_error(w, -r, werr.msg);
+		fprintf(stderr, "vnicd-worker %s: no Config: %s\n", w->nic_id, werr.msg);
+		return -1;
+	}
+	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG) {
+		worker_send_error(w, EPROTO, "expected Config first");
+		wire_fds_close(&fds);
+		wire_worker_free(m);
+		return -1;
+	}
+
+	/* The user is looked up while /etc/passwd is still reachable (NSS
+	 * may open files and sockets, which step 5 closes again). */
+	if (a->sandbox) {
+		r = privdrop_resolve(a->user, uid, gid);
+		if (r < 0) {
+			snprintf(err, sizeof(err), "sandbox user %s: %s",
+				 a->user ? a->user : "(default)", strerror(-r));
+			goto out_config_error;
+		}
+	}
+
+	/* 3, 4. Map memory and the stats page, set up the queues. */
+	r = receive_region_fds(m->config, &fds, &region_fds, err, sizeof(err));
+	if (r == 0)
+		r = configure(w, m->config, &fds, region_fds, err, sizeof(err));
+	if (r < 0)
+		goto out_config_error;
+
+	/* 5. The Config is taken apart: only the fds we keep stay. */
+	wire_worker_free(m);
+	r = close_unneeded_fds(w, a, &fds);
+	free(region_fds); /* those fds are mapped, and now closed */
+	if (r < 0) {
+		worker_send_error(w, -r, "closing inherited fds");
+		return -1;
+	}
+	return 0;
+
+out_config_error:
+	free(region_fds);
+	worker_send_error(w, -r, err);
+	wire_fds_close(&fds);
+	wire_worker_free(m);
+	return -1;
+}
+
+/* The event loop's own fds (epoll) exist before the sandbox, which would
+ * not let us create them. Returns: 0, or -1 (reported, undone). */
+static int loop_setup(struct worker *w)
+{
+	int r;
+
+	r = worker_loop_init(w);
+	if (r == 0)
+		r = worker_fds_init();
+	if (r == 0)
+		r = worker_heartbeat_start(w);
+	if (r < 0) {
+		worker_send_error(w, -r, "cannot set up the event loop");
+		worker_heartbeat_stop(w);
+		worker_loop_free(w);
+		return -1;
+	}
+	return 0;
+}
+
+/* Step 7: Ready, which says whether the sandbox is on. */
+static int send_ready(struct worker *w, bool sandboxed)
+{
+	Vnic__Worker__WorkerMessage rm;
+	Vnic__Worker__Ready ready;
+	int r;
+
+	vnic__worker__worker_message__init(&rm);
+	vnic__worker__ready__init(&ready);
+	ready.sandboxed = sandboxed;
+	rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
+	rm.ready = &ready;
+	r = -FAULT_ERRNO("worker.ready.send");
+	if (r == 0)
+		r = worker_send(w, &rm);
+	if (r < 0)
+		fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
+			strerror(-r));
+	return r;
+}
+
+/* After the loop: undo what configure set up. */
+static void worker_teardown(struct worker *w)
+{
+	log_set_handler(NULL, NULL);
+	w->net = net_dev_free(w->net);
+	if (w->stats)
+		munmap(w->stats, w->stats_len);
+	if (w->inflight)
+		munmap(w->inflight, w->inflight_len);
+	w->mt = memtable_free(w->mt);
+}
+
+int main(int argc, char **argv)
+{
+	struct worker *w = &W;
+	char err[256] = "";
 	struct worker_args args;
 	uid_t uid = 0;
 	gid_t gid = 0;
-	int *region_fds = NULL;
 	int r, code, sandboxed;
 
 	if (argc == 2 && strcmp(argv[1], "--version") == 0)
@@ -591,135 +797,25 @@ int main(int argc, char **argv)
 	fault_set_hooks(worker_fault_report, worker_fault_kill);
 #endif
 
-	/* 2. Config and exactly its fds (wire checks the count per type). */
-	r = wire_worker_recv(WORKER_CTRL_FD, WIRE_PEER_SUPERVISOR, &m, &fds, &werr);
-	if (r < 0) {
-		if (r != -EPIPE && r != -ECONNRESET)
-			worker_send_error(w, -r, werr.msg);
-		fprintf(stderr, "vnicd-worker %s: no Config: %s\n", w->nic_id, werr.msg);
+	/* 2-5. Config: memory, stats page, queues; then only their fds. */
+	if (take_config(w, &args, &uid, &gid) < 0)
 		return 1;
-	}
-	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG) {
-		worker_send_error(w, EPROTO, "expected Config first");
-		wire_fds_close(&fds);
-		wire_worker_free(m);
+	if (loop_setup(w) < 0)
 		return 1;
-	}
-
-	/* The user is looked up while /etc/passwd is still reachable (NSS
-	 * may open files and sockets, which step 5 closes again). */
-	if (args.sandbox) {
-		r = privdrop_resolve(args.user, &uid, &gid);
-		if (r < 0) {
-			snprintf(err, sizeof(err), "sandbox user %s: %s",
-				 args.user ? args.user : "(default)", strerror(-r));
-			goto out_config_error;
-		}
-	}
-
-	/* 3, 4. Map memory and the stats page, set up the queues. */
-	r = receive_region_fds(m->config, &fds, &region_fds, err, sizeof(err));
-	if (r == 0)
-		r = configure(w, m->config, &fds, region_fds, err, sizeof(err));
-	if (r < 0)
-		goto out_config_error;
-
-	/* 5. Keep the control socket, kick/call eventfds and the backend;
-	 * the memfds are mapped and the stats memfd too, so they go (with
-	 * anything else the process may hold). */
-	keep[nkeep++] = WORKER_CTRL_FD;
-	if (args.report_fd >= 0)
-		keep[nkeep++] = args.report_fd;
-	for (unsigned j = 0; j < w->nqueues; j++) {
-		keep[nkeep++] = w->q[j].kick_fd;
-		keep[nkeep++] = w->q[j].call_fd;
-	}
-	for (unsigned k = 0; k < w->npairs; k++)
-		keep[nkeep++] = w->p[k].backend_fd;
-	for (unsigned i = 0; i < fds.n; i++) {
-		bool kept = false;
-
-		for (unsigned k = 0; k < nkeep; k++)
-			kept |= fds.fd[i] == keep[k];
-		if (kept)
-			fds.fd[i] = -1; /* adopted */
-	}
-	wire_fds_close(&fds);
-	wire_worker_free(m);
-	m = NULL;
-	/* stdio as the supervisor left it, where open. */
-	for (int fd = 0; fd <= 2; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			keep[nkeep++] = fd;
-	r = privdrop_close_fds_except(keep, nkeep);
-	free(region_fds); /* those fds are mapped, and now closed */
-	region_fds = NULL;
-	if (r < 0) {
-		worker_send_error(w, -r, "closing inherited fds");
-		return 1;
-	}
-
-	/* The event loop's own fds (epoll) exist before the sandbox, which
-	 * would not let us create them. */
-	r = worker_loop_init(w);
-	if (r == 0)
-		r = worker_fds_init();
-	if (r == 0)
-		r = worker_heartbeat_start(w);
-	if (r < 0) {
-		worker_send_error(w, -r, "cannot set up the event loop");
-		worker_heartbeat_stop(w);
-		worker_loop_free(w);
-		return 1;
-	}
 
 	/* 6. Sandbox, before the first guest-controlled byte is read. */
 	sandboxed = enter_sandbox(w, &args, uid, gid, err, sizeof(err));
-	if (sandboxed < 0) {
+	if (sandboxed < 0)
 		worker_send_error(w, -sandboxed, err);
+	/* 7. Ready, then 8. the loop. */
+	if (sandboxed < 0 || send_ready(w, sandboxed == 1) < 0) {
 		worker_heartbeat_stop(w);
 		worker_loop_free(w);
 		return 1;
-	}
-
-	/* 7. Ready, then 8. the loop. */
-	{
-		Vnic__Worker__WorkerMessage rm;
-		Vnic__Worker__Ready ready;
-
-		vnic__worker__worker_message__init(&rm);
-		vnic__worker__ready__init(&ready);
-		ready.sandboxed = sandboxed == 1;
-		rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
-		rm.ready = &ready;
-		r = -FAULT_ERRNO("worker.ready.send");
-		if (r == 0)
-			r = worker_send(w, &rm);
-		if (r < 0) {
-			fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
-				strerror(-r));
-			worker_heartbeat_stop(w);
-			worker_loop_free(w);
-			return 1;
-		}
 	}
 	code = worker_loop_run(w);
 	worker_heartbeat_stop(w);
 	worker_loop_free(w);
-
-	log_set_handler(NULL, NULL);
-	w->net = net_dev_free(w->net);
-	if (w->stats)
-		munmap(w->stats, w->stats_len);
-	if (w->inflight)
-		munmap(w->inflight, w->inflight_len);
-	w->mt = memtable_free(w->mt);
+	worker_teardown(w);
 	return code;
-
-out_config_error:
-	free(region_fds);
-	worker_send_error(w, -r, err);
-	wire_fds_close(&fds);
-	wire_worker_free(m);
-	return 1;
 }

@@ -173,6 +173,15 @@ static void net_rx_commit(struct net_dev *d, struct net_queue *q)
 	q->ndone = 0;
 }
 
+/* A read that failed: the backend is empty (0) or down (-EPIPE). Called
+ * right after the failed call, before errno changes. */
+static inline ssize_t net_rx_read_error(void)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	return -EPIPE;
+}
+
 /* net_rx_socket_read - receive one datagram into the buffers after the
  * header. Returns: frame bytes, 0 when empty (EAGAIN), -EMSGSIZE when the
  * frame was longer than the buffers (consumed), -EPIPE on EOF or error. */
@@ -189,16 +198,121 @@ static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q)
 				    : NET_HDR_LEN + NET_MAX_FRAME) - NET_HDR_LEN,
 				   d->iov2, VRING_CHAIN_MAX_IOV, &got);
 	r = recvmsg(net_pair_fd(d, q), &msg, MSG_DONTWAIT);
-	if (r < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-			return 0;
-		return -EPIPE;
-	}
+	if (r < 0)
+		return net_rx_read_error();
 	if (r == 0 && d->sock_type == SOCK_SEQPACKET)
 		return -EPIPE; /* peer closed (an empty record is no frame either) */
 	if (msg.msg_flags & MSG_TRUNC)
 		return -EMSGSIZE;
 	return r;
+}
+
+/* net_rx_socket_frame - a socket frame as the guest sees it: the datagram
+ * after a zeroed header. Returns: as net_rx_socket_read, the header
+ * counted in the bytes. */
+static inline ssize_t net_rx_socket_frame(struct net_dev *d, struct net_queue *q)
+{
+	static const struct virtio_net_hdr_v1 zero;
+	ssize_t r = net_rx_socket_read(d, q);
+
+	if (r > 0) {
+		iov_from_buf(d->iov, d->rx_niov, 0, &zero, NET_HDR_LEN);
+		r += NET_HDR_LEN;
+	}
+	return r;
+}
+
+/* net_rx_tap_read - read a tap frame (vnet header first) straight into
+ * the buffers. Returns: bytes, 0 when empty, -EMSGSIZE when the frame was
+ * shorter than the header or longer than the buffers (consumed), -EPIPE
+ * when the tap is down. */
+static inline ssize_t net_rx_tap_read(struct net_dev *d, struct net_queue *q)
+{
+	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
+	/* At most the largest frame, wherever the buffers end; below that,
+	 * one byte of the hold buffer shows a frame longer than the buffers
+	 * (a tap also returns the untruncated length, but we do not rely on
+	 * it). */
+	uint64_t lim = d->rx_cap < full ? d->rx_cap : full;
+	unsigned n = iov_slice(d->iov, d->rx_niov, 0, lim, d->iov2, VRING_CHAIN_MAX_IOV - 1, NULL);
+	ssize_t r;
+
+	if (lim < full) {
+		d->iov2[n].iov_base = q->hold;
+		d->iov2[n].iov_len = 1;
+		n++;
+	}
+	r = net_tap_readv(net_pair_fd(d, q), d->iov2, (int)n);
+	if (r < 0)
+		return net_rx_read_error();
+	if ((size_t)r < NET_HDR_LEN || (uint64_t)r > lim)
+		return -EMSGSIZE;
+	return r;
+}
+
+/* net_rx_frame_size - MRG_RXBUF, low on buffers: learn the next frame's
+ * size, header included, without taking it from a socket (peeked) or
+ * into the buffers from a tap (read into the hold buffer, once).
+ * Returns: 1 with *total set; else as net_rx_tap_read. */
+static inline ssize_t net_rx_frame_size(struct net_dev *d, struct net_queue *q, size_t *total)
+{
+	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
+	int fd = net_pair_fd(d, q);
+	ssize_t r;
+
+	if (d->backend == NET_BACKEND_TAP) {
+		if (!q->hold_len) {
+			struct iovec hv = { .iov_base = q->hold, .iov_len = full };
+
+			r = net_tap_readv(fd, &hv, 1);
+			if (r < 0)
+				return net_rx_read_error();
+			if ((size_t)r < NET_HDR_LEN || (uint64_t)r > full)
+				return -EMSGSIZE;
+			q->hold_len = (size_t)r;
+		}
+		*total = q->hold_len;
+		return 1;
+	}
+	r = sock_recv_nothing(fd, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (r < 0)
+		return net_rx_read_error();
+	if (r == 0 && d->sock_type == SOCK_SEQPACKET)
+		return -EPIPE;
+	*total = (size_t)r + NET_HDR_LEN;
+	return 1;
+}
+
+/* net_rx_read_sized - MRG_RXBUF, low on buffers: move the frame in once
+ * the held buffers can take it, wait for more buffers, or drop it.
+ * Returns: as net_rx_tap_read, or -ENOBUFS to wait for the guest. */
+static ssize_t net_rx_read_sized(struct net_dev *d, struct net_queue *q, bool limit)
+{
+	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
+	size_t total;
+	ssize_t r = net_rx_frame_size(d, q, &total);
+
+	if (r <= 0)
+		return r;
+	if (total <= d->rx_cap && total <= full) {
+		if (d->backend != NET_BACKEND_TAP)
+			return net_rx_socket_frame(d, q);
+		iov_from_buf(d->iov, d->rx_niov, 0, q->hold, q->hold_len);
+		q->hold_len = 0;
+		return (ssize_t)total;
+	}
+	if (total <= full && net_has(d, VIRTIO_NET_F_MRG_RXBUF) && !limit) {
+		/* G19: wait for the guest to add buffers (the held ones
+		 * are given back at the end of the run). */
+		return -ENOBUFS;
+	}
+	/* G18: the frame cannot fit (one chain without MRG_RXBUF, or the
+	 * iovec limit): drop the frame, keep the buffers. */
+	if (d->backend == NET_BACKEND_TAP)
+		q->hold_len = 0;
+	else
+		(void)sock_recv_nothing(net_pair_fd(d, q), MSG_DONTWAIT);
+	return -EMSGSIZE;
 }
 
 /*
@@ -210,9 +324,7 @@ static ssize_t net_rx_socket_read(struct net_dev *d, struct net_queue *q)
 static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uint16_t *ret_seen)
 {
 	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
-	int fd = net_pair_fd(d, q);
 	bool limit;
-	size_t total;
 	ssize_t r;
 
 	if (net_rx_collect(d, q, q->hold_len ? q->hold_len : full, &limit) < 0)
@@ -225,103 +337,13 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 	 * without MRG_RXBUF, where a frame that does not fit its one chain
 	 * is dropped anyway (the kernel tells: a tap returns the untruncated
 	 * length, a socket sets MSG_TRUNC). */
-	if (!q->hold_len && (d->rx_cap >= full || !net_has(d, VIRTIO_NET_F_MRG_RXBUF))) {
-		if (d->backend == NET_BACKEND_TAP) {
-			/* At most the largest frame, wherever the buffers end;
-			 * below that, one byte of the hold buffer shows a
-			 * frame longer than the buffers (a tap also returns
-			 * the untruncated length, but we do not rely on it). */
-			uint64_t lim = d->rx_cap < full ? d->rx_cap : full;
-			unsigned n = iov_slice(d->iov, d->rx_niov, 0, lim, d->iov2,
-					       VRING_CHAIN_MAX_IOV - 1, NULL);
-
-			if (lim < full) {
-				d->iov2[n].iov_base = q->hold;
-				d->iov2[n].iov_len = 1;
-				n++;
-			}
-			r = net_tap_readv(fd, d->iov2, (int)n);
-			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-				r = 0;
-			else if (r < 0)
-				r = -EPIPE;
-			else if ((size_t)r < NET_HDR_LEN || (uint64_t)r > lim)
-				r = -EMSGSIZE;
-		} else {
-			r = net_rx_socket_read(d, q);
-			if (r > 0) {
-				static const struct virtio_net_hdr_v1 zero;
-
-				iov_from_buf(d->iov, d->rx_niov, 0, &zero, NET_HDR_LEN);
-				r += NET_HDR_LEN;
-			}
-		}
-		goto done;
-	}
-
-	/* MRG_RXBUF, low on buffers: learn this frame's size first. */
-	if (d->backend == NET_BACKEND_TAP) {
-		if (!q->hold_len) {
-			struct iovec hv = { .iov_base = q->hold, .iov_len = full };
-
-			r = net_tap_readv(fd, &hv, 1);
-			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-				r = 0;
-				goto done;
-			}
-			if (r < 0) {
-				r = -EPIPE;
-				goto done;
-			}
-			if ((size_t)r < NET_HDR_LEN || (uint64_t)r > full) {
-				r = -EMSGSIZE;
-				goto done;
-			}
-			q->hold_len = (size_t)r;
-		}
-		total = q->hold_len;
-	} else {
-		r = sock_recv_nothing(fd, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			r = 0;
-			goto done;
-		}
-		if (r < 0 || (r == 0 && d->sock_type == SOCK_SEQPACKET)) {
-			r = -EPIPE;
-			goto done;
-		}
-		total = (size_t)r + NET_HDR_LEN;
-	}
-	if (total <= d->rx_cap && total <= full) {
-		if (d->backend == NET_BACKEND_TAP) {
-			iov_from_buf(d->iov, d->rx_niov, 0, q->hold, q->hold_len);
-			q->hold_len = 0;
-			r = (ssize_t)total;
-		} else {
-			r = net_rx_socket_read(d, q);
-			if (r > 0) {
-				static const struct virtio_net_hdr_v1 zero;
-
-				iov_from_buf(d->iov, d->rx_niov, 0, &zero, NET_HDR_LEN);
-				r += NET_HDR_LEN;
-			}
-		}
-		goto done;
-	}
-	if (total <= full && net_has(d, VIRTIO_NET_F_MRG_RXBUF) && !limit) {
-		/* G19: wait for the guest to add buffers (the held ones
-		 * are given back at the end of the run). */
-		return -ENOBUFS;
-	}
-	/* G18: the frame cannot fit (one chain without MRG_RXBUF, or the
-	 * iovec limit): drop the frame, keep the buffers. */
-	if (d->backend == NET_BACKEND_TAP)
-		q->hold_len = 0;
+	if (!q->hold_len && (d->rx_cap >= full || !net_has(d, VIRTIO_NET_F_MRG_RXBUF)))
+		r = d->backend == NET_BACKEND_TAP ? net_rx_tap_read(d, q) : net_rx_socket_frame(d, q);
 	else
-		(void)sock_recv_nothing(fd, MSG_DONTWAIT);
-	r = -EMSGSIZE;
+		r = net_rx_read_sized(d, q, limit);
 
-done:
+	if (r == -ENOBUFS)
+		return -ENOBUFS;
 	if (r <= 0) {
 		/* Nothing written that counts: the held heads stay held. */
 		if (r == 0)

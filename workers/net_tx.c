@@ -112,78 +112,78 @@ static void net_tx_drop(struct net_dev *d, struct net_queue *q, uint16_t head, c
 }
 
 /*
- * net_tx_one - send one chain.
- * Returns: 1 a chain was consumed (sent or dropped; *bytes grows by its
- * frame length); 0 the ring is empty; -EAGAIN the backend is full (the
- * chain was given back with vring_unpop); -EIO the queue is broken.
+ * net_tx_frame - check a popped chain as one frame: its shape, then the
+ * header, copied once into *hdr (G14/G16) and checked (G15). Fills
+ * d->iov2 with what the backend gets: *hdr first for a tap, then the
+ * frame in guest memory.
+ * Returns: NULL with *ret_len (the frame's length) and *ret_niov set, or
+ * why the chain must be dropped.
  */
-static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
+static inline const char *net_tx_frame(struct net_dev *d, const struct vring_chain *c,
+				       struct virtio_net_hdr_v1 *hdr, size_t *ret_len,
+				       unsigned *ret_niov)
 {
-	struct vring_chain *c = &d->chain;
-	struct virtio_net_hdr_v1 hdr;
 	const char *why;
 	size_t frame_len, got;
 	unsigned n = 0;
-	ssize_t w;
-	int r, fe;
 
-	r = vring_pop(&q->vq, c);
-	if (r < 0)
-		return -EIO;
-	if (r == 0)
-		return 0;
-	FAULT_POINT("worker.tx.after_pop");
 	/* G11: the device never writes to a TX chain; a writable descriptor
 	 * there is a driver bug. Return it unused rather than leak it. */
-	if (c->nin > 0) {
-		net_tx_drop(d, q, c->head, "device-writable descriptor in a TX chain");
-		return 1;
-	}
-	if (c->truncated) {
-		net_tx_drop(d, q, c->head, "chain needs more iovecs than writev takes");
-		return 1;
-	}
+	if (c->nin > 0)
+		return "device-writable descriptor in a TX chain";
+	if (c->truncated)
+		return "chain needs more iovecs than writev takes";
 	/* G13: header only or less (no len - hdr underflow below). */
-	if (c->out_len <= NET_HDR_LEN) {
-		net_tx_drop(d, q, c->head, "runt: no frame after the virtio-net header");
-		return 1;
-	}
+	if (c->out_len <= NET_HDR_LEN)
+		return "runt: no frame after the virtio-net header";
 	/* G12: out_len is 64-bit, no sum of descriptor lengths wrapped. */
-	if (c->out_len > NET_HDR_LEN + NET_MAX_FRAME) {
-		net_tx_drop(d, q, c->head, "frame longer than NET_MAX_FRAME");
-		return 1;
-	}
+	if (c->out_len > NET_HDR_LEN + NET_MAX_FRAME)
+		return "frame longer than NET_MAX_FRAME";
 	frame_len = (size_t)c->out_len - NET_HDR_LEN;
 
 	/* G14/G16: one copy of the header, wherever its bytes are. */
-	iov_to_buf(c->iov, c->nout, 0, &hdr, NET_HDR_LEN);
+	iov_to_buf(c->iov, c->nout, 0, hdr, NET_HDR_LEN);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is not re-read from guest memory */
-	why = net_tx_hdr_check(d, &hdr, frame_len);
-	if (why) {
-		net_tx_drop(d, q, c->head, why);
-		return 1;
-	}
+	why = net_tx_hdr_check(d, hdr, frame_len);
+	if (why)
+		return why;
 
 	if (d->backend == NET_BACKEND_TAP) {
-		d->iov2[0].iov_base = &hdr;
+		d->iov2[0].iov_base = hdr;
 		d->iov2[0].iov_len = NET_HDR_LEN;
 		n = 1;
 	}
 	n += iov_slice(c->iov, c->nout, NET_HDR_LEN, frame_len, d->iov2 + n,
 		       VRING_CHAIN_MAX_IOV - n, &got);
-	if (got != frame_len) {
-		net_tx_drop(d, q, c->head, "chain needs more iovecs than writev takes");
-		return 1;
-	}
+	if (got != frame_len)
+		return "chain needs more iovecs than writev takes";
+	*ret_len = frame_len;
+	*ret_niov = n;
+	return NULL;
+}
+
+/*
+ * net_tx_send - hand the frame net_tx_frame laid out in d->iov2 (niov
+ * iovecs, frame_len bytes after the header) to the backend, and account
+ * for the chain at head.
+ * Returns: 1 the chain was consumed (sent or dropped; *bytes grows by
+ * frame_len); -EAGAIN the backend is full (the chain was given back with
+ * vring_unpop).
+ */
+static inline int net_tx_send(struct net_dev *d, struct net_queue *q, uint16_t head,
+			      unsigned niov, size_t frame_len, size_t *bytes)
+{
+	ssize_t w;
+	int fe;
 
 	fe = FAULT_ERRNO("worker.tx.send");
 	if (fe) {
 		errno = fe; /* fault injection: the write fails without being made */
 		w = -1;
 	} else if (d->backend == NET_BACKEND_TAP) {
-		w = net_tap_writev(net_pair_fd(d, q), d->iov2, (int)n);
+		w = net_tap_writev(net_pair_fd(d, q), d->iov2, (int)niov);
 	} else {
-		struct msghdr msg = { .msg_iov = d->iov2, .msg_iovlen = n };
+		struct msghdr msg = { .msg_iov = d->iov2, .msg_iovlen = niov };
 
 		w = sendmsg(net_pair_fd(d, q), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 	}
@@ -196,7 +196,7 @@ static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
 			return -EAGAIN;
 		}
 		stats_add(&q->st->errors, 1);
-		vring_push(&q->vq, c->head, 0);
+		vring_push(&q->vq, head, 0);
 		q->pushed++;
 		stats_add(&q->st->drops, 1);
 		net_guest_log(d, q, "tx%u: backend refused a frame of %zu bytes: %s", q->idx / 2,
@@ -212,10 +212,39 @@ static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
 		stats_add(&q->st->bytes, frame_len);
 	}
 	/* TX buffers are only read: used length 0 (spec 2.7.8). */
-	vring_push(&q->vq, c->head, 0);
+	vring_push(&q->vq, head, 0);
 	q->pushed++;
 	*bytes += frame_len;
 	return 1;
+}
+
+/*
+ * net_tx_one - send one chain.
+ * Returns: 1 a chain was consumed (sent or dropped; *bytes grows by its
+ * frame length); 0 the ring is empty; -EAGAIN the backend is full (the
+ * chain was given back with vring_unpop); -EIO the queue is broken.
+ */
+static int net_tx_one(struct net_dev *d, struct net_queue *q, size_t *bytes)
+{
+	struct vring_chain *c = &d->chain;
+	struct virtio_net_hdr_v1 hdr; /* d->iov2[0] points here for a tap */
+	const char *why;
+	size_t frame_len = 0;
+	unsigned n = 0;
+	int r;
+
+	r = vring_pop(&q->vq, c);
+	if (r < 0)
+		return -EIO;
+	if (r == 0)
+		return 0;
+	FAULT_POINT("worker.tx.after_pop");
+	why = net_tx_frame(d, c, &hdr, &frame_len, &n);
+	if (why) {
+		net_tx_drop(d, q, c->head, why);
+		return 1;
+	}
+	return net_tx_send(d, q, c->head, n, frame_len, bytes);
 }
 
 enum net_run net_tx_drain(struct net_dev *d, struct net_queue *q, struct net_tx_budget *b)
