@@ -168,15 +168,13 @@ static void tr_report_policy(struct tr_run *r, const struct vnic_status *st)
 			sw);
 }
 
-/* After the loop: losses, counters, summary. */
-void tr_report(struct tr_run *r, const char *mode)
+/* Frames per direction over all NICs: received, lost, doubled, corrupt,
+ * reordered; a line for people, a RESULT line for scripts. Losses fail on
+ * the socket backend and warn on the tap one. Returns: the bytes moved. */
+static uint64_t tr_report_flows(struct tr_run *r, const char *mode)
 {
 	static const char *const dname[2] = { "g2h", "h2g" };
-	struct vnic_status *st = NULL;
-	uint64_t deadline = bench_now_ns() + TR_COUNTER_WAIT_NS;
-	uint64_t bytes_all = 0, kicks, irqs, supp, drops;
-	double cpu = 0;
-	bool have_cpu = true;
+	uint64_t bytes_all = 0;
 
 	for (unsigned d = 0; d < 2; d++) {
 		uint64_t fr = 0, by = 0, lost = 0, dup = 0, bad = 0, ooo = 0, t0 = 0, t1 = 0;
@@ -232,8 +230,14 @@ void tr_report(struct tr_run *r, const char *mode)
 			       dname[d], (unsigned long long)lost);
 		}
 	}
+	return bytes_all;
+}
+
+/* The NICs under fault: what they lost, apart from the others. */
+static void tr_report_faults(const struct tr_run *r)
+{
 	for (unsigned i = 0; i < r->nnics; i++) {
-		struct tr_nic *n = &r->nics[i];
+		const struct tr_nic *n = &r->nics[i];
 
 		if (!n->faulty)
 			continue;
@@ -247,6 +251,12 @@ void tr_report(struct tr_run *r, const char *mode)
 		       (unsigned long long)(n->f[FRAMES_G2H].recv - n->g2h_at_restart),
 		       (unsigned long long)n->g->rx_empty);
 	}
+}
+
+/* The guests' rings at the end: every TX descriptor back, no empty RX
+ * buffer without a restart; the kernel frames the guests ignored. */
+static void tr_check_rings(struct tr_run *r)
+{
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		char err[200];
@@ -281,21 +291,38 @@ void tr_report(struct tr_run *r, const char *mode)
 		if (r->nics[i].other_rx)
 			printf("  nic %u: guest ignored %llu frames from the host kernel\n", i,
 			       (unsigned long long)r->nics[i].other_rx);
+}
 
-	/* Counters: the worker updates them after the frame moved, so give
-	 * them a moment to settle. */
+/* vnicd's status once the counters agree with what the guests and hosts
+ * saw, or at the deadline (then the mismatch fails). The worker updates
+ * them after the frame moved, so give them a moment to settle.
+ * Returns: the status (vnic_status_free it), NULL when vnicd did not
+ * answer (failed). */
+static struct vnic_status *tr_settled_status(struct tr_run *r, uint64_t deadline)
+{
+	struct vnic_status *st = NULL;
+
 	for (;;) {
 		st = vnic_status_free(st);
 		if (vnic_status(r->conn, &st) != 0) {
 			tr_fail(r, "status: %s", vnic_last_error(r->conn));
-			return;
+			return NULL;
 		}
 		if (tr_counters_match(r, st, false) || bench_now_ns() > deadline)
 			break;
 		usleep(20000);
 	}
 	tr_counters_match(r, st, true);
-	tr_sum_counters(r, st, &kicks, &irqs, &supp, &drops);
+	return st;
+}
+
+/* Per running NIC: its queues' counters, the guest's view, the worker's
+ * CPU. Returns: the workers' CPU seconds over the run, -1 when unknown. */
+static double tr_report_workers(struct tr_run *r, const struct vnic_status *st)
+{
+	double cpu = 0;
+	bool have_cpu = true;
+
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		const struct vnic_nic_status *s = tr_nic_status(st, n->id);
@@ -326,15 +353,31 @@ void tr_report(struct tr_run *r, const char *mode)
 		       (unsigned long long)n->g->kicks_sent[1],
 		       (unsigned long long)n->g->irqs_seen[0], (unsigned long long)n->g->irqs_seen[1]);
 	}
-	{
-		double mb = bytes_all / 1e6;
+	return have_cpu ? cpu : -1.0;
+}
 
-		printf("  per MB (10^6 bytes moved): %.2f kicks, %.2f interrupts; worker CPU %.2f s\n",
-		       mb > 0 ? kicks / mb : 0, mb > 0 ? irqs / mb : 0, have_cpu ? cpu : -1.0);
-		printf("RESULT %s kicks_per_mb=%.3f irqs_per_mb=%.3f worker_cpu_s=%.3f drops=%llu\n",
-		       mode, mb > 0 ? kicks / mb : 0, mb > 0 ? irqs / mb : 0, have_cpu ? cpu : -1.0,
-		       (unsigned long long)drops);
-	}
+/* After the loop: losses, counters, summary. */
+void tr_report(struct tr_run *r, const char *mode)
+{
+	struct vnic_status *st;
+	uint64_t deadline = bench_now_ns() + TR_COUNTER_WAIT_NS;
+	uint64_t bytes_all, kicks, irqs, supp, drops;
+	double cpu, mb;
+
+	bytes_all = tr_report_flows(r, mode);
+	tr_report_faults(r);
+	tr_check_rings(r);
+	st = tr_settled_status(r, deadline);
+	if (!st)
+		return;
+	tr_sum_counters(r, st, &kicks, &irqs, &supp, &drops);
+	cpu = tr_report_workers(r, st);
+	mb = bytes_all / 1e6;
+	printf("  per MB (10^6 bytes moved): %.2f kicks, %.2f interrupts; worker CPU %.2f s\n",
+	       mb > 0 ? kicks / mb : 0, mb > 0 ? irqs / mb : 0, cpu);
+	printf("RESULT %s kicks_per_mb=%.3f irqs_per_mb=%.3f worker_cpu_s=%.3f drops=%llu\n",
+	       mode, mb > 0 ? kicks / mb : 0, mb > 0 ? irqs / mb : 0, cpu,
+	       (unsigned long long)drops);
 	tr_report_policy(r, st);
 	vnic_status_free(st);
 }
