@@ -314,6 +314,140 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 	return t;
 }
 
+/* What is due at now besides the frames: lifecycle steps, CPU samples,
+ * policy switches, a restarted worker's pid, the hostile chain. */
+static void tr_loop_due(struct tr_run *r, uint64_t now)
+{
+	tr_lifecycle(r, now);
+	tr_cpu_sample(r, now);
+	tr_switch_policy(r, now);
+	for (unsigned i = 0; i < r->nnics; i++)
+		if (r->nics[i].reread_pid && !r->nics[i].gone) {
+			r->nics[i].reread_pid = false;
+			if (tr_read_pids(r) == 0)
+				printf("  nic %s: worker restarted, now pid %d\n",
+				       r->nics[i].id, (int)r->nics[i].pid);
+		}
+	if (r->victim && !r->injected && now >= r->inject_at) {
+		r->recv_at_inject = tr_total_recv(r);
+		r->victim_cpu_at_inject = tr_cpu_seconds(r->victim->pid);
+		r->inject_ns = now;
+		tr_inject(r->victim, r->victim_kind);
+		r->injected = true;
+	}
+}
+
+/* Is the run over? Every sender done and every frame in (or nothing
+ * arrived for TR_DRAIN_NS since), a stall, or the absolute bound.
+ * *last_total and *last_progress follow the frames received. */
+static bool tr_loop_over(struct tr_run *r, uint64_t now, uint64_t *last_total,
+			 uint64_t *last_progress)
+{
+	uint64_t total = tr_total_recv(r);
+
+	if (total != *last_total) {
+		*last_total = total;
+		*last_progress = now;
+	}
+	if (now - r->t0 > (uint64_t)(r->seconds * TR_NS) + TR_HARD_EXTRA_NS) {
+		tr_fail(r, "did not finish within %.0f s of the sending time",
+			TR_HARD_EXTRA_NS / TR_NS);
+		return true;
+	}
+	if (!tr_sending(r, now)) {
+		if (tr_all_received(r) && !tr_lifecycle_pending(r))
+			return true;
+		if (now - *last_progress > TR_DRAIN_NS)
+			return true; /* the rest is lost: reported by the caller */
+	} else if (now - *last_progress > TR_STALL_NS) {
+		tr_fail(r, "stall: no frame arrived for %.0f s", TR_STALL_NS / TR_NS);
+		return true;
+	}
+	return false;
+}
+
+/* The poll set: per NIC its two call fds and its host end (3 * i), then
+ * per NIC its own connection to vnicd if it has one (3 * nnics + i), then
+ * the run's connection (last). Returns: the count; *more when a guest has
+ * frames left to read without waiting. */
+static unsigned tr_poll_set(const struct tr_run *r, struct pollfd *pfd, bool *more)
+{
+	unsigned np = 0;
+
+	*more = false;
+	for (unsigned i = 0; i < r->nnics; i++) {
+		const struct tr_nic *n = &r->nics[i];
+
+		*more |= n->rx_more && !n->gone;
+		/* A gone NIC's fds are left out (negative fd: ignored). */
+		pfd[np++] = (struct pollfd){ .fd = n->gone ? -1 : n->g->call[GUEST_RX],
+					     .events = POLLIN };
+		pfd[np++] = (struct pollfd){ .fd = n->gone ? -1 : n->g->call[GUEST_TX],
+					     .events = POLLIN };
+		pfd[np++] = (struct pollfd){
+			.fd = n->gone ? -1 : n->host_fd,
+			.events = (short)((n->stalled ? 0 : POLLIN) |
+					  (n->host_blocked ? POLLOUT : 0)),
+		};
+	}
+	for (unsigned i = 0; i < r->nnics; i++)
+		pfd[np++] = (struct pollfd){
+			.fd = r->nics[i].conn && r->nics[i].conn != r->conn
+				      ? vnic_fd(r->nics[i].conn) : -1,
+			.events = POLLIN };
+	pfd[np++] = (struct pollfd){ .fd = vnic_fd(r->conn), .events = POLLIN };
+	return np;
+}
+
+/* Act on what poll saw in the set tr_poll_set made. Returns: 0, or -EIO
+ * when the run cannot go on (failed). */
+static int tr_poll_handle(struct tr_run *r, const struct pollfd *pfd, unsigned np)
+{
+	int rc;
+
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+		const struct pollfd *p = &pfd[3 * i];
+
+		if (p[0].revents & POLLIN)
+			guest_read_call(n->g, GUEST_RX);
+		if ((p[0].revents & POLLIN) || n->rx_more)
+			tr_guest_rx(r, n);
+		if (p[1].revents & POLLIN) {
+			guest_read_call(n->g, GUEST_TX);
+			n->tx_wait = false;
+		}
+		if (p[2].revents & POLLIN)
+			tr_host_rx(r, n);
+		if (p[2].revents & POLLOUT)
+			n->host_blocked = false;
+		if ((p[2].revents & (POLLERR | POLLHUP)) && !n->faulty) {
+			tr_fail(r, "nic %u: the host end of the backend hung up", n->idx);
+			return -EIO;
+		}
+	}
+	for (unsigned i = 0; i < r->nnics; i++) {
+		struct tr_nic *n = &r->nics[i];
+
+		if (!(pfd[3 * r->nnics + i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		rc = vnic_dispatch(n->conn);
+		if (rc < 0) {
+			tr_fail(r, "nic %u: its connection to vnicd was lost: %s", n->idx,
+				strerror(-rc));
+			return -EIO;
+		}
+	}
+	if (pfd[np - 1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		rc = vnic_dispatch(r->conn);
+		if (rc < 0) {
+			tr_fail(r, "connection to vnicd lost: %s", strerror(-rc));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 /* Run until every sender is done and every frame is in, a stall, or a
  * failure. Every wait is bounded: poll at most 10 ms, the whole loop at
  * most seconds + TR_DRAIN_NS after the last progress. */
@@ -323,30 +457,14 @@ void tr_loop(struct tr_run *r)
 	uint64_t last_progress = bench_now_ns(), last_total = 0;
 
 	for (;;) {
-		uint64_t now = bench_now_ns(), total;
-		unsigned np = 0;
-		bool more = false;
+		uint64_t now = bench_now_ns();
+		unsigned np;
+		bool more;
 		int rc;
 
 		if (r->failures)
 			return;
-		tr_lifecycle(r, now);
-		tr_cpu_sample(r, now);
-		tr_switch_policy(r, now);
-		for (unsigned i = 0; i < r->nnics; i++)
-			if (r->nics[i].reread_pid && !r->nics[i].gone) {
-				r->nics[i].reread_pid = false;
-				if (tr_read_pids(r) == 0)
-					printf("  nic %s: worker restarted, now pid %d\n",
-					       r->nics[i].id, (int)r->nics[i].pid);
-			}
-		if (r->victim && !r->injected && now >= r->inject_at) {
-			r->recv_at_inject = tr_total_recv(r);
-			r->victim_cpu_at_inject = tr_cpu_seconds(r->victim->pid);
-			r->inject_ns = now;
-			tr_inject(r->victim, r->victim_kind);
-			r->injected = true;
-		}
+		tr_loop_due(r, now);
 		for (unsigned i = 0; i < r->nnics; i++) {
 			struct tr_nic *n = &r->nics[i];
 
@@ -357,92 +475,16 @@ void tr_loop(struct tr_run *r)
 			if (n->f[FRAMES_H2G].on && !n->host_blocked)
 				tr_host_tx(r, n, now);
 		}
-		total = tr_total_recv(r);
-		if (total != last_total) {
-			last_total = total;
-			last_progress = now;
-		}
-		if (now - r->t0 > (uint64_t)(r->seconds * TR_NS) + TR_HARD_EXTRA_NS) {
-			tr_fail(r, "did not finish within %.0f s of the sending time",
-				TR_HARD_EXTRA_NS / TR_NS);
+		if (tr_loop_over(r, now, &last_total, &last_progress))
 			return;
-		}
-		if (!tr_sending(r, now)) {
-			if (tr_all_received(r) && !tr_lifecycle_pending(r))
-				return;
-			if (now - last_progress > TR_DRAIN_NS)
-				return; /* the rest is lost: reported by the caller */
-		} else if (now - last_progress > TR_STALL_NS) {
-			tr_fail(r, "stall: no frame arrived for %.0f s", TR_STALL_NS / TR_NS);
-			return;
-		}
-
-		for (unsigned i = 0; i < r->nnics; i++) {
-			struct tr_nic *n = &r->nics[i];
-
-			more |= n->rx_more && !n->gone;
-			/* A gone NIC's fds are left out (negative fd: ignored). */
-			pfd[np++] = (struct pollfd){ .fd = n->gone ? -1 : n->g->call[GUEST_RX],
-						     .events = POLLIN };
-			pfd[np++] = (struct pollfd){ .fd = n->gone ? -1 : n->g->call[GUEST_TX],
-						     .events = POLLIN };
-			pfd[np++] = (struct pollfd){
-				.fd = n->gone ? -1 : n->host_fd,
-				.events = (short)((n->stalled ? 0 : POLLIN) |
-						  (n->host_blocked ? POLLOUT : 0)),
-			};
-		}
-		for (unsigned i = 0; i < r->nnics; i++)
-			pfd[np++] = (struct pollfd){
-				.fd = r->nics[i].conn && r->nics[i].conn != r->conn
-					      ? vnic_fd(r->nics[i].conn) : -1,
-				.events = POLLIN };
-		pfd[np++] = (struct pollfd){ .fd = vnic_fd(r->conn), .events = POLLIN };
+		np = tr_poll_set(r, pfd, &more);
 		rc = poll(pfd, np, more ? 0 : 10);
 		if (rc < 0 && errno != EINTR) {
 			tr_fail(r, "poll: %s", strerror(errno));
 			return;
 		}
-		for (unsigned i = 0; i < r->nnics; i++) {
-			struct tr_nic *n = &r->nics[i];
-			struct pollfd *p = &pfd[3 * i];
-
-			if (p[0].revents & POLLIN)
-				guest_read_call(n->g, GUEST_RX);
-			if ((p[0].revents & POLLIN) || n->rx_more)
-				tr_guest_rx(r, n);
-			if (p[1].revents & POLLIN) {
-				guest_read_call(n->g, GUEST_TX);
-				n->tx_wait = false;
-			}
-			if (p[2].revents & POLLIN)
-				tr_host_rx(r, n);
-			if (p[2].revents & POLLOUT)
-				n->host_blocked = false;
-			if ((p[2].revents & (POLLERR | POLLHUP)) && !n->faulty) {
-				tr_fail(r, "nic %u: the host end of the backend hung up", n->idx);
-				return;
-			}
-		}
-		for (unsigned i = 0; i < r->nnics; i++) {
-			struct tr_nic *n = &r->nics[i];
-
-			if (!(pfd[3 * r->nnics + i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			rc = vnic_dispatch(n->conn);
-			if (rc < 0) {
-				tr_fail(r, "nic %u: its connection to vnicd was lost: %s", n->idx,
-					strerror(-rc));
-				return;
-			}
-		}
-		if (pfd[np - 1].revents & (POLLIN | POLLHUP | POLLERR)) {
-			rc = vnic_dispatch(r->conn);
-			if (rc < 0) {
-				tr_fail(r, "connection to vnicd lost: %s", strerror(-rc));
-				return;
-			}
-		}
+		if (tr_poll_handle(r, pfd, np) < 0)
+			return;
 		if (r->nic_errors) {
 			tr_fail(r, "a NIC failed or broke during traffic (see the events above)");
 			return;
