@@ -65,6 +65,108 @@ static int tr_wait_fd(int fd, uint64_t deadline)
 	}
 }
 
+/* rr, the guest: request i into a TX slot, published and kicked. Sets
+ * *ret_t0 (the transaction starts) and *ret_deadline (its bound).
+ * Returns: 0, or -EIO (failed). */
+static int tr_rr_request(struct tr_run *r, struct tr_nic *n, uint64_t i, uint32_t req,
+			 uint64_t *ret_t0, uint64_t *ret_deadline)
+{
+	char err[200];
+	unsigned slot;
+	uint8_t *p;
+
+	if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0) {
+		tr_fail(r, "nic 0: %s", err);
+		return -EIO;
+	}
+	p = guest_tx_slot(n->g, &slot);
+	if (!p) {
+		tr_fail(r, "rr: no free TX slot with one frame in flight");
+		return -EIO;
+	}
+	frames_build(p, req, n->idx, FRAMES_G2H, i, n->host_mac);
+	*ret_deadline = bench_now_ns() + TR_STALL_NS;
+	*ret_t0 = bench_now_ns();
+	if (guest_tx_add(n->g, slot, req) < 0) {
+		tr_fail(r, "rr: guest_tx_add failed");
+		return -EIO;
+	}
+	n->f[FRAMES_G2H].sent++;
+	n->f[FRAMES_G2H].sent_bytes += req;
+	guest_tx_flush(n->g);
+	return 0;
+}
+
+/* rr, the host end: the request, then the response at once.
+ * Returns: 0, or -EIO (failed). */
+static int tr_rr_answer(struct tr_run *r, struct tr_nic *n, uint64_t i, uint32_t req,
+			uint32_t rsp, uint64_t deadline)
+{
+	char err[200];
+	uint64_t seq;
+	ssize_t len;
+
+	if (tr_wait_fd(n->host_fd, deadline) < 0) {
+		tr_fail(r, "rr %llu: the request did not arrive within %.0f s",
+			(unsigned long long)i, TR_STALL_NS / TR_NS);
+		return -EIO;
+	}
+	len = recv(n->host_fd, r->buf, FRAMES_MAX + 1, MSG_TRUNC | MSG_DONTWAIT);
+	if (len < 0 || frames_check(r->buf, (size_t)len, n->idx, FRAMES_G2H, req, r->maxsize,
+				    n->host_mac, true, &seq, err, sizeof(err)) < 0) {
+		tr_fail(r, "rr %llu: request: %s", (unsigned long long)i,
+			len < 0 ? strerror(errno) : err);
+		return -EIO;
+	}
+	tr_flow_record(r, n, FRAMES_G2H, seq, (size_t)len);
+	frames_build(r->buf, rsp, n->idx, FRAMES_H2G, i, n->host_mac);
+	n->f[FRAMES_H2G].sent++;
+	n->f[FRAMES_H2G].sent_bytes += rsp;
+	if (send(n->host_fd, r->buf, rsp, MSG_DONTWAIT) != (ssize_t)rsp) {
+		tr_fail(r, "rr %llu: host send: %s", (unsigned long long)i, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* rr, the guest: its RX interrupt, then the response; *ret_lat the time
+ * since t0. Returns: 0, or -EIO (failed). */
+static int tr_rr_response(struct tr_run *r, struct tr_nic *n, uint64_t i, uint32_t rsp,
+			  uint64_t t0, uint64_t deadline, uint64_t *ret_lat)
+{
+	const uint8_t *fr;
+	char err[200];
+	uint64_t seq;
+	size_t flen;
+	int rc;
+
+	for (;;) {
+		rc = guest_rx_next(n->g, &fr, &flen, err, sizeof(err));
+		if (rc < 0) {
+			tr_fail(r, "nic 0: %s", err);
+			return -EIO;
+		}
+		if (rc == 1)
+			break;
+		if (guest_rx_arm(n->g))
+			continue;
+		if (tr_wait_fd(n->g->call[GUEST_RX], deadline) < 0) {
+			tr_fail(r, "rr %llu: the response did not arrive within %.0f s",
+				(unsigned long long)i, TR_STALL_NS / TR_NS);
+			return -EIO;
+		}
+		guest_read_call(n->g, GUEST_RX);
+	}
+	*ret_lat = bench_now_ns() - t0;
+	if (frames_check(fr, flen, n->idx, FRAMES_H2G, rsp, r->maxsize, n->host_mac, true,
+			 &seq, err, sizeof(err)) < 0) {
+		tr_fail(r, "rr %llu: response: %s", (unsigned long long)i, err);
+		return -EIO;
+	}
+	tr_flow_record(r, n, FRAMES_H2G, seq, flen);
+	return 0;
+}
+
 /*
  * tr_rr - netperf TCP_RR over one NIC and the socket backend: one frame in
  * flight. The guest sends request i (g2h), the host end answers with
@@ -78,9 +180,8 @@ static void tr_rr(struct tr_run *r)
 	struct tr_nic *n = &r->nics[0];
 	uint32_t req = r->dirs == 2 ? FRAMES_MIN : r->fixed;
 	uint32_t rsp = r->dirs == 2 ? r->fixed : FRAMES_MIN;
-	uint64_t *lat = calloc(r->rr, sizeof(*lat)), deadline, sum = 0;
+	uint64_t *lat = calloc(r->rr, sizeof(*lat)), sum = 0;
 	uint64_t t_all = bench_now_ns();
-	char err[200];
 
 	if (!lat) {
 		tr_fail(r, "out of memory");
@@ -92,79 +193,12 @@ static void tr_rr(struct tr_run *r)
 			goto out;
 		}
 	for (uint64_t i = 0; i < r->rr && !tr_stop; i++) {
-		uint64_t t0, seq;
-		unsigned slot;
-		uint8_t *p;
-		ssize_t len;
-		const uint8_t *fr;
-		size_t flen;
-		int rc;
+		uint64_t t0, deadline;
 
-		if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0) {
-			tr_fail(r, "nic 0: %s", err);
+		if (tr_rr_request(r, n, i, req, &t0, &deadline) < 0 ||
+		    tr_rr_answer(r, n, i, req, rsp, deadline) < 0 ||
+		    tr_rr_response(r, n, i, rsp, t0, deadline, &lat[i]) < 0)
 			goto out;
-		}
-		p = guest_tx_slot(n->g, &slot);
-		if (!p) {
-			tr_fail(r, "rr: no free TX slot with one frame in flight");
-			goto out;
-		}
-		frames_build(p, req, n->idx, FRAMES_G2H, i, n->host_mac);
-		deadline = bench_now_ns() + TR_STALL_NS;
-		t0 = bench_now_ns();
-		if (guest_tx_add(n->g, slot, req) < 0) {
-			tr_fail(r, "rr: guest_tx_add failed");
-			goto out;
-		}
-		n->f[FRAMES_G2H].sent++;
-		n->f[FRAMES_G2H].sent_bytes += req;
-		guest_tx_flush(n->g);
-		/* The host end: the request, then the response at once. */
-		if (tr_wait_fd(n->host_fd, deadline) < 0) {
-			tr_fail(r, "rr %llu: the request did not arrive within %.0f s",
-				(unsigned long long)i, TR_STALL_NS / TR_NS);
-			goto out;
-		}
-		len = recv(n->host_fd, r->buf, FRAMES_MAX + 1, MSG_TRUNC | MSG_DONTWAIT);
-		if (len < 0 || frames_check(r->buf, (size_t)len, n->idx, FRAMES_G2H, req, r->maxsize,
-					    n->host_mac, true, &seq, err, sizeof(err)) < 0) {
-			tr_fail(r, "rr %llu: request: %s", (unsigned long long)i,
-				len < 0 ? strerror(errno) : err);
-			goto out;
-		}
-		tr_flow_record(r, n, FRAMES_G2H, seq, (size_t)len);
-		frames_build(r->buf, rsp, n->idx, FRAMES_H2G, i, n->host_mac);
-		n->f[FRAMES_H2G].sent++;
-		n->f[FRAMES_H2G].sent_bytes += rsp;
-		if (send(n->host_fd, r->buf, rsp, MSG_DONTWAIT) != (ssize_t)rsp) {
-			tr_fail(r, "rr %llu: host send: %s", (unsigned long long)i, strerror(errno));
-			goto out;
-		}
-		/* The guest: its RX interrupt, then the response. */
-		for (;;) {
-			rc = guest_rx_next(n->g, &fr, &flen, err, sizeof(err));
-			if (rc < 0) {
-				tr_fail(r, "nic 0: %s", err);
-				goto out;
-			}
-			if (rc == 1)
-				break;
-			if (guest_rx_arm(n->g))
-				continue;
-			if (tr_wait_fd(n->g->call[GUEST_RX], deadline) < 0) {
-				tr_fail(r, "rr %llu: the response did not arrive within %.0f s",
-					(unsigned long long)i, TR_STALL_NS / TR_NS);
-				goto out;
-			}
-			guest_read_call(n->g, GUEST_RX);
-		}
-		lat[i] = bench_now_ns() - t0;
-		if (frames_check(fr, flen, n->idx, FRAMES_H2G, rsp, r->maxsize, n->host_mac, true,
-				 &seq, err, sizeof(err)) < 0) {
-			tr_fail(r, "rr %llu: response: %s", (unsigned long long)i, err);
-			goto out;
-		}
-		tr_flow_record(r, n, FRAMES_H2G, seq, flen);
 		sum += lat[i];
 	}
 	if (r->failures)
@@ -231,7 +265,144 @@ void bench_traffic_usage(FILE *f)
 		TR_WINDOW_BYTES >> 20);
 }
 
-int bench_traffic_main(int argc, char **argv)
+/* --policy and its parameters, --switch-policy. Returns: 0, -EINVAL. */
+static int tr_policy_option(struct tr_run *r, int opt, const char *arg)
+{
+	static const char *const names[] = { "default", "timer", "bh", "adaptive", "poll" };
+	unsigned long v;
+	int i;
+
+	switch (opt) {
+	case 'P':
+		i = tr_name_index(names, 5, arg);
+		if (i < 0)
+			return -EINVAL;
+		r->policy = (enum vnic_mitigation)i;
+		return 0;
+	case 1000:
+	case 1001:
+	case 1002:
+		if (bench_parse_ulong(arg, 0, 1000000, &v) < 0)
+			return -EINVAL;
+		if (opt == 1000)
+			r->pol.timer_us = (uint32_t)v;
+		else if (opt == 1001)
+			r->pol.poll_us = (uint32_t)v;
+		else
+			r->pol.latency_us = (uint32_t)v;
+		return 0;
+	case 1003:
+		return bench_parse_double(arg, 1, 60000, &r->switch_ms);
+	}
+	return -EINVAL;
+}
+
+/* The lifecycle options (traffic_lifecycle.c). Returns: 0, -EINVAL. */
+static int tr_lifecycle_option(struct tr_run *r, int opt, const char *arg)
+{
+	unsigned long v;
+
+	switch (opt) {
+	case 'I':
+		if (!arg[0] || strlen(arg) > 40)
+			return -EINVAL;
+		r->id_prefix = arg;
+		return 0;
+	case 'F':
+		if (bench_parse_ulong(arg, 0, TR_MAX_NICS - 1, &v) < 0)
+			return -EINVAL;
+		r->fault_nic = (int)v;
+		return 0;
+	case 'U':
+		return bench_parse_double(arg, 0, 3600, &r->unplug_after);
+	case 'D':
+		return bench_parse_double(arg, 0, 3600, &r->disconnect_after);
+	case 'T':
+		return bench_parse_double(arg, 0, 3600, &r->stall_after);
+	case 'R':
+		if (bench_parse_ulong(arg, 1, 60000, &v) < 0)
+			return -EINVAL;
+		r->remove_deadline_ms = (uint32_t)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* One option of traffic. Returns: 0, -EINVAL (a usage error). */
+static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
+{
+	static const char *const backends[] = { "socket", "tap" };
+	static const char *const dirs[] = { "g2h", "h2g", "both" };
+	unsigned long v;
+	int i;
+
+	switch (opt) {
+	case 'b':
+		i = tr_name_index(backends, 2, arg);
+		if (i < 0)
+			return -EINVAL;
+		r->backend = i ? TR_TAP : TR_SOCKET;
+		return 0;
+	case 'd':
+		i = tr_name_index(dirs, 3, arg);
+		if (i < 0)
+			return -EINVAL;
+		r->dirs = (unsigned)i + 1;
+		return 0;
+	case 's':
+		if (!strcmp(arg, "random"))
+			r->fixed = 0;
+		else if (bench_parse_ulong(arg, FRAMES_MIN, FRAMES_MAX, &v) < 0)
+			return -EINVAL;
+		else
+			r->fixed = (uint32_t)v;
+		return 0;
+	case 'c':
+		if (bench_parse_ulong(arg, 1, 1ul << 40, &v) < 0)
+			return -EINVAL;
+		r->count = v;
+		return 0;
+	case 'N':
+		if (!arg[0] || strlen(arg) >= sizeof(r->netns) || strchr(arg, '/'))
+			return -EINVAL;
+		snprintf(r->netns, sizeof(r->netns), "%s", arg);
+		return 0;
+	case 'E':
+		r->expect_json = arg;
+		return 0;
+	case 'B':
+		r->before_remove = arg;
+		return 0;
+	case 1004:
+		if (bench_parse_ulong(arg, 1, 10000000, &v) < 0)
+			return -EINVAL;
+		r->rr = v;
+		return 0;
+	case 1005:
+		if (bench_parse_ulong(arg, 1, TR_BURST, &v) < 0)
+			return -EINVAL;
+		r->guest_batch = (unsigned)v;
+		return 0;
+	case 'P':
+	case 1000:
+	case 1001:
+	case 1002:
+	case 1003:
+		return tr_policy_option(r, opt, arg);
+	case 'I':
+	case 'F':
+	case 'U':
+	case 'D':
+	case 'T':
+	case 'R':
+		return tr_lifecycle_option(r, opt, arg);
+	}
+	return tr_parse_common(r, opt, arg) < 0 ? -EINVAL : 0;
+}
+
+/* The command line of traffic. Returns: 0, 1 (--help), -EINVAL (a usage
+ * error). */
+static int tr_traffic_args(struct tr_run *r, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 'S' },
@@ -261,147 +432,80 @@ int bench_traffic_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct tr_run r = { .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = 1,
-			    .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
-			    .disconnect_after = -1, .stall_after = -1,
-			    .remove_deadline_ms = 5000,
-			    .pol = { .poll_us = 50 } };
-	unsigned long v;
-	int opt, rc = 1;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'b':
-			if (!strcmp(optarg, "socket"))
-				r.backend = TR_SOCKET;
-			else if (!strcmp(optarg, "tap"))
-				r.backend = TR_TAP;
-			else
-				goto usage;
-			break;
-		case 'd':
-			if (!strcmp(optarg, "g2h"))
-				r.dirs = 1;
-			else if (!strcmp(optarg, "h2g"))
-				r.dirs = 2;
-			else if (!strcmp(optarg, "both"))
-				r.dirs = 3;
-			else
-				goto usage;
-			break;
-		case 's':
-			if (!strcmp(optarg, "random"))
-				r.fixed = 0;
-			else if (bench_parse_ulong(optarg, FRAMES_MIN, FRAMES_MAX, &v) < 0)
-				goto usage;
-			else
-				r.fixed = (uint32_t)v;
-			break;
-		case 'c':
-			if (bench_parse_ulong(optarg, 1, 1ul << 40, &v) < 0)
-				goto usage;
-			r.count = v;
-			break;
-		case 'N':
-			if (!optarg[0] || strlen(optarg) >= sizeof(r.netns) || strchr(optarg, '/'))
-				goto usage;
-			snprintf(r.netns, sizeof(r.netns), "%s", optarg);
-			break;
-		case 'P': {
-			static const char *const names[] = { "default", "timer", "bh", "adaptive",
-							     "poll" };
-			unsigned i;
+		if (opt == 'h')
+			return 1;
+		if (opt == '?' || tr_traffic_option(r, opt, optarg) < 0)
+			return -EINVAL;
+	}
+	return optind != argc ? -EINVAL : 0;
+}
 
-			for (i = 0; i < 5 && strcmp(optarg, names[i]); i++)
-				;
-			if (i == 5)
-				goto usage;
-			r.policy = (enum vnic_mitigation)i;
-			break;
-		}
-		case 'E':
-			r.expect_json = optarg;
-			break;
-		case 'B':
-			r.before_remove = optarg;
-			break;
-		case 'I':
-			if (!optarg[0] || strlen(optarg) > 40)
-				goto usage;
-			r.id_prefix = optarg;
-			break;
-		case 'F':
-			if (bench_parse_ulong(optarg, 0, TR_MAX_NICS - 1, &v) < 0)
-				goto usage;
-			r.fault_nic = (int)v;
-			break;
-		case 'U':
-			if (bench_parse_double(optarg, 0, 3600, &r.unplug_after) < 0)
-				goto usage;
-			break;
-		case 'D':
-			if (bench_parse_double(optarg, 0, 3600, &r.disconnect_after) < 0)
-				goto usage;
-			break;
-		case 'T':
-			if (bench_parse_double(optarg, 0, 3600, &r.stall_after) < 0)
-				goto usage;
-			break;
-		case 'R':
-			if (bench_parse_ulong(optarg, 1, 60000, &v) < 0)
-				goto usage;
-			r.remove_deadline_ms = (uint32_t)v;
-			break;
-		case 1000:
-		case 1001:
-		case 1002:
-			if (bench_parse_ulong(optarg, 0, 1000000, &v) < 0)
-				goto usage;
-			if (opt == 1000)
-				r.pol.timer_us = (uint32_t)v;
-			else if (opt == 1001)
-				r.pol.poll_us = (uint32_t)v;
-			else
-				r.pol.latency_us = (uint32_t)v;
-			break;
-		case 1003:
-			if (bench_parse_double(optarg, 1, 60000, &r.switch_ms) < 0)
-				goto usage;
-			break;
-		case 1005:
-			if (bench_parse_ulong(optarg, 1, TR_BURST, &v) < 0)
-				goto usage;
-			r.guest_batch = (unsigned)v;
-			break;
-		case 1004:
-			if (bench_parse_ulong(optarg, 1, 10000000, &v) < 0)
-				goto usage;
-			r.rr = v;
-			break;
-		case 'h':
-			bench_traffic_usage(stdout);
-			return 0;
-		default:
-			if (opt == '?' || tr_parse_common(&r, opt, optarg) < 0)
-				goto usage;
-		}
-	}
-	if (optind != argc)
-		goto usage;
-	if (r.unplug_after >= 0 && r.disconnect_after >= 0) {
+/* Options that each parse but do not go together. Returns: 0, or -EINVAL
+ * (reason printed). */
+static int tr_traffic_check(const struct tr_run *r)
+{
+	if (r->unplug_after >= 0 && r->disconnect_after >= 0) {
 		fprintf(stderr, "vnic-bench: --unplug-after and --disconnect-after both act on NIC 0\n");
-		return 2;
+		return -EINVAL;
 	}
-	if (r.fault_nic >= (int)r.nnics) {
-		fprintf(stderr, "vnic-bench: --fault-nic %d: only %u NICs\n", r.fault_nic, r.nnics);
-		return 2;
+	if (r->fault_nic >= (int)r->nnics) {
+		fprintf(stderr, "vnic-bench: --fault-nic %d: only %u NICs\n", r->fault_nic, r->nnics);
+		return -EINVAL;
 	}
-	if (r.rr && (r.nnics != 1 || r.backend != TR_SOCKET || r.dirs == 3 || !r.fixed)) {
+	if (r->rr && (r->nnics != 1 || r->backend != TR_SOCKET || r->dirs == 3 || !r->fixed)) {
 		fprintf(stderr, "vnic-bench: --rr takes 1 NIC, the socket backend, --direction "
 				"g2h or h2g and a fixed --size\n");
-		return 2;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* After setup: the flows (or --rr), the report, --expect-json and
+ * --before-remove. */
+static void tr_traffic_run(struct tr_run *r)
+{
+	for (unsigned i = 0; i < r->nnics; i++)
+		for (unsigned d = 0; d < 2; d++) {
+			r->nics[i].f[d].on = r->dirs & (1u << d);
+			r->nics[i].f[d].limit = r->count ? r->count : UINT64_MAX;
+		}
+	r->t0 = bench_now_ns();
+	if (r->rr) {
+		tr_rr(r);
+		if (!r->failures)
+			tr_report(r, "traffic");
+	} else {
+		tr_loop(r);
+		tr_report(r, "traffic");
+	}
+	if (r->expect_json && tr_write_expect(r) < 0)
+		tr_fail(r, "cannot write %s", r->expect_json);
+	if (r->before_remove) {
+		int st;
+
+		fflush(stdout);
+		st = system(r->before_remove);
+		if (st != 0)
+			tr_fail(r, "--before-remove command failed (status %d)", st);
+	}
+}
+
+int bench_traffic_main(int argc, char **argv)
+{
+	struct tr_run r;
+	int rc;
+
+	tr_run_init(&r, 1);
+	r.pol.poll_us = 50;
+	rc = tr_traffic_args(&r, argc, argv);
+	if (rc != 0)
+		return tr_usage_exit(rc, bench_traffic_usage);
+	if (tr_traffic_check(&r) < 0)
+		return 2;
 	tr_init_common(&r);
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
@@ -419,40 +523,9 @@ int bench_traffic_main(int argc, char **argv)
 	       r.fixed ? "" : "random", r.fixed ? "" : "", r.seconds);
 	if (r.fixed)
 		printf("  frame size %u bytes\n", r.fixed);
-	if (tr_setup(&r) < 0) {
+	if (tr_setup(&r) < 0)
 		tr_fail(&r, "setup failed");
-		goto out;
-	}
-	for (unsigned i = 0; i < r.nnics; i++)
-		for (unsigned d = 0; d < 2; d++) {
-			r.nics[i].f[d].on = r.dirs & (1u << d);
-			r.nics[i].f[d].limit = r.count ? r.count : UINT64_MAX;
-		}
-	r.t0 = bench_now_ns();
-	if (r.rr) {
-		tr_rr(&r);
-		if (!r.failures)
-			tr_report(&r, "traffic");
-	} else {
-		tr_loop(&r);
-		tr_report(&r, "traffic");
-	}
-	if (r.expect_json && tr_write_expect(&r) < 0)
-		tr_fail(&r, "cannot write %s", r.expect_json);
-	if (r.before_remove) {
-		int st;
-
-		fflush(stdout);
-		st = system(r.before_remove);
-		if (st != 0)
-			tr_fail(&r, "--before-remove command failed (status %d)", st);
-	}
-out:
-	tr_cleanup(&r);
-	rc = r.failures ? 1 : 0;
-	printf("vnic-bench traffic: %s\n", rc ? "FAIL" : "PASS");
-	return rc;
-usage:
-	bench_traffic_usage(stderr);
-	return 2;
+	else
+		tr_traffic_run(&r);
+	return tr_finish(&r, "traffic");
 }

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bench.h"
 #include "libvnic.h"
 
 #define TR_MAX_NICS 64u
@@ -169,7 +170,10 @@ int tr_parse_common(struct tr_run *r, int opt, const char *arg);
 void tr_init_common(struct tr_run *r);
 int tr_setup(struct tr_run *r);
 void tr_loop(struct tr_run *r);
-void tr_cleanup(struct tr_run *r);
+void tr_run_init(struct tr_run *r, unsigned nnics);
+int tr_usage_exit(int rc, bench_usage_fn *usage);
+int tr_finish(struct tr_run *r, const char *name);
+int tr_name_index(const char *const *names, unsigned n, const char *s);
 
 /* traffic_backend.c */
 int tr_cmd(const char *const *argv);

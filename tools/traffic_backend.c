@@ -24,7 +24,7 @@
 #include "frames.h"
 #include "traffic.h"
 
-/* ---- helpers: commands, namespaces, /proc ---- */
+/* ---- commands and namespaces ---- */
 
 /* tr_cmd - run argv (NULL-terminated) and wait; output goes to ours.
  * Returns: 0 when it exited 0, -EIO otherwise (reason printed). */
@@ -95,7 +95,7 @@ static void tr_ns_leave(int self)
 	close(self);
 }
 
-/* ---- setup ---- */
+/* ---- the host ends ---- */
 
 int tr_socket_pair(struct tr_run *r, struct tr_nic *n, int *ret_vmm_end)
 {

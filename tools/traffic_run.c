@@ -143,6 +143,8 @@ static void tr_on_event(struct vnic_conn *conn, const struct vnic_event *ev, voi
 	}
 }
 
+/* ---- NICs and their workers ---- */
+
 static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
 {
 	struct vnic_region reg;
@@ -527,7 +529,7 @@ static void tr_remove_all(struct tr_run *r)
 	}
 }
 
-void tr_cleanup(struct tr_run *r)
+static void tr_cleanup(struct tr_run *r)
 {
 	tr_remove_all(r);
 	for (unsigned i = 0; i < r->nnics; i++) {
@@ -559,6 +561,8 @@ void tr_cleanup(struct tr_run *r)
 		tr_cmd(a);
 	}
 }
+
+/* ---- setup ---- */
 
 int tr_setup(struct tr_run *r)
 {
@@ -629,6 +633,8 @@ int tr_setup(struct tr_run *r)
 	return 0;
 }
 
+/* ---- what both subcommands share: options, the end ---- */
+
 int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 {
 	unsigned long v;
@@ -664,4 +670,45 @@ void tr_init_common(struct tr_run *r)
 	signal(SIGPIPE, SIG_IGN);
 	if (!r->socket_path)
 		r->socket_path = bench_socket_path ? bench_socket_path : VNIC_DEFAULT_SOCKET;
+}
+
+/* tr_name_index - s's index in names[0..n), -1 when not there. */
+int tr_name_index(const char *const *names, unsigned n, const char *s)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -1;
+}
+
+/* tr_finish - the end of a subcommand's run: NICs removed (the worker of
+ * each gone), everything freed, the netns we made deleted, PASS or FAIL.
+ * Returns: the exit code, 0 or 1. */
+int tr_finish(struct tr_run *r, const char *name)
+{
+	int rc;
+
+	tr_cleanup(r);
+	rc = r->failures ? 1 : 0;
+	printf("vnic-bench %s: %s\n", name, rc ? "FAIL" : "PASS");
+	return rc;
+}
+
+/* tr_run_init - the defaults both subcommands start from: the socket
+ * backend, both directions, 3 s, nnics NICs, no NIC under fault. */
+void tr_run_init(struct tr_run *r, unsigned nnics)
+{
+	*r = (struct tr_run){ .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = nnics,
+			      .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
+			      .disconnect_after = -1, .stall_after = -1,
+			      .remove_deadline_ms = 5000 };
+}
+
+/* tr_usage_exit - a command line that ends the subcommand: rc 1 (--help)
+ * prints the usage on stdout, rc < 0 (a usage error) on stderr.
+ * Returns: the exit code, 0 or 2. */
+int tr_usage_exit(int rc, bench_usage_fn *usage)
+{
+	usage(rc > 0 ? stdout : stderr);
+	return rc > 0 ? 0 : 2;
 }
