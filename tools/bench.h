@@ -5,6 +5,8 @@
  * Each subcommand is one file (bench_<name>.c) exporting a main and a
  * usage function, listed in the table in vnic-bench.c. Helpers shared by
  * subcommands (clock, statistics, option parsing) live in vnic-bench.c.
+ * traffic and hostile share one run (guests, host ends, the loop, the
+ * report): traffic_*.c, declared in traffic.h, which says what is where.
  */
 #ifndef VNIC_BENCH_H
 #define VNIC_BENCH_H
