@@ -18,6 +18,10 @@ TESTS += tests/man_lint.sh
 # Every case id the tree cites is defined in doc/threats.md.
 dist_check_SCRIPTS += tests/threat_ids.sh
 TESTS += tests/threat_ids.sh
+# Every relative link in the Markdown files resolves (files, headings).
+dist_check_SCRIPTS += tests/md_links.sh
+TESTS += tests/md_links.sh
+EXTRA_DIST += tests/README.md
 
 check_PROGRAMS += tests/check_memtable tests/check_vring tests/check_iov tests/check_vring_random
 tests_check_memtable_SOURCES = tests/check_memtable.c tests/testutil.c tests/testutil.h
