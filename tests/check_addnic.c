@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "suptest.h"
+#include "testutil.h"
 #include "vring_drv.h"
 
 static struct vnicd_proc vd;
@@ -505,11 +506,7 @@ static char tap_ns[64]; /* a namespace a tap test made, removed in teardown */
 static void lteardown(void)
 {
 	if (tap_ns[0]) {
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "ip netns del %s 2>/dev/null", tap_ns);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove netns %s\n", tap_ns);
+		(void)tu_netns_del(tap_ns);
 		tap_ns[0] = '\0';
 	}
 	st_guest_free(&lg);
@@ -755,17 +752,13 @@ END_TEST
  * only for that reason). */
 static bool tap_env(char *ns, size_t len)
 {
-	char cmd[256], out[256];
-
 	if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) < 0 ||
 	    (access("/usr/sbin/ip", X_OK) < 0 && access("/sbin/ip", X_OK) < 0 &&
 	     access("/usr/bin/ip", X_OK) < 0)) {
 		fprintf(stderr, "tap test skipped: needs root, /dev/net/tun and ip\n");
 		return false;
 	}
-	snprintf(ns, len, "vnictest%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "ip netns add %s 2>&1", ns);
-	ck_assert_msg(st_run_capture(cmd, out, sizeof(out)) == 0, "%s", out);
+	tu_netns_add(ns, len);
 	snprintf(tap_ns, sizeof(tap_ns), "%s", ns);
 	return true;
 }
@@ -1333,11 +1326,14 @@ static Suite *addnic_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(addnic_suite());
+	SRunner *sr;
 	int failed;
 
+	tu_netns_init("vnictest");
+	sr = srunner_create(addnic_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tu_netns_sweep();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -44,6 +44,7 @@
 
 #include "libvnic.h"
 #include "suptest.h"
+#include "testutil.h"
 #include "vhost_user_msg.h"
 #include "virtio_net.h"
 #include "vring_drv.h"
@@ -348,13 +349,9 @@ static int base_fds;
 
 static void setup(void)
 {
-	char cmd[160];
-
 	if (!have_prereqs())
 		return;
-	snprintf(netns, sizeof(netns), "vnicvu%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "ip netns add %s", netns);
-	ck_assert_int_eq(system(cmd), 0);
+	tu_netns_add(netns, sizeof(netns));
 	st_vnicd_start(&vd, st_worker_path(), "--state-dir", "", NULL);
 	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu.sock", vd.dir), (int)sizeof(sockpath));
 	ctl = st_connect(&vd);
@@ -364,15 +361,12 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[160];
-
 	if (!have_prereqs())
 		return;
 	vnic_close(ctl);
 	st_vnicd_stop(&vd);
 	st_rmdir(vd.dir);
-	snprintf(cmd, sizeof(cmd), "ip netns del %s", netns);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(tu_netns_del(netns), 0);
 }
 
 #define NEED_PREREQS() do { if (!have_prereqs()) return; } while (0)
@@ -1304,9 +1298,11 @@ int main(void)
 		printf("SKIP: check_vhost_user needs root, /dev/net/tun and ip netns\n");
 		return 77;
 	}
+	tu_netns_init("vnicvu");
 	sr = srunner_create(vu_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	tu_netns_sweep();
 	return failed ? 1 : 0;
 }

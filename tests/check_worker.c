@@ -952,6 +952,7 @@ END_TEST
 /* ------------------------------------------- L3/L4/L6: crash and restart */
 
 #define KILL_ROUNDS 20
+#define KILL_FREEZE_MS 10000 /* per frozen round, to catch chains in flight */
 #define KILL_MAX_SEQ (1u << 20)
 #define KILL_SLOTS (QSIZE / 2) /* chains of 2 descriptors */
 
@@ -999,6 +1000,38 @@ static struct inflight_queue *k_txq(void)
 static struct inflight_queue *k_rxq(void)
 {
 	return (struct inflight_queue *)(void *)((uint8_t *)k_region + 64);
+}
+
+/* Chains popped from the queue and not yet completed, as the region
+ * says (the worker writes it as it goes: read it fresh every time). */
+static bool k_in_flight(struct inflight_queue *iq)
+{
+	return __atomic_load_n(&iq->avail_seq, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&iq->used_seq, __ATOMIC_ACQUIRE);
+}
+
+/* Watch the region for at most ms milliseconds: true as soon as it shows
+ * chains in flight. */
+static bool k_watch_inflight(struct inflight_queue *iq, int ms)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (k_in_flight(iq))
+			return true;
+	} while (ms_since(&t0) < ms);
+	return false;
+}
+
+static void k_spin_us(unsigned us)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)us);
 }
 
 static size_t k_len(unsigned seq)
@@ -1184,9 +1217,9 @@ static void k_start(void)
  */
 START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 {
-	unsigned with_inflight = 0, rx_inflight = 0, mid_flush = 0, lost;
+	unsigned with_inflight = 0, rx_inflight = 0, mid_flush = 0, frozen_caught = 0, lost;
 	Vnic__Worker__WorkerMessage *m;
-	struct timespec t0;
+	struct timespec t0, t_round;
 	int status;
 
 	k_rng = tu_seed("worker_l4_sigkill_mid_tx_exactly_once", 0x5eed5ull) | 1;
@@ -1209,7 +1242,6 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 	for (unsigned round = 0; round < KILL_ROUNDS; round++) {
 		int dur = 5 + (int)k_rand(25);
 		struct inflight_queue *q = k_txq();
-		unsigned spin = k_rand(300);
 
 		/* Traffic. */
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1226,13 +1258,17 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 			krx_reclaim();
 			krx_post(true);
 		}
-		/* A last burst, then the kill a few microseconds in. On even
-		 * rounds the worker is frozen (SIGSTOP) at random moments until
-		 * the region shows chains in flight (at most 200 tries) on TX,
-		 * or on RX every fourth round, so that the recovery path is
-		 * surely exercised; odd rounds kill at the first random moment,
-		 * whatever it holds. */
-		for (unsigned attempt = 0;; attempt++) {
+		/* A last burst, then the kill. Odd rounds kill a random few
+		 * microseconds in, whatever the worker holds then. Even rounds
+		 * force the case the test exists for: they watch the inflight
+		 * region (the worker writes it as it pops) and freeze the worker
+		 * (SIGSTOP) only once it shows chains taken and not yet
+		 * completed, then look again while it is stopped; TX on rounds
+		 * 0 mod 4, RX on rounds 2 mod 4. A missed moment (the worker
+		 * finished the chains between the look and the stop) is tried
+		 * again with a new burst, for at most KILL_FREEZE_MS. */
+		clock_gettime(CLOCK_MONOTONIC, &t_round);
+		for (;;) {
 			struct inflight_queue *target = round % 4 == 2 ? k_rxq() : q;
 
 			if (round % 4 == 2) {
@@ -1246,24 +1282,22 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 			vring_drv_publish(&S.drv[1]);
 			if (vring_drv_kick_needed(&S.drv[1]))
 				kick(1);
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-			for (;;) {
-				struct timespec t;
-
-				clock_gettime(CLOCK_MONOTONIC, &t);
-				if ((t.tv_sec - t0.tv_sec) * 1000000 +
-				    (t.tv_nsec - t0.tv_nsec) / 1000 >= (long)spin)
-					break;
+			if (round % 2) {
+				k_spin_us(k_rand(300));
+				break;
 			}
-			if (round % 2 || attempt >= 200)
+			if (k_watch_inflight(target, 20)) {
+				ck_assert_int_eq(kill(S.pid, SIGSTOP), 0);
+				ck_assert_int_eq(waitpid(S.pid, &status, WUNTRACED), S.pid);
+				ck_assert(WIFSTOPPED(status));
+				if (k_in_flight(target)) {
+					frozen_caught++;
+					break;
+				}
+				ck_assert_int_eq(kill(S.pid, SIGCONT), 0);
+			}
+			if (ms_since(&t_round) >= KILL_FREEZE_MS)
 				break;
-			ck_assert_int_eq(kill(S.pid, SIGSTOP), 0);
-			ck_assert_int_eq(waitpid(S.pid, &status, WUNTRACED), S.pid);
-			ck_assert(WIFSTOPPED(status));
-			if (target->avail_seq != target->used_seq)
-				break;
-			ck_assert_int_eq(kill(S.pid, SIGCONT), 0);
-			spin = k_rand(300);
 			k_reclaim();
 		}
 		ck_assert_int_eq(kill(S.pid, SIGKILL), 0);
@@ -1364,14 +1398,17 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 	for (unsigned seq = 0; seq < k_posted; seq++)
 		ck_assert_msg(k_returned[seq] == 1, "TX chain %u never came back", seq);
 	lost = k_posted - k_narrived;
-	/* The frozen rounds make this all but certain; without it the test
-	 * would not have exercised recovery at all. */
+	/* Without chains in flight at a kill the test would not have
+	 * exercised recovery at all: the frozen rounds make sure it did. */
+	ck_assert_msg(frozen_caught == KILL_ROUNDS / 2,
+		      "only %u of %u frozen rounds caught the worker with chains in flight "
+		      "within %d ms", frozen_caught, KILL_ROUNDS / 2, KILL_FREEZE_MS);
 	ck_assert_uint_ge(with_inflight, 1);
-	fprintf(stderr, "l4 worker: %u crashes, %u with TX and %u with RX chains in flight, "
-		"%u TX mid-flush; "
+	fprintf(stderr, "l4 worker: %u crashes (%u frozen with chains in flight), %u with TX "
+		"and %u with RX chains in flight, %u TX mid-flush; "
 		"TX: %u chains, all back exactly once, %u frames lost to restarts, none "
 		"doubled; RX: %u frames sent, %u delivered once, %u buffers back empty\n",
-		KILL_ROUNDS, with_inflight, rx_inflight, mid_flush, k_posted, lost, krx_sent,
+		KILL_ROUNDS, frozen_caught, with_inflight, rx_inflight, mid_flush, k_posted, lost, krx_sent,
 		krx_delivered,
 		krx_empty);
 	munmap(k_region, S.inflight_size);

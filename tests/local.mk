@@ -79,7 +79,8 @@ TESTS += tests/check_worker
 
 # Supervisor, libvnic and vnicctl: against real vnicd processes.
 check_PROGRAMS += tests/check_addnic tests/check_supervisor
-tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h
+tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h \
+	tests/testutil.c tests/testutil.h
 tests_check_addnic_CFLAGS = $(TEST_CFLAGS)
 tests_check_addnic_LDADD = libvnic.la libvnicshm.la $(TEST_LIBS)
 tests_check_supervisor_SOURCES = tests/check_supervisor.c tests/suptest.c tests/suptest.h
@@ -175,7 +176,8 @@ TESTS += tests/check_admin
 # vhost-user (issue 8): a scripted front end against a real vnicd, its
 # worker and a tap in a private netns; needs root (else 77).
 check_PROGRAMS += tests/check_vhost_user
-tests_check_vhost_user_SOURCES = tests/check_vhost_user.c tests/suptest.c tests/suptest.h
+tests_check_vhost_user_SOURCES = tests/check_vhost_user.c tests/suptest.c tests/suptest.h \
+	tests/testutil.c tests/testutil.h
 tests_check_vhost_user_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
 tests_check_vhost_user_LDADD = libvnic.la libvnicsup.la libvnicshm.la libvnicproto.la \
 	$(PROTOBUF_C_LIBS) $(TEST_LIBS)

@@ -136,3 +136,61 @@ unsigned long tu_cpu_ticks(pid_t pid)
 		abort();
 	return ut + st;
 }
+
+static char tu_ns_prefix[32] = "vnictu";
+
+void tu_netns_init(const char *stem)
+{
+	snprintf(tu_ns_prefix, sizeof(tu_ns_prefix), "%s%d-", stem, (int)getpid());
+}
+
+/* ip netns VERB NAME; its exit status (-1 for a name too long). */
+static int tu_ip_netns(const char *verb, const char *name)
+{
+	char cmd[512];
+
+	if ((size_t)snprintf(cmd, sizeof(cmd), "ip netns %s %s 2>/dev/null", verb, name) >=
+	    sizeof(cmd))
+		return -1;
+	return system(cmd);
+}
+
+void tu_netns_add(char *name, size_t len)
+{
+	if ((size_t)snprintf(name, len, "%s%d", tu_ns_prefix, (int)getpid()) >= len) {
+		errno = ENAMETOOLONG;
+		tu_die("netns name");
+	}
+	if (tu_ip_netns("add", name) != 0) {
+		errno = EIO;
+		tu_die("ip netns add");
+	}
+}
+
+int tu_netns_del(const char *name)
+{
+	if (tu_ip_netns("del", name) != 0) {
+		fprintf(stderr, "testutil: could not remove netns %s\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+int tu_netns_sweep(void)
+{
+	DIR *d = opendir("/run/netns");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, tu_ns_prefix, strlen(tu_ns_prefix)) != 0)
+			continue;
+		fprintf(stderr, "testutil: removing netns %s, left by a failed test\n", e->d_name);
+		if (tu_netns_del(e->d_name) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}

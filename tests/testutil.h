@@ -60,4 +60,26 @@ unsigned long tu_seed(const char *test_name, unsigned long fixed_default);
  * /proc/pid/stat. Aborts the test when it cannot be read. */
 unsigned long tu_cpu_ticks(pid_t pid);
 
+/*
+ * Network namespaces a test makes. Check runs each test in a forked
+ * child, and a failed assertion ends that child before its teardown runs:
+ * a namespace the test made would be left behind. So every name carries
+ * the test runner's pid, and the runner removes whatever is left after
+ * srunner_run_all():
+ *
+ *   tu_netns_init("vnicvu");            in main(), before the runner
+ *   tu_netns_add(name, sizeof(name));   in a test or fixture
+ *   tu_netns_del(name);                 in its teardown (quietly)
+ *   tu_netns_sweep();                   in main(), after the runner
+ */
+void tu_netns_init(const char *stem);
+/* tu_netns_add - "<stem><runner pid>-<pid>", created with ip netns add;
+ * its name in name. Aborts the test when it cannot be made. */
+void tu_netns_add(char *name, size_t len);
+/* tu_netns_del - remove namespace name; 0 or -1 (and a line on stderr). */
+int tu_netns_del(const char *name);
+/* tu_netns_sweep - remove every namespace of this runner still there,
+ * each with a line on stderr; returns how many. */
+int tu_netns_sweep(void);
+
 #endif
