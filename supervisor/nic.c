@@ -252,9 +252,12 @@ void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *
 {
 	memset(out, 0, sizeof(*out));
 	/* Our own queue count bounds the read, never the page's (stats.h). */
-	if (!n->stats || slot < 0 || slot >= NIC_NUM_QUEUES)
+	if (slot < 0 || slot >= NIC_NUM_QUEUES)
 		return;
-	stats_queue_read(&n->stats->q[slot], out);
+	if (n->stats)
+		stats_queue_read(&n->stats->q[slot], out);
+	if (n->ops->counters_base)
+		n->ops->counters_base(n, slot, out);
 }
 
 static int stats_create(struct nic *n, char *err, size_t errlen)

@@ -33,6 +33,7 @@
 #include "worker_spawn.h"
 
 struct stats_page;
+struct stats_queue_snapshot;
 
 /* glibc's <sys/queue.h> lacks the BSD _SAFE iterator. */
 #ifndef TAILQ_FOREACH_SAFE
@@ -127,6 +128,10 @@ enum nic_result {
  *  queue_reset   - the worker reported a broken queue
  *  stalled       - the watchdog killed a worker that stopped answering
  *  gone          - the NIC is about to be freed (last call)
+ *  counters_base - optional: add to a queue's counters what the owner kept
+ *                  of earlier NICs it stands for (vhost-user: a NIC per
+ *                  worker session, one endpoint), so that status counters
+ *                  only grow; never gauges (window, broken)
  */
 struct nic_owner_ops {
 	const char *kind;
@@ -141,6 +146,7 @@ struct nic_owner_ops {
 	void (*queue_reset)(struct nic *n, uint32_t queue, const char *reason);
 	void (*stalled)(struct nic *n, uint64_t silent_ms);
 	void (*gone)(struct nic *n);
+	void (*counters_base)(const struct nic *n, int slot, struct stats_queue_snapshot *s);
 };
 
 /* Per-NIC log buckets (nic_log.c). */

@@ -141,6 +141,7 @@ static void vu_endpoint_free(struct vu_endpoint *ep)
 		unlink(ep->cfg.path);
 	}
 	close_fd(&ep->tap_fd);
+	vu_session_stats_unmap(ep);
 	free(ep);
 }
 

@@ -12,11 +12,59 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "vhost_user_priv.h"
 
 /* ------------------------------------------------------------ the NIC */
+
+/* The counters (not the gauges: window, broken) of a finished session. */
+static void vu_counters_add(struct stats_queue_snapshot *to, const struct stats_queue_snapshot *s)
+{
+	to->packets += s->packets;
+	to->bytes += s->bytes;
+	to->kicks += s->kicks;
+	to->interrupts += s->interrupts;
+	to->suppressed += s->suppressed;
+	to->drops += s->drops;
+	to->errors += s->errors;
+	to->kicks_avoided += s->kicks_avoided;
+	to->flushes += s->flushes;
+	to->timer_fires += s->timer_fires;
+	to->timer_hits += s->timer_hits;
+	to->poll_spins += s->poll_spins;
+	to->poll_hits += s->poll_hits;
+}
+
+static void vu_nic_counters_base(const struct nic *n, int slot, struct stats_queue_snapshot *s)
+{
+	const struct vu_endpoint *ep = n->owner;
+
+	if (ep)
+		vu_counters_add(s, &ep->life[slot]);
+}
+
+/* The session's page, mapped at its start: fold it into life[], unmap. */
+static void vu_session_stats_fold(struct vu_endpoint *ep)
+{
+	struct stats_queue_snapshot s;
+
+	if (!ep->sess_stats)
+		return;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+		stats_queue_read(&ep->sess_stats->q[i], &s);
+		vu_counters_add(&ep->life[i], &s);
+	}
+	vu_session_stats_unmap(ep);
+}
+
+void vu_session_stats_unmap(struct vu_endpoint *ep)
+{
+	if (ep->sess_stats)
+		munmap((void *)(uintptr_t)ep->sess_stats, ep->sess_stats_len);
+	ep->sess_stats = NULL;
+}
 
 static void vu_nic_added(struct nic *n, enum nic_result r, const char *error)
 {
@@ -50,6 +98,7 @@ static void vu_nic_gone(struct nic *n)
 	}
 	if (n->deadline_missed)
 		ep->rm_deadline = true;
+	vu_session_stats_fold(ep);
 	ep->nic = NULL;
 	ep->nic_stopping = false;
 	event_active(ep->ev_resume, EV_TIMEOUT, 0);
@@ -97,6 +146,7 @@ const struct nic_owner_ops vu_nic_owner = {
 	.failed = vu_nic_failed,
 	.queue_reset = vu_nic_queue_reset,
 	.gone = vu_nic_gone,
+	.counters_base = vu_nic_counters_base,
 };
 
 /* Stop the NIC (the answer to whatever waits follows its reap). */
@@ -225,9 +275,19 @@ void vu_try_start(struct vu_endpoint *ep)
 	ep->nic = nic_find(ep->sup, ep->cfg.id);
 	if (ep->nic && ep->nic->owner != ep)
 		ep->nic = NULL;
-	if (ep->nic)
+	if (ep->nic) {
+		void *p = mmap(NULL, ep->nic->stats_len, PROT_READ, MAP_SHARED, ep->nic->stats_fd, 0);
+
+		if (p != MAP_FAILED) {
+			ep->sess_stats = p;
+			ep->sess_stats_len = ep->nic->stats_len;
+		} else {
+			log_warn("vhost-user %s: stats page: %s: this session's counters will not "
+				 "be kept past it", ep->cfg.id, strerror(errno));
+		}
 		log_info("vhost-user %s: rings ready: starting the worker (%u regions%s)",
 			 ep->cfg.id, c->nreg, unsealed ? ", unsealed memory" : "");
+	}
 	goto out_close;
 
 out_errno:

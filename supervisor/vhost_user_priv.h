@@ -25,6 +25,7 @@
 #include "vhost_user.h"
 #include "vhost_user_msg.h"
 #include "vring.h"
+#include "workers/stats.h"
 
 struct vu_ring {
 	bool num_set, addr_set;
@@ -90,6 +91,14 @@ struct vu_endpoint {
 	bool rm_deadline;
 	uint64_t connects, messages, rejected, reconfigs;
 	char last_error[192];
+	/* Queue counters over the endpoint's life (issue 19): each NIC (a
+	 * worker session: front end, memory table, call fd ...) has its own
+	 * stats page, which a crash restart keeps. The endpoint maps the
+	 * current one read-only and, when the NIC is gone, adds its final
+	 * counters to life[], which status adds to the next NIC's. */
+	const struct stats_page *sess_stats;
+	size_t sess_stats_len;
+	struct stats_queue_snapshot life[NIC_NUM_QUEUES];
 };
 
 TAILQ_HEAD(vu_list, vu_endpoint);
@@ -124,6 +133,7 @@ void vu_conn_close(struct vu_endpoint *ep, const char *why);
 extern const struct nic_owner_ops vu_nic_owner;
 void vu_stop_nic(struct vu_endpoint *ep, uint32_t deadline_ms, const char *why);
 void vu_try_start(struct vu_endpoint *ep);
+void vu_session_stats_unmap(struct vu_endpoint *ep);
 
 /* vhost_user_mem.c */
 int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3], char *err,

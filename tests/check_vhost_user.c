@@ -305,6 +305,56 @@ static int ep_policy(const char *id)
 	return mode;
 }
 
+/* An endpoint's counters over its life (issue 19): they only grow across
+ * worker sessions (planned restarts, crashes, reconnects), and tx0 has at
+ * least the frames the guest sent so far. *prev: the last reading. */
+struct ep_counters {
+	uint64_t packets[2], bytes[2];
+};
+
+static void read_counters(const char *id, struct ep_counters *now)
+{
+	struct vnic_status *st = NULL;
+
+	memset(now, 0, sizeof(*now));
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++) {
+		const struct vnic_nic_status *n = &st->nics[i];
+
+		for (unsigned j = 0; !strcmp(n->id, id) && j < n->nqueues && j < 2; j++) {
+			now->packets[j] = n->queues[j].packets;
+			now->bytes[j] = n->queues[j].bytes;
+		}
+	}
+	vnic_status_free(st);
+}
+
+/* The worker counts a frame just after it wrote it to the tap: a reading
+ * may lag the frames seen in the netns by a moment, never go down. */
+static void expect_counters(const char *id, uint64_t tx_frames, struct ep_counters *prev,
+			    const char *when)
+{
+	struct ep_counters now;
+
+	for (int tries = 0;; tries++) {
+		read_counters(id, &now);
+		for (int q = 0; q < 2; q++)
+			ck_assert_msg(now.packets[q] >= prev->packets[q] &&
+				      now.bytes[q] >= prev->bytes[q],
+				      "%s: queue %d went down: %llu packets %llu bytes, were %llu %llu",
+				      when, q, (unsigned long long)now.packets[q],
+				      (unsigned long long)now.bytes[q],
+				      (unsigned long long)prev->packets[q],
+				      (unsigned long long)prev->bytes[q]);
+		*prev = now;
+		if (now.packets[1] >= tx_frames)
+			return;
+		ck_assert_msg(tries < 300, "%s: tx0 counts %llu frames, %llu sent", when,
+			      (unsigned long long)now.packets[1], (unsigned long long)tx_frames);
+		msleep(10);
+	}
+}
+
 static int wait_worker(const char *id)
 {
 	for (int i = 0; i < 500; i++) {
@@ -780,6 +830,7 @@ START_TEST(t_data_path)
 {
 	struct fe f;
 	struct ns_socks s;
+	struct ep_counters ctr = { { 0, 0 }, { 0, 0 } };
 	unsigned slot = 0;
 	int with_ep, pid, pid2;
 	int64_t ack;
@@ -794,6 +845,8 @@ START_TEST(t_data_path)
 	guest_tx(&f, "a", 20, &slot);
 	expect_rx_in_ns(&s, "a", 20);
 	host_to_guest(&f, &s, "to-the-guest-1");
+	expect_counters("vu0", 20, &ctr, "first session");
+	ck_assert_uint_ge(ctr.packets[0], 1); /* rx0: to-the-guest-1 */
 
 	/* An administrator's SetPolicy outlives the worker it was sent to. */
 	{
@@ -813,6 +866,7 @@ START_TEST(t_data_path)
 	guest_tx(&f, "b", 20, &slot);
 	expect_rx_in_ns(&s, "b", 20);
 	host_to_guest(&f, &s, "to-the-guest-2");
+	expect_counters("vu0", 40, &ctr, "after a new memory table");
 
 	/* A crash of the worker: restarted as any NIC's, traffic goes on. */
 	kill(pid2, SIGKILL);
@@ -821,6 +875,7 @@ START_TEST(t_data_path)
 	wait_worker("vu0");
 	guest_tx(&f, "c", 10, &slot);
 	expect_rx_in_ns(&s, "c", 10);
+	expect_counters("vu0", 50, &ctr, "after a worker SIGKILL");
 
 	/* Disconnect mid-traffic: the worker goes, vnicd's fds come back. */
 	guest_tx(&f, "d", 5, &slot);
@@ -843,6 +898,7 @@ START_TEST(t_data_path)
 	slot = 0;
 	guest_tx(&f, "e", 10, &slot);
 	expect_rx_in_ns(&s, "e", 10);
+	expect_counters("vu0", 60, &ctr, "after a new front end");
 	/* Disconnects before the rings are complete leave nothing either. */
 	close(f.fd);
 	f.fd = -1;
