@@ -11,7 +11,7 @@
  *       [--id-prefix P] [--fault-nic I] [--unplug-after S]
  *       [--remove-deadline MS] [--disconnect-after S]
  *       [--stall-backend-after S] [--policy P] [--timer-us N] [--poll-us N]
- *       [--latency-us N] [--switch-policy MS]
+ *       [--latency-us N] [--switch-policy MS] [--guest-batch N] [--rr N]
  *
  * How a run works: traffic.h.
  *

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
+ * traffic_lifecycle: what happens to NIC 0 while the others run, and the
+ * per-NIC stall check of the NICs that run.
+ *
  * Lifecycle (issue 5): --unplug-after removes NIC 0 while traffic runs,
  * checks its worker is gone when the reply arrives, then writes a canary
  * over all of its guest memory and checks nothing changes it;
