@@ -157,6 +157,8 @@ enum vnic_backend {
 	VNIC_BACKEND_TAP_FD = 3, /* backend_fd: a tap opened IFF_TAP|IFF_NO_PI|IFF_VNET_HDR */
 };
 
+/* TX mitigation modes, numbered as vmm.proto's Mitigation (checked at
+ * build time). The one definition: vnicd and its workers use it too. */
 enum vnic_mitigation {
 	VNIC_MITIGATION_DEFAULT = 0, /* bh */
 	VNIC_MITIGATION_TIMER = 1,
@@ -288,8 +290,14 @@ enum vnic_nic_state {
 
 /* "STARTING", "RUNNING", ... */
 const char *vnic_nic_state_name(enum vnic_nic_state s);
-/* "default", "timer", "bh", "adaptive", "poll" */
+/* "default", "timer", "bh", "adaptive", "poll"; "?" for an unknown mode. */
 const char *vnic_mitigation_name(enum vnic_mitigation m);
+/*
+ * vnic_mitigation_from_name - the mode vnic_mitigation_name calls @name
+ * ("default" included: the supervisor's default, bh).
+ * Returns: 0 and *ret (may be NULL), or -EINVAL for any other string.
+ */
+int vnic_mitigation_from_name(const char *name, enum vnic_mitigation *ret);
 
 struct vnic_queue_status {
 	char name[16];       /* rx0, tx0 */
@@ -335,6 +343,7 @@ struct vnic_nic_status {
 	uint32_t worker_uid, worker_gid; /* 0: vnicd's own (--sandbox=off) */
 	uint32_t mtu;
 };
+#undef VNIC_QUEUE_STATUS_FIELD
 
 struct vnic_status {
 	unsigned nnics;

@@ -6,6 +6,7 @@
 #define VNIC_PBCONV_H
 
 #include "nic_state.h"
+#include "policy_pb.h" /* the policy: policy_to_pb, policy_from_pb */
 #include "supervisor.h"
 #include "validate.h"
 #include "vhost_user.h"
@@ -13,10 +14,6 @@
 
 #define PBCONV_MTU_DEFAULT SUP_MTU_DEFAULT
 
-/* Policy: a NULL message is all defaults (zeroes). */
-void pbconv_policy_from(const Vnic__Vmm__Policy *pb, struct nic_policy *p);
-/* Initialises *pb and fills it. */
-void pbconv_policy_to(const struct nic_policy *p, Vnic__Vmm__Policy *pb);
 Vnic__Vmm__Status pbconv_result(enum nic_result r);
 Vnic__Vmm__NicState pbconv_state(enum nic_state s);
 /*

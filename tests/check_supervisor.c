@@ -4,6 +4,8 @@
  * its pure pieces (validate, worker_spawn).
  *
  *  - validate_*: ring placement and fd type checks, unit level;
+ *  - the policy contract: a policy and its mode names survive the
+ *    protobuf round trip;
  *  - worker_spawn: only fd 3 crosses exec, explicit argv, clean env;
  *  - 10,000 bad frames with fds: the supervisor's fd count is unchanged;
  *  - requests before Hello, wrong version, unknown body: error replies;
@@ -37,12 +39,54 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "libvnic.h"
+#include "pbconv.h"
 #include "suptest.h"
 #include "validate.h"
 #include "wire.h"
 #include "worker_spawn.h"
 
 static char err[256];
+
+/* --------------------------------------------------------- contracts */
+
+/* One policy, one name table: every mode's name parses back to it; the
+ * protobuf round trip keeps every field. */
+START_TEST(policy_names_and_pb_round_trip)
+{
+	struct vnic_policy p = { .timer_us = 1, .poll_us = 2, .budget_packets = 3,
+				 .budget_bytes = 4, .latency_us = 5, .safety_pct = 6,
+				 .max_window = 7 }, back;
+	enum vnic_mitigation m;
+	Vnic__Vmm__Policy pb;
+	unsigned named = 0;
+
+	for (unsigned i = 0; i < 16; i++) {
+		const char *name = vnic_mitigation_name((enum vnic_mitigation)i);
+
+		if (!strcmp(name, "?"))
+			continue;
+		named++;
+		m = (enum vnic_mitigation)99;
+		ck_assert_int_eq(vnic_mitigation_from_name(name, &m), 0);
+		ck_assert_int_eq(m, i);
+		p.mode = m;
+		policy_to_pb(&p, &pb);
+		policy_from_pb(&pb, &back);
+		ck_assert_mem_eq(&back, &p, sizeof(p));
+	}
+	ck_assert_uint_eq(named, 5);
+	ck_assert_int_eq(vnic_mitigation_from_name("default", &m), 0);
+	ck_assert_int_eq(m, VNIC_MITIGATION_DEFAULT);
+	ck_assert_str_eq(vnic_mitigation_name(VNIC_MITIGATION_BH), "bh");
+	ck_assert_int_eq(vnic_mitigation_from_name("BH", &m), -EINVAL);
+	ck_assert_int_eq(vnic_mitigation_from_name("", &m), -EINVAL);
+	ck_assert_int_eq(vnic_mitigation_from_name(NULL, &m), -EINVAL);
+	policy_from_pb(NULL, &back);
+	ck_assert_int_eq(back.mode, VNIC_MITIGATION_DEFAULT);
+	ck_assert_uint_eq(back.timer_us, 0);
+}
+END_TEST
 
 /* ---------------------------------------------------------- validate */
 
@@ -732,6 +776,7 @@ static Suite *supervisor_suite(void)
 	TCase *tv = tcase_create("vnicd");
 	TCase *tr = tcase_create("root");
 
+	tcase_add_test(tu, policy_names_and_pb_round_trip);
 	tcase_add_test(tu, c7_validate_ring_addrs_unit);
 	tcase_add_test(tu, c4_queue_slot_lookup);
 	tcase_add_test(tu, f1_validate_fd_types_unit);

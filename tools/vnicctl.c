@@ -53,7 +53,7 @@ void vnicctl_usage(FILE *f)
 		"usage: vnicctl [--socket PATH] [--json] COMMAND\n"
 		"  list\n"
 		"  status [ID] [--watch [--interval S] [--count N]]\n"
-		"  set-policy ID [--mode bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
+		"  set-policy ID [--mode default|bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
 		"                [--budget-packets N] [--budget-bytes N]\n"
 		"                [--latency-us N] [--safety-pct N] [--max-window N]\n"
 		"  log-level error|warn|info|debug\n"
@@ -513,18 +513,13 @@ static int parse_u32(const char *opt, const char *v, uint32_t *ret)
 	return 0;
 }
 
-static int parse_mode(const char *v, enum vnic_mitigation *ret)
+/* A TX mode for --mode and add's --policy: libvnic's names, "default"
+ * (vnicd's, bh) included. */
+int vnicctl_parse_mode(const char *opt, const char *v, enum vnic_mitigation *ret)
 {
-	static const enum vnic_mitigation all[] = { VNIC_MITIGATION_TIMER, VNIC_MITIGATION_BH,
-						    VNIC_MITIGATION_ADAPTIVE, VNIC_MITIGATION_POLL };
-
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		if (!strcmp(v, vnic_mitigation_name(all[i]))) {
-			*ret = all[i];
-			return 0;
-		}
-	}
-	fprintf(stderr, "vnicctl: --mode %s: use bh, timer, adaptive or poll\n", v);
+	if (vnic_mitigation_from_name(v, ret) == 0)
+		return 0;
+	fprintf(stderr, "vnicctl: --%s %s: use default, bh, timer, adaptive or poll\n", opt, v);
 	return -1;
 }
 
@@ -591,7 +586,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'm':
-			if (parse_mode(optarg, &o.policy.mode) < 0)
+			if (vnicctl_parse_mode("mode", optarg, &o.policy.mode) < 0)
 				return 2;
 			o.policy_set = true;
 			break;

@@ -39,22 +39,6 @@ static int parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-static int parse_policy(const char *s, struct vnic_policy *p)
-{
-	static const struct { const char *name; enum vnic_mitigation m; } names[] = {
-		{ "default", VNIC_MITIGATION_DEFAULT }, { "bh", VNIC_MITIGATION_BH },
-		{ "timer", VNIC_MITIGATION_TIMER }, { "adaptive", VNIC_MITIGATION_ADAPTIVE },
-		{ "poll", VNIC_MITIGATION_POLL },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i].name)) {
-			p->mode = names[i].m;
-			return 0;
-		}
-	return -1;
-}
-
 static int connect_hello(const char *sock, struct vnic_conn **conn)
 {
 	int rc = vnic_connect(sock, conn);
@@ -114,11 +98,8 @@ static int cmd_add(const char *sock, int argc, char **argv)
 			}
 			break;
 		case 'p':
-			if (parse_policy(optarg, &cfg.policy)) {
-				fprintf(stderr, "vnicctl: --policy %s: bh, timer, adaptive or poll\n",
-					optarg);
+			if (vnicctl_parse_mode("policy", optarg, &cfg.policy.mode))
 				return 2;
-			}
 			break;
 		default:
 			vnicctl_usage(stderr);

@@ -191,7 +191,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	struct memtable_region_desc *rd = NULL;
 	struct wire_fd_layout lay;
 	struct net_params np = { 0 };
-	struct net_policy_params policy;
+	struct vnic_policy policy;
 	int backend_fds[NET_MAX_PAIRS];
 	void *p;
 	int r;
