@@ -798,19 +798,9 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 		struct vnic_queue_status *o = &d->queues[d->nqueues++];
 
 		copy_str(o->name, sizeof(o->name), q->name);
-		o->packets = q->packets;
-		o->bytes = q->bytes;
-		o->kicks = q->kicks;
-		o->interrupts = q->interrupts;
-		o->suppressed = q->suppressed;
-		o->drops = q->drops;
-		o->errors = q->errors;
-		o->window = q->window;
-		o->flushes = q->flushes;
-		o->timer_fires = q->timer_fires;
-		o->timer_hits = q->timer_hits;
-		o->poll_spins = q->poll_spins;
-		o->poll_hits = q->poll_hits;
+#define LIBVNIC_COUNTER(type, name, kind) o->name = q->name;
+		VNIC_QUEUE_COUNTERS(LIBVNIC_COUNTER)
+#undef LIBVNIC_COUNTER
 		o->broken = q->broken;
 		copy_str(o->broken_reason, sizeof(o->broken_reason), q->broken_reason);
 	}

@@ -33,6 +33,19 @@ PBCONV_SAME_BIT(VNIC_F_INDIRECT_DESC, VIRTIO_F_INDIRECT_DESC);
 PBCONV_SAME_BIT(VNIC_F_EVENT_IDX, VIRTIO_F_EVENT_IDX);
 PBCONV_SAME_BIT(VNIC_F_VERSION_1, VIRTIO_F_VERSION_1);
 
+/* A page counter (always 64 bits) into a field whose largest value is max. */
+static uint64_t saturate(uint64_t v, uint64_t max)
+{
+	return v > max ? max : v;
+}
+
+void pbconv_queue_counters(const struct stats_queue_snapshot *sn, Vnic__Vmm__QueueStatus *q)
+{
+#define PBCONV_COUNTER(type, name, kind) q->name = (type)saturate(sn->name, (type)-1);
+	VNIC_QUEUE_COUNTERS(PBCONV_COUNTER)
+#undef PBCONV_COUNTER
+}
+
 Vnic__Vmm__Status pbconv_result(enum nic_result r)
 {
 	switch (r) {

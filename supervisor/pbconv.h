@@ -11,9 +11,14 @@
 #include "validate.h"
 #include "vhost_user.h"
 #include "wire.h"
+#include "workers/stats.h"
 
 #define PBCONV_MTU_DEFAULT SUP_MTU_DEFAULT
 
+/* pbconv_queue_counters - every VNIC_QUEUE_COUNTERS field of a queue's
+ * snapshot into its QueueStatus (saturated to the message's type); the
+ * name and broken state are the caller's. */
+void pbconv_queue_counters(const struct stats_queue_snapshot *sn, Vnic__Vmm__QueueStatus *q);
 Vnic__Vmm__Status pbconv_result(enum nic_result r);
 Vnic__Vmm__NicState pbconv_state(enum nic_state s);
 /*

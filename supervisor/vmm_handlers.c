@@ -335,19 +335,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 		vnic__vmm__queue_status__init(q);
 		snprintf(b->names[i], sizeof(b->names[i]), "%s", nic_queue_name(i));
 		q->name = b->names[i];
-		q->packets = sn->packets;
-		q->bytes = sn->bytes;
-		q->kicks = sn->kicks;
-		q->interrupts = sn->interrupts;
-		q->suppressed = sn->suppressed;
-		q->drops = sn->drops;
-		q->errors = sn->errors;
-		q->window = (uint32_t)(sn->window > UINT32_MAX ? UINT32_MAX : sn->window);
-		q->flushes = sn->flushes;
-		q->timer_fires = sn->timer_fires;
-		q->timer_hits = sn->timer_hits;
-		q->poll_spins = sn->poll_spins;
-		q->poll_hits = sn->poll_hits;
+		pbconv_queue_counters(sn, q);
 		/* Broken from either source: the page or a QueueBroken message. */
 		q->broken = sn->broken || n->q[i].broken;
 		if (n->q[i].broken)

@@ -161,20 +161,10 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 		json_object *jq = json_object_new_object();
 
 		jadd(jq, "name", json_object_new_string(q->name));
-		jadd(jq, "packets", json_object_new_uint64(q->packets));
-		jadd(jq, "bytes", json_object_new_uint64(q->bytes));
-		jadd(jq, "kicks", json_object_new_uint64(q->kicks));
-		jadd(jq, "interrupts", json_object_new_uint64(q->interrupts));
-		jadd(jq, "suppressed", json_object_new_uint64(q->suppressed));
-		jadd(jq, "drops", json_object_new_uint64(q->drops));
-		jadd(jq, "errors", json_object_new_uint64(q->errors));
-		/* TX policy counters (README "TX mitigation policies"). */
-		jadd(jq, "window", json_object_new_int64(q->window));
-		jadd(jq, "flushes", json_object_new_uint64(q->flushes));
-		jadd(jq, "timer_fires", json_object_new_uint64(q->timer_fires));
-		jadd(jq, "timer_hits", json_object_new_uint64(q->timer_hits));
-		jadd(jq, "poll_spins", json_object_new_uint64(q->poll_spins));
-		jadd(jq, "poll_hits", json_object_new_uint64(q->poll_hits));
+		/* Every counter, by its libvnic.h name. */
+#define VNICCTL_JSON_COUNTER(type, name, kind) jadd(jq, #name, json_object_new_uint64(q->name));
+		VNIC_QUEUE_COUNTERS(VNICCTL_JSON_COUNTER)
+#undef VNICCTL_JSON_COUNTER
 		jadd(jq, "broken", json_object_new_boolean(q->broken));
 		jadd(jq, "broken_reason", json_object_new_string(q->broken_reason));
 		json_object_array_add(qs, jq);
@@ -314,6 +304,67 @@ static void print_detail(const struct vnic_nic_status *n)
 	printf("  features 0x%" PRIx64 " (%s)\n", n->features, b);
 }
 
+/* The queue table is made from libvnic.h's VNIC_QUEUE_COUNTERS: one
+ * column per counter every queue keeps (per second with --watch), and for
+ * a TX queue a line with its policy's counters. */
+#define VNICCTL_COL_WIDTH 12
+
+/* A column's heading: the counter's name in capitals, "/S" for a rate. */
+static void print_col_head(const char *name, bool rates)
+{
+	char h[40];
+	size_t i;
+
+	for (i = 0; name[i] && i + 3 < sizeof(h); i++)
+		h[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 'a' + 'A' : name[i]);
+	snprintf(h + i, sizeof(h) - i, "%s", rates ? "/S" : "");
+	printf(" %*s", VNICCTL_COL_WIDTH, h);
+}
+
+static void print_queue_head(bool rates)
+{
+	printf("  %-5s", "QUEUE");
+#define VNICCTL_HEAD(type, name, kind) \
+	if ((kind) == VNIC_QC_ALL) \
+		print_col_head(#name, rates);
+	VNIC_QUEUE_COUNTERS(VNICCTL_HEAD)
+#undef VNICCTL_HEAD
+	printf("  %s\n", "BROKEN");
+}
+
+/* One queue's row (rates against p when there is one) and, for TX, its
+ * policy line. */
+static void print_queue(const struct vnic_nic_status *n, const struct vnic_queue_status *q,
+			const struct vnic_queue_status *p, double secs)
+{
+	char b1[96], b2[300];
+	const char *brk = q->broken ? clean(q->broken_reason, b2, sizeof(b2)) : "no";
+	const char *sep = "";
+
+	printf("  %-5s", clean(q->name, b1, sizeof(b1)));
+#define VNICCTL_CELL(type, name, kind) \
+	if ((kind) == VNIC_QC_ALL) { \
+		if (p) \
+			printf(" %*.0f", VNICCTL_COL_WIDTH, rate(q->name, p->name, secs)); \
+		else \
+			printf(" %*" PRIu64, VNICCTL_COL_WIDTH, (uint64_t)q->name); \
+	}
+	VNIC_QUEUE_COUNTERS(VNICCTL_CELL)
+#undef VNICCTL_CELL
+	printf("  %s\n", q->broken && !q->broken_reason[0] ? "yes" : brk);
+	if (strncmp(q->name, "tx", 2))
+		return;
+	printf("  %-5s policy %s:", "", vnic_mitigation_name(n->policy.mode));
+#define VNICCTL_TX(type, name, kind) \
+	if ((kind) & VNIC_QC_TX) { \
+		printf("%s %s %" PRIu64, sep, #name, (uint64_t)q->name); \
+		sep = ","; \
+	}
+	VNIC_QUEUE_COUNTERS(VNICCTL_TX)
+#undef VNICCTL_TX
+	printf("\n");
+}
+
 static void print_table(const struct vnic_status *st, const struct vnic_status *prev, double secs,
 			bool detail)
 {
@@ -343,38 +394,11 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 			       clean(n->vhost_mode, b1, sizeof(b1)), clean(n->vhost_path, b2, sizeof(b2)),
 			       n->vhost_state, n->vhost_connects, n->vhost_messages, n->vhost_rejected,
 			       n->vhost_reconfigs);
-		if (prev)
-			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PKT/S",
-			       "BYTES/S", "KICKS/S", "IRQ/S", "SUPPR/S", "DROPS", "ERRORS", "BROKEN");
-		else
-			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PACKETS",
-			       "BYTES", "KICKS", "INTERRUPTS", "SUPPRESSED", "DROPS", "ERRORS",
-			       "BROKEN");
+		print_queue_head(prev != NULL);
 		for (unsigned j = 0; j < n->nqueues; j++) {
 			const struct vnic_queue_status *q = &n->queues[j];
-			const struct vnic_queue_status *p = find_prev_queue(prev, n->id, q->name);
-			const char *brk = q->broken ? clean(q->broken_reason, b2, sizeof(b2)) : "no";
 
-			if (prev && p)
-				printf("  %-5s %12.0f %14.0f %10.0f %10.0f %10.0f %8" PRIu64 " %8" PRIu64
-				       "  %s\n", clean(q->name, b1, sizeof(b1)),
-				       rate(q->packets, p->packets, secs), rate(q->bytes, p->bytes, secs),
-				       rate(q->kicks, p->kicks, secs),
-				       rate(q->interrupts, p->interrupts, secs),
-				       rate(q->suppressed, p->suppressed, secs), q->drops, q->errors,
-				       q->broken && !q->broken_reason[0] ? "yes" : brk);
-			else
-				printf("  %-5s %12" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64
-				       " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 "  %s\n",
-				       clean(q->name, b1, sizeof(b1)), q->packets, q->bytes, q->kicks,
-				       q->interrupts, q->suppressed, q->drops, q->errors,
-				       q->broken && !q->broken_reason[0] ? "yes" : brk);
-			if (!strncmp(q->name, "tx", 2))
-				printf("  %-5s policy %s: window %" PRIu32 ", flushes %" PRIu64
-				       ", timer fires %" PRIu64 " (found frames %" PRIu64
-				       "), poll spins %" PRIu64 " (found frames %" PRIu64 ")\n", "",
-				       vnic_mitigation_name(n->policy.mode), q->window, q->flushes,
-				       q->timer_fires, q->timer_hits, q->poll_spins, q->poll_hits);
+			print_queue(n, q, find_prev_queue(prev, n->id, q->name), secs);
 		}
 	}
 }
