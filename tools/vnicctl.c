@@ -22,14 +22,19 @@
  *   --version                 vnicctl's version; with a running vnicd, also
  *                             `vnicctl --json status` says vnicd's
  *
+ *   add, remove               vhost-user endpoints (vnicctl_endpoint.c)
+ *
  * --json: every output is one JSON object per line, made with json-c; the
  * schema (VNICCTL_JSON_SCHEMA) is in README.md "vnicctl" and vnicctl(8).
  * Errors: one line on stderr, exit status 1 (2 for usage).
+ *
+ * Every command is a row of vnicctl_cmds below (vnicctl.h): its name,
+ * usage, operand count, options and hooks. main() is the one dispatcher,
+ * and --help is printed from the table.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,31 +51,6 @@
 
 /* Bumped when a field changes meaning or goes away (adding one does not). */
 #define VNICCTL_JSON_SCHEMA 1
-
-void vnicctl_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vnicctl [--socket PATH] [--json] COMMAND\n"
-		"  list\n"
-		"  status [ID] [--watch [--interval S] [--count N]]\n"
-		"  set-policy ID [--mode default|bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
-		"                [--budget-packets N] [--budget-bytes N]\n"
-		"                [--latency-us N] [--safety-pct N] [--max-window N]\n"
-		"  log-level error|warn|info|debug\n"
-		"  add ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"
-		"         [--mac M] [--mtu N] [--policy P]\n"
-		"  remove ID [--deadline-ms MS]\n"
-		"  --version\n");
-}
-#define usage vnicctl_usage
-
-struct opts {
-	bool json, watch;
-	double interval;
-	long count;
-	bool policy_set;
-	struct vnic_policy policy;
-};
 
 /* "2026-12-01T08:40:00.123Z" */
 static void utc_now(char *buf, size_t len)
@@ -426,20 +406,21 @@ static bool keep_only(struct vnic_status *st, const char *id)
 	return false;
 }
 
-static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
-		      const struct opts *o, const char *id, bool list)
+static int cmd_status(struct vnicctl *v, const char *id, bool list)
 {
 	struct vnic_status *prev = NULL;
 	double t_prev = 0;
-	bool watch = o->watch && !list;
+	bool watch = v->watch && !list;
 
+	if (vnicctl_connect(v))
+		return 1;
 	for (long iter = 0;; iter++) {
 		struct vnic_status *st = NULL;
 		double t;
-		int rc = vnic_status(conn, &st);
+		int rc = vnic_status(v->conn, &st);
 
 		if (rc) {
-			fprintf(stderr, "vnicctl: status: %s\n", vnic_last_error(conn));
+			fprintf(stderr, "vnicctl: status: %s\n", vnic_last_error(v->conn));
 			vnic_status_free(prev);
 			return 1;
 		}
@@ -450,8 +431,8 @@ static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
 			vnic_status_free(prev);
 			return 1;
 		}
-		if (o->json) {
-			print_json(hi, st);
+		if (v->json) {
+			print_json(&v->hello, st);
 		} else if (list) {
 			print_list(st);
 		} else {
@@ -467,11 +448,11 @@ static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
 		vnic_status_free(prev);
 		prev = st;
 		t_prev = t;
-		if (!watch || (o->count > 0 && iter + 1 >= o->count))
+		if (!watch || (v->count > 0 && iter + 1 >= v->count))
 			break;
 		{
-			struct timespec ts = { .tv_sec = (time_t)o->interval,
-					       .tv_nsec = (long)((o->interval - (double)(time_t)o->interval) *
+			struct timespec ts = { .tv_sec = (time_t)v->interval,
+					       .tv_nsec = (long)((v->interval - (double)(time_t)v->interval) *
 								 1e9) };
 			nanosleep(&ts, NULL);
 		}
@@ -480,38 +461,86 @@ static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
 	return 0;
 }
 
-static int cmd_set_policy(struct vnic_conn *conn, const struct opts *o, const char *id)
+static int run_list(struct vnicctl *v, char **args, unsigned nargs)
 {
+	return cmd_status(v, NULL, true);
+}
+
+static int run_status(struct vnicctl *v, char **args, unsigned nargs)
+{
+	return cmd_status(v, nargs ? args[0] : NULL, false);
+}
+
+static const struct option status_opts[] = {
+	{ "watch", no_argument, NULL, 'w' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "count", required_argument, NULL, 'c' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int status_opt(struct vnicctl *v, int opt, const char *arg)
+{
+	char *end;
+
+	switch (opt) {
+	case 'w': v->watch = true; break;
+	case 'i':
+		errno = 0;
+		v->interval = strtod(arg, &end);
+		if (errno || *end || v->interval < 0.1 || v->interval > 3600) {
+			fprintf(stderr, "vnicctl: --interval %s: give seconds in 0.1..3600\n", arg);
+			return 2;
+		}
+		break;
+	case 'c':
+		v->count = strtol(arg, &end, 10);
+		if (*end || v->count < 1) {
+			fprintf(stderr, "vnicctl: --count %s: give a positive number\n", arg);
+			return 2;
+		}
+		break;
+	}
+	return 0;
+}
+
+static int run_set_policy(struct vnicctl *v, char **args, unsigned nargs)
+{
+	const char *id = args[0];
 	int rc;
 
-	if (!o->policy_set) {
+	if (!v->policy_set) {
 		fprintf(stderr, "vnicctl: set-policy %s: give at least one of --mode, --timer-us, "
 			"--poll-us, --budget-packets, --budget-bytes, --latency-us, --safety-pct, "
 			"--max-window\n", id);
 		return 2;
 	}
-	rc = vnic_set_policy(conn, id, &o->policy);
+	if (vnicctl_connect(v))
+		return 1;
+	rc = vnic_set_policy(v->conn, id, &v->policy);
 	if (rc) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(v->conn));
 		return 1;
 	}
-	if (!o->json)
-		printf("nic %s: policy %s\n", id, vnic_mitigation_name(o->policy.mode));
+	if (!v->json)
+		printf("nic %s: policy %s\n", id, vnic_mitigation_name(v->policy.mode));
 	return 0;
 }
 
-static int cmd_log_level(struct vnic_conn *conn, const struct vnic_hello_info *hi,
-			 const struct opts *o, const char *level)
+static int run_log_level(struct vnicctl *v, char **args, unsigned nargs)
 {
+	const char *level = args[0];
 	char old[32] = "";
-	int rc = vnic_set_log_level(conn, level, old, sizeof(old));
+	int rc;
 
+	if (vnicctl_connect(v))
+		return 1;
+	rc = vnic_set_log_level(v->conn, level, old, sizeof(old));
 	if (rc) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(v->conn));
 		return 1;
 	}
-	if (o->json) {
-		json_object *j = json_envelope(hi);
+	if (v->json) {
+		json_object *j = json_envelope(&v->hello);
 
 		jadd(j, "old_level", json_object_new_string(old));
 		jadd(j, "level", json_object_new_string(level));
@@ -547,135 +576,184 @@ int vnicctl_parse_mode(const char *opt, const char *v, enum vnic_mitigation *ret
 	return -1;
 }
 
-int main(int argc, char **argv)
+static const struct option set_policy_opts[] = {
+	{ "mode", required_argument, NULL, 'm' },
+	{ "timer-us", required_argument, NULL, 'T' },
+	{ "poll-us", required_argument, NULL, 'P' },
+	{ "budget-packets", required_argument, NULL, 'B' },
+	{ "budget-bytes", required_argument, NULL, 'Y' },
+	{ "latency-us", required_argument, NULL, 'L' },
+	{ "safety-pct", required_argument, NULL, 'F' },
+	{ "max-window", required_argument, NULL, 'W' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int set_policy_opt(struct vnicctl *v, int opt, const char *arg)
 {
-	static const struct option lopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "watch", no_argument, NULL, 'w' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "timer-us", required_argument, NULL, 'T' },
-		{ "poll-us", required_argument, NULL, 'P' },
-		{ "budget-packets", required_argument, NULL, 'B' },
-		{ "budget-bytes", required_argument, NULL, 'Y' },
-		{ "latency-us", required_argument, NULL, 'L' },
-		{ "safety-pct", required_argument, NULL, 'F' },
-		{ "max-window", required_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *path = VNIC_DEFAULT_SOCKET, *cmd, *arg = NULL;
-	struct opts o = { .interval = 1.0 };
-	struct vnic_hello_info hi;
-	struct vnic_conn *conn = NULL;
-	char *end;
-	int opt, rc, nargs;
+	struct vnic_policy *p = &v->policy;
 
-	/* add/remove (vnicctl_endpoint.c) take their own options after the
-	 * command; only --socket may come before it. */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "add") || !strcmp(argv[i], "remove")) {
-			signal(SIGPIPE, SIG_IGN);
-			return vnicctl_endpoint_main(path, argc - i, argv + i);
-		}
-		if ((!strcmp(argv[i], "--socket") || !strcmp(argv[i], "-s")) && i + 1 < argc)
-			path = argv[++i];
-		else if (!strncmp(argv[i], "--socket=", 9))
-			path = argv[i] + 9;
-		else
-			break;
-	}
-	/* Options may come before or after the command. */
-	while ((opt = getopt_long(argc, argv, "s:jwi:c:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 's': path = optarg; break;
-		case 'j': o.json = true; break;
-		case 'w': o.watch = true; break;
-		case 'i':
-			errno = 0;
-			o.interval = strtod(optarg, &end);
-			if (errno || *end || o.interval < 0.1 || o.interval > 3600) {
-				fprintf(stderr, "vnicctl: --interval %s: give seconds in 0.1..3600\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			o.count = strtol(optarg, &end, 10);
-			if (*end || o.count < 1) {
-				fprintf(stderr, "vnicctl: --count %s: give a positive number\n", optarg);
-				return 2;
-			}
-			break;
-		case 'm':
-			if (vnicctl_parse_mode("mode", optarg, &o.policy.mode) < 0)
-				return 2;
-			o.policy_set = true;
-			break;
-		case 'T':
-		case 'P':
-		case 'B':
-		case 'Y':
-		case 'L':
-		case 'F':
-		case 'W': {
-			uint32_t *dst = opt == 'T' ? &o.policy.timer_us : opt == 'P' ? &o.policy.poll_us :
-					opt == 'B' ? &o.policy.budget_packets :
-					opt == 'Y' ? &o.policy.budget_bytes :
-					opt == 'L' ? &o.policy.latency_us :
-					opt == 'F' ? &o.policy.safety_pct : &o.policy.max_window;
-			const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
-					 opt == 'B' ? "budget-packets" : opt == 'Y' ? "budget-bytes" :
-					 opt == 'L' ? "latency-us" : opt == 'F' ? "safety-pct" :
-					 "max-window";
+	v->policy_set = true;
+	if (opt == 'm')
+		return vnicctl_parse_mode("mode", arg, &p->mode) < 0 ? 2 : 0;
+	{
+		uint32_t *dst = opt == 'T' ? &p->timer_us : opt == 'P' ? &p->poll_us :
+				opt == 'B' ? &p->budget_packets :
+				opt == 'Y' ? &p->budget_bytes :
+				opt == 'L' ? &p->latency_us :
+				opt == 'F' ? &p->safety_pct : &p->max_window;
+		const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
+				 opt == 'B' ? "budget-packets" : opt == 'Y' ? "budget-bytes" :
+				 opt == 'L' ? "latency-us" : opt == 'F' ? "safety-pct" :
+				 "max-window";
 
-			if (parse_u32(nm, optarg, dst) < 0)
-				return 2;
-			o.policy_set = true;
-			break;
-		}
-		case 'h': usage(stdout); return 0;
-		case 'V': return vnic_print_version("vnicctl");
-		default: usage(stderr); return 2;
-		}
+		return parse_u32(nm, arg, dst) < 0 ? 2 : 0;
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
+}
+
+/* The one command table: every command of vnicctl, in --help's order. */
+static const struct vnicctl_cmd vnicctl_cmds[] = {
+	{ "list", "", 0, 0, NULL, "", NULL, run_list },
+	{ "status", "[ID] [--watch [--interval S] [--count N]]", 0, 1, status_opts, "wi:c:",
+	  status_opt, run_status },
+	{ "set-policy",
+	  "ID [--mode default|bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
+	  "                [--budget-packets N] [--budget-bytes N]\n"
+	  "                [--latency-us N] [--safety-pct N] [--max-window N]",
+	  1, 1, set_policy_opts, "", set_policy_opt, run_set_policy },
+	{ "log-level", "error|warn|info|debug", 1, 1, NULL, "", NULL, run_log_level },
+	{ "add", "ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"
+	  "         [--mac M] [--mtu N] [--policy P]",
+	  1, 1, vnicctl_add_opts, "", vnicctl_add_opt, vnicctl_add_run },
+	{ "remove", "ID [--deadline-ms MS]", 1, 1, vnicctl_remove_opts, "", vnicctl_remove_opt,
+	  vnicctl_remove_run },
+};
+#define VNICCTL_NCMDS (sizeof(vnicctl_cmds) / sizeof(vnicctl_cmds[0]))
+
+/* Options every command takes, before or after its name. */
+#define VNICCTL_GLOBAL_SHORT "s:jh"
+static const struct option global_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+};
+#define VNICCTL_NGLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
+#define VNICCTL_MAX_OPTS 32
+
+static void print_cmd_usage(FILE *f, const struct vnicctl_cmd *c)
+{
+	fprintf(f, "  %s%s%s\n", c->name, c->usage[0] ? " " : "", c->usage);
+}
+
+void vnicctl_usage(FILE *f, const struct vnicctl_cmd *cmd)
+{
+	if (cmd) {
+		fprintf(f, "usage: vnicctl [--socket PATH] [--json]\n");
+		print_cmd_usage(f, cmd);
+		return;
 	}
-	cmd = argv[optind];
-	nargs = argc - optind - 1;
-	if (nargs == 1)
-		arg = argv[optind + 1];
-	if (!((!strcmp(cmd, "list") && nargs == 0) || (!strcmp(cmd, "status") && nargs <= 1) ||
-	      (!strcmp(cmd, "set-policy") && nargs == 1) ||
-	      (!strcmp(cmd, "log-level") && nargs == 1))) {
-		usage(stderr);
-		return 2;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	rc = vnic_connect(path, &conn);
+	fprintf(f, "usage: vnicctl [--socket PATH] [--json] COMMAND\n");
+	for (size_t i = 0; i < VNICCTL_NCMDS; i++)
+		print_cmd_usage(f, &vnicctl_cmds[i]);
+	fprintf(f, "  --version\n");
+}
+
+int vnicctl_usage_error(const struct vnicctl *v)
+{
+	vnicctl_usage(stderr, v->cmd);
+	return 2;
+}
+
+int vnicctl_connect(struct vnicctl *v)
+{
+	int rc = vnic_connect(v->socket, &v->conn);
+
 	if (rc) {
-		fprintf(stderr, "vnicctl: cannot connect to %s: %s%s\n", path, strerror(-rc),
+		fprintf(stderr, "vnicctl: cannot connect to %s: %s%s\n", v->socket, strerror(-rc),
 			rc == -ENOENT || rc == -ECONNREFUSED ? " (is vnicd running?)" : "");
 		return 1;
 	}
-	rc = vnic_hello(conn, "vnicctl " PACKAGE_VERSION, &hi);
+	rc = vnic_hello(v->conn, "vnicctl " PACKAGE_VERSION, &v->hello);
 	if (rc) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
-		vnic_close(conn);
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(v->conn));
 		return 1;
 	}
-	if (!strcmp(cmd, "list"))
-		rc = cmd_status(conn, &hi, &o, NULL, true);
-	else if (!strcmp(cmd, "status"))
-		rc = cmd_status(conn, &hi, &o, arg, false);
-	else if (!strcmp(cmd, "set-policy"))
-		rc = cmd_set_policy(conn, &o, arg);
-	else
-		rc = cmd_log_level(conn, &hi, &o, arg);
-	vnic_close(conn);
+	return 0;
+}
+
+/* The global options and those of cmd (NULL: of every command), as one
+ * getopt_long table and short option string. */
+static void build_opts(const struct vnicctl_cmd *cmd, struct option *lo, char *so, size_t solen)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < VNICCTL_NGLOBAL; i++)
+		lo[n++] = global_opts[i];
+	snprintf(so, solen, "%s", VNICCTL_GLOBAL_SHORT);
+	for (size_t c = 0; c < VNICCTL_NCMDS; c++) {
+		const struct vnicctl_cmd *k = &vnicctl_cmds[c];
+
+		if (cmd && cmd != k)
+			continue;
+		for (size_t i = 0; k->opts && k->opts[i].name && n + 1 < VNICCTL_MAX_OPTS; i++)
+			lo[n++] = k->opts[i];
+		snprintf(so + strlen(so), solen - strlen(so), "%s", k->shortopts);
+	}
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* The one dispatcher: find the command (the first operand: options may
+ * come before or after it), parse the global options and the command's,
+ * check its operand count and run it. */
+int main(int argc, char **argv)
+{
+	struct option lo[VNICCTL_MAX_OPTS];
+	char so[64];
+	struct vnicctl v = { .socket = VNIC_DEFAULT_SOCKET, .interval = 1.0 };
+	unsigned nargs;
+	int opt, rc;
+
+	/* Pass 1, quiet, knowing every command's options: where is the
+	 * command, and was it --help or --version? */
+	build_opts(NULL, lo, so, sizeof(so));
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+		if (opt == 'h') {
+			vnicctl_usage(stdout, NULL);
+			return 0;
+		}
+		if (opt == 'V')
+			return vnic_print_version("vnicctl");
+	}
+	for (size_t i = 0; optind < argc && i < VNICCTL_NCMDS; i++)
+		if (!strcmp(argv[optind], vnicctl_cmds[i].name))
+			v.cmd = &vnicctl_cmds[i];
+	if (!v.cmd) {
+		vnicctl_usage(stderr, NULL);
+		return 2;
+	}
+
+	/* Pass 2: the global options and this command's only. */
+	build_opts(v.cmd, lo, so, sizeof(so));
+	opterr = 1;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+		switch (opt) {
+		case 's': v.socket = optarg; break;
+		case 'j': v.json = true; break;
+		case '?': return vnicctl_usage_error(&v);
+		default:
+			rc = v.cmd->opt ? v.cmd->opt(&v, opt, optarg) : 2;
+			if (rc)
+				return rc;
+		}
+	}
+	/* argv[optind] is the command's name, its operands follow. */
+	nargs = (unsigned)(argc - optind - 1);
+	if (nargs < v.cmd->min_args || nargs > v.cmd->max_args)
+		return vnicctl_usage_error(&v);
+	signal(SIGPIPE, SIG_IGN);
+	rc = v.cmd->run(&v, argv + optind + 1, nargs);
+	vnic_close(v.conn);
 	return rc;
 }
