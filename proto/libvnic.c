@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "libvnic.h"
+#include "policy_pb.h"
 #include "wire.h"
 
 /* libvnic.h is installed and carries the version as literals: they must
@@ -167,18 +168,6 @@ const char *vnic_nic_state_name(enum vnic_nic_state s)
 	case VNIC_NIC_STALLED: return "STALLED";
 	case VNIC_NIC_AWAITING_FRONTEND: return "AWAITING_FRONTEND";
 	default: return "UNSPECIFIED";
-	}
-}
-
-const char *vnic_mitigation_name(enum vnic_mitigation m)
-{
-	switch (m) {
-	case VNIC_MITIGATION_DEFAULT: return "default";
-	case VNIC_MITIGATION_TIMER: return "timer";
-	case VNIC_MITIGATION_BH: return "bh";
-	case VNIC_MITIGATION_ADAPTIVE: return "adaptive";
-	case VNIC_MITIGATION_POLL: return "poll";
-	default: return "?";
 	}
 }
 
@@ -473,18 +462,6 @@ int vnic_hello(struct vnic_conn *c, const char *client, struct vnic_hello_info *
 	return rc;
 }
 
-static void policy_to_pb(const struct vnic_policy *p, Vnic__Vmm__Policy *pb)
-{
-	pb->mode = (Vnic__Vmm__Mitigation)p->mode;
-	pb->timer_us = p->timer_us;
-	pb->poll_us = p->poll_us;
-	pb->budget_packets = p->budget_packets;
-	pb->budget_bytes = p->budget_bytes;
-	pb->latency_us = p->latency_us;
-	pb->safety_pct = p->safety_pct;
-	pb->max_window = p->max_window;
-}
-
 int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *err, size_t errlen)
 {
 	Vnic__Vmm__Request req;
@@ -526,7 +503,6 @@ int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *e
 	vnic__vmm__request__init(&req);
 	vnic__vmm__add_nic__init(&a);
 	vnic__vmm__backend__init(&be);
-	vnic__vmm__policy__init(&pol);
 	snprintf(id, sizeof(id), "%s", cfg->id);
 	memcpy(mac, cfg->mac, 6);
 	a.id = id;
@@ -662,7 +638,6 @@ int vnic_add_vhost_user(struct vnic_conn *c, const struct vnic_vhost_user_config
 	vnic__vmm__request__init(&req);
 	vnic__vmm__add_vhost_user__init(&a);
 	vnic__vmm__tap_backend__init(&tap);
-	vnic__vmm__policy__init(&pol);
 	snprintf(idbuf, sizeof(idbuf), "%s", cfg->id);
 	snprintf(pathbuf, sizeof(pathbuf), "%s", cfg->path);
 	snprintf(tapbuf, sizeof(tapbuf), "%s", cfg->tap_name ? cfg->tap_name : "");
@@ -679,14 +654,7 @@ int vnic_add_vhost_user(struct vnic_conn *c, const struct vnic_vhost_user_config
 		a.mac.len = 6;
 	}
 	a.mtu = cfg->mtu;
-	pol.mode = (Vnic__Vmm__Mitigation)cfg->policy.mode;
-	pol.timer_us = cfg->policy.timer_us;
-	pol.poll_us = cfg->policy.poll_us;
-	pol.budget_packets = cfg->policy.budget_packets;
-	pol.budget_bytes = cfg->policy.budget_bytes;
-	pol.latency_us = cfg->policy.latency_us;
-	pol.safety_pct = cfg->policy.safety_pct;
-	pol.max_window = cfg->policy.max_window;
+	policy_to_pb(&cfg->policy, &pol);
 	a.policy = &pol;
 	req.body_case = VNIC__VMM__REQUEST__BODY_ADD_VHOST_USER;
 	req.add_vhost_user = &a;
@@ -747,7 +715,6 @@ int vnic_set_policy(struct vnic_conn *c, const char *id, const struct vnic_polic
 		return set_err(c, -EINVAL, "vnic_set_policy: no id or policy");
 	vnic__vmm__request__init(&req);
 	vnic__vmm__set_policy__init(&sp);
-	vnic__vmm__policy__init(&pol);
 	snprintf(idbuf, sizeof(idbuf), "%s", id);
 	policy_to_pb(p, &pol);
 	sp.id = idbuf;
@@ -796,16 +763,7 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 	copy_str(d->id, sizeof(d->id), s->id);
 	d->state = (enum vnic_nic_state)s->state;
 	d->pid = s->pid;
-	if (s->policy) {
-		d->policy.mode = (enum vnic_mitigation)s->policy->mode;
-		d->policy.timer_us = s->policy->timer_us;
-		d->policy.poll_us = s->policy->poll_us;
-		d->policy.budget_packets = s->policy->budget_packets;
-		d->policy.budget_bytes = s->policy->budget_bytes;
-		d->policy.latency_us = s->policy->latency_us;
-		d->policy.safety_pct = s->policy->safety_pct;
-		d->policy.max_window = s->policy->max_window;
-	}
+	policy_from_pb(s->policy, &d->policy);
 	d->policy_switches = s->policy_switches;
 	d->uptime_s = s->uptime_s;
 	d->restarts = s->restarts;
@@ -837,19 +795,9 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 		struct vnic_queue_status *o = &d->queues[d->nqueues++];
 
 		copy_str(o->name, sizeof(o->name), q->name);
-		o->packets = q->packets;
-		o->bytes = q->bytes;
-		o->kicks = q->kicks;
-		o->interrupts = q->interrupts;
-		o->suppressed = q->suppressed;
-		o->drops = q->drops;
-		o->errors = q->errors;
-		o->window = q->window;
-		o->flushes = q->flushes;
-		o->timer_fires = q->timer_fires;
-		o->timer_hits = q->timer_hits;
-		o->poll_spins = q->poll_spins;
-		o->poll_hits = q->poll_hits;
+#define LIBVNIC_COUNTER(type, name, kind) o->name = q->name;
+		VNIC_QUEUE_COUNTERS(LIBVNIC_COUNTER)
+#undef LIBVNIC_COUNTER
 		o->broken = q->broken;
 		copy_str(o->broken_reason, sizeof(o->broken_reason), q->broken_reason);
 	}

@@ -157,6 +157,8 @@ enum vnic_backend {
 	VNIC_BACKEND_TAP_FD = 3, /* backend_fd: a tap opened IFF_TAP|IFF_NO_PI|IFF_VNET_HDR */
 };
 
+/* TX mitigation modes, numbered as vmm.proto's Mitigation (checked at
+ * build time). The one definition: vnicd and its workers use it too. */
 enum vnic_mitigation {
 	VNIC_MITIGATION_DEFAULT = 0, /* bh */
 	VNIC_MITIGATION_TIMER = 1,
@@ -290,20 +292,56 @@ enum vnic_nic_state {
 
 /* "STARTING", "RUNNING", ... */
 const char *vnic_nic_state_name(enum vnic_nic_state s);
-/* "default", "timer", "bh", "adaptive", "poll" */
+/* "default", "timer", "bh", "adaptive", "poll"; "?" for an unknown mode. */
 const char *vnic_mitigation_name(enum vnic_mitigation m);
+/*
+ * vnic_mitigation_from_name - the mode vnic_mitigation_name calls @name
+ * ("default" included: the supervisor's default, bh).
+ * Returns: 0 and *ret (may be NULL), or -EINVAL for any other string.
+ */
+int vnic_mitigation_from_name(const char *name, enum vnic_mitigation *ret);
 
+/*
+ * VNIC_QUEUE_COUNTERS - every counter of a queue, once, as X(type, name,
+ * kind). vnicd expands it for its shared stats page and the QueueStatus
+ * message, libvnic for struct vnic_queue_status below, vnicctl for its
+ * JSON and table; you may expand it to export every counter by name.
+ *   type  the field's type in struct vnic_queue_status and vmm.proto
+ *   kind  VNIC_QC_ALL: counted on every queue since its worker started;
+ *         VNIC_QC_TX: the TX policy's work (0 on RX queues);
+ *         VNIC_QC_TX | VNIC_QC_GAUGE: a TX value now, not a count.
+ * Adding a counter takes two edits: a line at the end here and the
+ * QueueStatus field of the same name and type in vmm.proto (the next
+ * free field number); then the worker counts it (stats_add(&q->st->name,
+ * n)) and vnicctl(8) says what it means. It grows struct
+ * vnic_queue_status: bump libvnic's -version-info.
+ */
+#define VNIC_QC_ALL   0u
+#define VNIC_QC_TX    1u
+#define VNIC_QC_GAUGE 2u
+#define VNIC_QUEUE_COUNTERS(X) \
+	X(uint64_t, packets, VNIC_QC_ALL)     /* frames completed (TX: to the backend) */ \
+	X(uint64_t, bytes, VNIC_QC_ALL)       /* their Ethernet bytes, no virtio-net header */ \
+	X(uint64_t, kicks, VNIC_QC_ALL)       /* guest notifications received */ \
+	X(uint64_t, interrupts, VNIC_QC_ALL)  /* call eventfd writes */ \
+	X(uint64_t, suppressed, VNIC_QC_ALL)  /* interrupts the guest asked not to get */ \
+	X(uint64_t, drops, VNIC_QC_ALL)       /* frames dropped */ \
+	X(uint64_t, errors, VNIC_QC_ALL)      /* backend I/O errors other than EAGAIN */ \
+	X(uint32_t, window, VNIC_QC_TX | VNIC_QC_GAUGE) /* adaptive: packets per kick asked for */ \
+	X(uint64_t, flushes, VNIC_QC_TX)      /* runs that published used entries */ \
+	X(uint64_t, timer_fires, VNIC_QC_TX)  /* policy timers that fired */ \
+	X(uint64_t, timer_hits, VNIC_QC_TX)   /* of those, fires that found frames */ \
+	X(uint64_t, poll_spins, VNIC_QC_TX)   /* poll: spins that found nothing */ \
+	X(uint64_t, poll_hits, VNIC_QC_TX)    /* poll: spins that found frames */
+
+#define VNIC_QUEUE_STATUS_FIELD(type, name, kind) type name;
 struct vnic_queue_status {
 	char name[16];       /* rx0, tx0 */
-	uint64_t packets, bytes, kicks, interrupts, suppressed, drops, errors;
-	/* TX policy counters (0 on RX): the adaptive window now, runs that
-	 * published used entries, policy timer fires and those that found
-	 * frames, poll spins that found nothing and that found frames. */
-	uint32_t window;
-	uint64_t flushes, timer_fires, timer_hits, poll_spins, poll_hits;
+	VNIC_QUEUE_COUNTERS(VNIC_QUEUE_STATUS_FIELD)
 	bool broken;
 	char broken_reason[192];
 };
+#undef VNIC_QUEUE_STATUS_FIELD
 
 struct vnic_nic_status {
 	char id[80];

@@ -43,6 +43,7 @@ libvnicprotogen_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -Wno-cast-qual
 libvnicproto_la_SOURCES = \
 	proto/wire.c proto/wire.h \
 	proto/fdpass.c proto/fdpass.h \
+	proto/policy_pb.c proto/policy_pb.h \
 	proto/log.c proto/log.h proto/version.h \
 	proto/mac.c proto/mac.h
 noinst_HEADERS += proto/virtio_net.h proto/worker_abi.h

@@ -147,7 +147,7 @@ static int mon_policy_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	}
 	n->policy_switches++;
 	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", n->id,
-		 nic_policy_name(n->policy.mode), p->budget_packets, p->budget_bytes);
+		 vnic_mitigation_name(n->policy.mode), p->budget_packets, p->budget_bytes);
 	nic_notify_policy_set(n, NIC_RES_OK, NULL);
 	return 0;
 }

@@ -361,7 +361,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	fds[nfds++] = n->stats_fd;
 	if (n->inflight_fd >= 0)
 		fds[nfds++] = n->inflight_fd;
-	pbconv_policy_to(&n->policy, &pol);
+	policy_to_pb(&n->policy, &pol);
 
 	cfg.nic_id = n->id;
 	cfg.features = n->features;
@@ -427,10 +427,10 @@ static const char *nic_fault_spec(const struct nic *n)
 }
 
 /* Policy defaults resolved here, so the worker gets concrete values. */
-void nic_policy_resolve(struct nic_policy *p)
+void nic_policy_resolve(struct vnic_policy *p)
 {
-	if (p->mode == NIC_POLICY_DEFAULT)
-		p->mode = NIC_POLICY_BH;
+	if (p->mode == VNIC_MITIGATION_DEFAULT)
+		p->mode = VNIC_MITIGATION_BH;
 	/* Every mode's parameters get their default, so status shows what
 	 * a switch to another mode would run with. poll_us 0 means poll
 	 * forever and stays. */

@@ -2,7 +2,7 @@
 /*
  * pbconv: the one place where protobuf messages (vmm.proto, the parts of
  * worker.proto that reuse them) become plain C and back. Everything else
- * in the supervisor works on struct nic_spec, struct nic_policy, enum
+ * in the supervisor works on struct nic_spec, struct vnic_policy, enum
  * nic_state and enum nic_result.
  */
 #include "config.h"
@@ -33,32 +33,17 @@ PBCONV_SAME_BIT(VNIC_F_INDIRECT_DESC, VIRTIO_F_INDIRECT_DESC);
 PBCONV_SAME_BIT(VNIC_F_EVENT_IDX, VIRTIO_F_EVENT_IDX);
 PBCONV_SAME_BIT(VNIC_F_VERSION_1, VIRTIO_F_VERSION_1);
 
-void pbconv_policy_from(const Vnic__Vmm__Policy *pb, struct nic_policy *p)
+/* A page counter (always 64 bits) into a field whose largest value is max. */
+static uint64_t saturate(uint64_t v, uint64_t max)
 {
-	memset(p, 0, sizeof(*p));
-	if (!pb)
-		return;
-	p->mode = (uint32_t)pb->mode;
-	p->timer_us = pb->timer_us;
-	p->poll_us = pb->poll_us;
-	p->budget_packets = pb->budget_packets;
-	p->budget_bytes = pb->budget_bytes;
-	p->latency_us = pb->latency_us;
-	p->safety_pct = pb->safety_pct;
-	p->max_window = pb->max_window;
+	return v > max ? max : v;
 }
 
-void pbconv_policy_to(const struct nic_policy *p, Vnic__Vmm__Policy *pb)
+void pbconv_queue_counters(const struct stats_queue_snapshot *sn, Vnic__Vmm__QueueStatus *q)
 {
-	vnic__vmm__policy__init(pb);
-	pb->mode = (Vnic__Vmm__Mitigation)p->mode;
-	pb->timer_us = p->timer_us;
-	pb->poll_us = p->poll_us;
-	pb->budget_packets = p->budget_packets;
-	pb->budget_bytes = p->budget_bytes;
-	pb->latency_us = p->latency_us;
-	pb->safety_pct = p->safety_pct;
-	pb->max_window = p->max_window;
+#define PBCONV_COUNTER(type, name, kind) q->name = (type)saturate(sn->name, (type)-1);
+	VNIC_QUEUE_COUNTERS(PBCONV_COUNTER)
+#undef PBCONV_COUNTER
 }
 
 Vnic__Vmm__Status pbconv_result(enum nic_result r)
@@ -170,7 +155,7 @@ int pbconv_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
 	}
 	if (lay->backend >= 0)
 		s->backend_fd = fds->fd[lay->backend];
-	pbconv_policy_from(a->policy, &s->policy);
+	policy_from_pb(a->policy, &s->policy);
 	return 0;
 }
 
@@ -208,6 +193,6 @@ int pbconv_add_vhost_user(const Vnic__Vmm__AddVhostUser *a, struct vu_config *cf
 		cfg->mac_set = true;
 	}
 	cfg->mtu = a->mtu;
-	pbconv_policy_from(a->policy, &cfg->policy);
+	policy_from_pb(a->policy, &cfg->policy);
 	return 0;
 }

@@ -6,17 +6,19 @@
 #define VNIC_PBCONV_H
 
 #include "nic_state.h"
+#include "policy_pb.h" /* the policy: policy_to_pb, policy_from_pb */
 #include "supervisor.h"
 #include "validate.h"
 #include "vhost_user.h"
 #include "wire.h"
+#include "workers/stats.h"
 
 #define PBCONV_MTU_DEFAULT SUP_MTU_DEFAULT
 
-/* Policy: a NULL message is all defaults (zeroes). */
-void pbconv_policy_from(const Vnic__Vmm__Policy *pb, struct nic_policy *p);
-/* Initialises *pb and fills it. */
-void pbconv_policy_to(const struct nic_policy *p, Vnic__Vmm__Policy *pb);
+/* pbconv_queue_counters - every VNIC_QUEUE_COUNTERS field of a queue's
+ * snapshot into its QueueStatus (saturated to the message's type); the
+ * name and broken state are the caller's. */
+void pbconv_queue_counters(const struct stats_queue_snapshot *sn, Vnic__Vmm__QueueStatus *q);
 Vnic__Vmm__Status pbconv_result(enum nic_result r);
 Vnic__Vmm__NicState pbconv_state(enum nic_state s);
 /*

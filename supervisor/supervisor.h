@@ -185,7 +185,7 @@ struct nic {
 	uint8_t mac[6];
 	uint32_t mtu;
 	uint64_t features;
-	struct nic_policy policy;
+	struct vnic_policy policy;
 	enum nic_backend_type backend;
 	char ifname[32];            /* tap: the kernel's name */
 	char netns[64];
@@ -231,7 +231,7 @@ struct nic {
 	bool policy_pending;        /* SetPolicy sent to the worker, PolicySet awaited */
 	uint64_t policy_req;
 	unsigned policy_conn_id;    /* an administrator's connection asked (admin.c); 0: the owner */
-	struct nic_policy policy_new;
+	struct vnic_policy policy_new;
 	uint32_t policy_switches;   /* SetPolicy requests a worker applied */
 	struct timespec remove_t0;
 	bool deadline_missed;
@@ -390,7 +390,7 @@ int nic_set_state(struct nic *n, enum nic_state st, const char *why);
  * Returns: 0, or -1 when the worker must be killed (reason in last_error). */
 int nic_worker_ready(struct nic *n, bool sandboxed);
 /* nic_policy_resolve - fill in defaults so a worker gets concrete values. */
-void nic_policy_resolve(struct nic_policy *p);
+void nic_policy_resolve(struct vnic_policy *p);
 /* nic_start - adopt the validated spec's fds (set to -1 in the frame;
  * fds == NULL: the spec's fds are the caller's own and pass to the NIC
  * as they are, lay unused), open the backend, spawn the worker, send

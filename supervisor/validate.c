@@ -175,22 +175,10 @@ int validate_netns_name(const char *name, char *err, size_t errlen)
 	return 0;
 }
 
-const char *nic_policy_name(uint32_t mode)
+int validate_policy(const struct vnic_policy *p, char *err, size_t errlen)
 {
-	switch (mode) {
-	case NIC_POLICY_DEFAULT: return "default";
-	case NIC_POLICY_TIMER: return "timer";
-	case NIC_POLICY_BH: return "bh";
-	case NIC_POLICY_ADAPTIVE: return "adaptive";
-	case NIC_POLICY_POLL: return "poll";
-	default: return "?";
-	}
-}
-
-int validate_policy(const struct nic_policy *p, char *err, size_t errlen)
-{
-	if (p->mode > NIC_POLICY_POLL)
-		return fail(err, errlen, -EINVAL, "policy mode %u is unknown", p->mode);
+	if ((uint32_t)p->mode > VNIC_MITIGATION_POLL)
+		return fail(err, errlen, -EINVAL, "policy mode %u is unknown", (uint32_t)p->mode);
 	if (p->timer_us && (p->timer_us < NET_TIMER_US_MIN || p->timer_us > NET_TIMER_US_MAX))
 		return fail(err, errlen, -EINVAL, "policy timer_us %u: must be %u..%u (0: %u)",
 			    p->timer_us, NET_TIMER_US_MIN, NET_TIMER_US_MAX, NET_TIMER_US_DEFAULT);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libvnic.h"
 #include "memtable.h"
 #include "virtio_net.h"
 #include "worker_abi.h"
@@ -35,27 +36,13 @@
 
 
 
-/* TX mitigation policies (vmm.proto Mitigation). */
-enum nic_policy_mode {
-	NIC_POLICY_DEFAULT = 0,
-	NIC_POLICY_TIMER = 1,
-	NIC_POLICY_BH = 2,
-	NIC_POLICY_ADAPTIVE = 3,
-	NIC_POLICY_POLL = 4,
-};
+/* TX mitigation policies are libvnic.h's struct vnic_policy and enum
+ * vnic_mitigation, the one contract (proto/policy_pb.h converts). The
+ * mode is kept as sent, so validate_policy can refuse an unknown one. */
 /* Work per wake-up a policy may ask for: a whole queue, 64 MiB. More would
  * let one queue starve the others and the control channel (G21). */
 #define NIC_POLICY_MAX_BUDGET_PKTS 32768u
 #define NIC_POLICY_MAX_BUDGET_BYTES (64u * 1024u * 1024u)
-
-struct nic_policy {
-	uint32_t mode;  /* enum nic_policy_mode, as sent */
-	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
-	uint32_t latency_us, safety_pct, max_window; /* adaptive */
-};
-
-/* Name of a policy mode for status ("bh", "timer", ...). */
-const char *nic_policy_name(uint32_t mode);
 
 /* One virtqueue as the VMM configures it. */
 struct nic_queue_spec {
@@ -86,7 +73,7 @@ struct nic_spec {
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
 	bool memory_unsealed_ok;     /* vhost-user: MEMTABLE_UNSEALED_OK (memtable.h) */
 	bool base_from_used_idx;     /* vhost-user: see worker.proto Config */
-	struct nic_policy policy;
+	struct vnic_policy policy;
 };
 
 /*
@@ -117,7 +104,7 @@ int validate_netns_name(const char *name, char *err, size_t errlen);
 /* A policy for AddNic or SetPolicy: -EINVAL for an unknown mode or a
  * parameter out of its bounds (workers/policy.h; 0 = the default), err
  * naming it. Every mode is implemented. */
-int validate_policy(const struct nic_policy *p, char *err, size_t errlen);
+int validate_policy(const struct vnic_policy *p, char *err, size_t errlen);
 
 /*
  * validate_ring_addrs - spec 2.7 ring placement, checked against the

@@ -35,7 +35,7 @@ struct vu_config {
 	uint8_t mac[6];
 	bool mac_set;           /* false: derived from the id */
 	uint32_t mtu;           /* 0: 1500 */
-	struct nic_policy policy;
+	struct vnic_policy policy;
 };
 
 /* What status shows of an endpoint. */
@@ -43,7 +43,7 @@ struct vu_status {
 	const char *id, *path, *state, *last_error;
 	bool server;
 	struct nic *nic;        /* the running NIC, or NULL */
-	const struct nic_policy *policy;
+	const struct vnic_policy *policy;
 	uint64_t connects, messages, rejected, reconfigs;
 	/* As configured (shown while no NIC runs): the tap's name and MTU. */
 	const uint8_t *mac;

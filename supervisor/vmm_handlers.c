@@ -288,7 +288,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 {
 	vnic__vmm__nic_status__init(&b->ns);
 	vnic__vmm__policy__init(&b->pol);
-	pbconv_policy_to(&n->policy, &b->pol);
+	policy_to_pb(&n->policy, &b->pol);
 	b->ns.id = n->id;
 	b->ns.state = pbconv_state(n->state);
 	b->ns.pid = (int32_t)n->w.pid;
@@ -309,19 +309,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 		vnic__vmm__queue_status__init(q);
 		snprintf(b->names[i], sizeof(b->names[i]), "%s", nic_queue_name(i));
 		q->name = b->names[i];
-		q->packets = sn->packets;
-		q->bytes = sn->bytes;
-		q->kicks = sn->kicks;
-		q->interrupts = sn->interrupts;
-		q->suppressed = sn->suppressed;
-		q->drops = sn->drops;
-		q->errors = sn->errors;
-		q->window = (uint32_t)(sn->window > UINT32_MAX ? UINT32_MAX : sn->window);
-		q->flushes = sn->flushes;
-		q->timer_fires = sn->timer_fires;
-		q->timer_hits = sn->timer_hits;
-		q->poll_spins = sn->poll_spins;
-		q->poll_hits = sn->poll_hits;
+		pbconv_queue_counters(sn, q);
 		/* Broken from either source: the page or a QueueBroken message. */
 		q->broken = sn->broken || n->q[i].broken;
 		if (n->q[i].broken)
@@ -343,7 +331,7 @@ static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *
 		b->ns.id = (char *)(uintptr_t)v->id;
 		b->ns.state = VNIC__VMM__NIC_STATE__NIC_STATE_AWAITING_FRONTEND;
 		b->ns.last_error = (char *)(uintptr_t)v->last_error;
-		pbconv_policy_to(v->policy, &b->pol);
+		policy_to_pb(v->policy, &b->pol);
 		b->ns.policy = &b->pol;
 		snprintf(b->admin.backend, sizeof(b->admin.backend), "tap_fd");
 		memcpy(b->admin.mac, v->mac, sizeof(b->admin.mac));
@@ -535,7 +523,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__SetPolicy wsp;
 	Vnic__Vmm__Policy pol;
-	struct nic_policy p = { 0 };
+	struct vnic_policy p = { 0 };
 	char err[128];
 	int rc;
 
@@ -544,7 +532,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 				     "no NIC \"%.64s\" on this connection", sp->id);
 		return;
 	}
-	pbconv_policy_from(sp->policy, &p);
+	policy_from_pb(sp->policy, &p);
 	rc = validate_policy(&p, err, sizeof(err));
 	if (rc) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
@@ -572,7 +560,7 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__set_policy__init(&wsp);
 	vnic__vmm__policy__init(&pol);
-	pbconv_policy_to(&p, &pol);
+	policy_to_pb(&p, &pol);
 	wsp.policy = &pol;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
 	m.set_policy = &wsp;

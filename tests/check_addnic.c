@@ -717,6 +717,11 @@ START_TEST(vnicctl_status_json_and_table)
 	ck_assert_msg(strstr(out, "\"queues\":[{\"name\":\"rx0\",\"packets\":0,"), "%s", out);
 	ck_assert_msg(strstr(out, "{\"name\":\"tx0\","), "%s", out);
 	ck_assert_msg(strstr(out, "\"broken\":false,\"broken_reason\":\"\"}"), "%s", out);
+	/* Every counter of libvnic.h's list, by its name. */
+#define JSON_HAS_COUNTER(type, name, kind) \
+	ck_assert_msg(strstr(out, "\"" #name "\":"), "no \"%s\" in %s", #name, out);
+	VNIC_QUEUE_COUNTERS(JSON_HAS_COUNTER)
+#undef JSON_HAS_COUNTER
 	ck_assert_msg(strstr(out, "\"policy\":\"bh\","), "%s", out);
 	ck_assert_msg(strstr(out, "\"restarts\":0,\"uptime_s\":"), "%s", out);
 	ck_assert_msg(out[strlen(out) - 1] == '\n' && !strchr(out, '\n')[1], "one line: %s", out);
@@ -736,7 +741,7 @@ START_TEST(vnicctl_status_json_and_table)
 	snprintf(cmd, sizeof(cmd), "%s --socket %s status --watch --interval 0.2 --count 2",
 		 ctl, lv.sock);
 	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
-	ck_assert_msg(strstr(out, "PKT/S"), "second print shows rates: %s", out);
+	ck_assert_msg(strstr(out, "PACKETS/S"), "second print shows rates: %s", out);
 	ck_assert_msg(strstr(out, "--- 20") && strstr(out, "Z\n"), "--watch prints a UTC time: %s", out);
 
 	/* No socket: one line on stderr, exit 1. */

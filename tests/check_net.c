@@ -1611,10 +1611,10 @@ static uint16_t avail_event_of(unsigned q)
 	return le16toh(v);
 }
 
-static void set_policy(enum net_policy_mode mode, uint32_t us)
+static void set_policy(enum vnic_mitigation mode, uint32_t us)
 {
-	struct net_policy_params p = { .mode = mode, .timer_us = us, .poll_us = us,
-				       .latency_us = us, .max_window = 8 };
+	struct vnic_policy p = { .mode = mode, .timer_us = us, .poll_us = us,
+				 .latency_us = us, .max_window = 8 };
 
 	net_set_policy(H.d, &p, NULL);
 }
@@ -1624,7 +1624,7 @@ static void set_policy(enum net_policy_mode mode, uint32_t us)
 START_TEST(policy_timer_holds_until_fired)
 {
 	h_setup(F_V1 | F_EVENT_IDX, 8, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
-	set_policy(NET_POLICY_TIMER, 150);
+	set_policy(VNIC_MITIGATION_TIMER, 150);
 	fill_frame(frame, 100, 1);
 	tx_add(&hdr0, frame, 100, NULL, 0);
 	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
@@ -1650,7 +1650,7 @@ START_TEST(policy_adaptive_window_and_idle)
 	unsigned calls;
 
 	h_setup(F_V1 | F_EVENT_IDX, 32, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
-	set_policy(NET_POLICY_ADAPTIVE, 1000);
+	set_policy(VNIC_MITIGATION_ADAPTIVE, 1000);
 	ck_assert_uint_eq(H.st->q[TXQ].window, 1);
 	fill_frame(frame, 100, 1);
 	for (unsigned i = 0; i < 5; i++)
@@ -1690,7 +1690,7 @@ END_TEST
 START_TEST(policy_poll_spins_then_sleeps)
 {
 	h_setup(F_V1 | F_EVENT_IDX, 8, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
-	set_policy(NET_POLICY_POLL, 20000);
+	set_policy(VNIC_MITIGATION_POLL, 20000);
 	fill_frame(frame, 100, 1);
 	tx_add(&hdr0, frame, 100, NULL, 0);
 	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_POLL);
@@ -1714,12 +1714,12 @@ END_TEST
 START_TEST(policy_switch_keeps_held_frame)
 {
 	h_setup(F_V1 | F_EVENT_IDX, 8, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
-	set_policy(NET_POLICY_TIMER, 150);
+	set_policy(VNIC_MITIGATION_TIMER, 150);
 	fill_frame(frame, 100, 1);
 	tx_add(&hdr0, frame, 100, NULL, 0);
 	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
 	ck_assert_uint_eq(H.timer_us, 150);
-	set_policy(NET_POLICY_BH, 0);
+	set_policy(VNIC_MITIGATION_BH, 0);
 	ck_assert_uint_eq(H.timer_us, 0); /* cancelled */
 	ck_assert_int_eq(net_tx_timer(H.d, TXQ), NET_IDLE); /* a late fire does nothing */
 	ck_assert_uint_eq(H.st->q[TXQ].timer_fires, 0);

@@ -4,6 +4,9 @@
  * its pure pieces (validate, worker_spawn).
  *
  *  - validate_*: ring placement and fd type checks, unit level;
+ *  - the contracts: a policy and its mode names survive the protobuf round
+ *    trip; every VNIC_QUEUE_COUNTERS counter goes from the stats page
+ *    through the snapshot, QueueStatus and libvnic with its own value;
  *  - worker_spawn: only fd 3 crosses exec, explicit argv, clean env;
  *  - 10,000 bad frames with fds: the supervisor's fd count is unchanged;
  *  - requests before Hello, wrong version, unknown body: error replies;
@@ -37,12 +40,139 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "libvnic.h"
+#include "pbconv.h"
 #include "suptest.h"
 #include "validate.h"
 #include "wire.h"
 #include "worker_spawn.h"
 
 static char err[256];
+
+/* --------------------------------------------------------- contracts */
+
+/* One policy, one name table: every mode's name parses back to it; the
+ * protobuf round trip keeps every field. */
+START_TEST(policy_names_and_pb_round_trip)
+{
+	struct vnic_policy p = { .timer_us = 1, .poll_us = 2, .budget_packets = 3,
+				 .budget_bytes = 4, .latency_us = 5, .safety_pct = 6,
+				 .max_window = 7 }, back;
+	enum vnic_mitigation m;
+	Vnic__Vmm__Policy pb;
+	unsigned named = 0;
+
+	for (unsigned i = 0; i < 16; i++) {
+		const char *name = vnic_mitigation_name((enum vnic_mitigation)i);
+
+		if (!strcmp(name, "?"))
+			continue;
+		named++;
+		m = (enum vnic_mitigation)99;
+		ck_assert_int_eq(vnic_mitigation_from_name(name, &m), 0);
+		ck_assert_int_eq(m, i);
+		p.mode = m;
+		policy_to_pb(&p, &pb);
+		policy_from_pb(&pb, &back);
+		ck_assert_mem_eq(&back, &p, sizeof(p));
+	}
+	ck_assert_uint_eq(named, 5);
+	ck_assert_int_eq(vnic_mitigation_from_name("default", &m), 0);
+	ck_assert_int_eq(m, VNIC_MITIGATION_DEFAULT);
+	ck_assert_str_eq(vnic_mitigation_name(VNIC_MITIGATION_BH), "bh");
+	ck_assert_int_eq(vnic_mitigation_from_name("BH", &m), -EINVAL);
+	ck_assert_int_eq(vnic_mitigation_from_name("", &m), -EINVAL);
+	ck_assert_int_eq(vnic_mitigation_from_name(NULL, &m), -EINVAL);
+	policy_from_pb(NULL, &back);
+	ck_assert_int_eq(back.mode, VNIC_MITIGATION_DEFAULT);
+	ck_assert_uint_eq(back.timer_us, 0);
+}
+END_TEST
+
+/* Every counter of the list, carried end to end: a stats page with a
+ * distinct value in each, read as vnicd reads it, put into QueueStatus as
+ * vnicd does, and received by libvnic from a socket it thinks is vnicd. A
+ * counter added to the list but dropped (or swapped) on the way fails. */
+START_TEST(queue_counters_end_to_end)
+{
+	size_t len = stats_page_size(2);
+	struct stats_page *page = calloc(1, len);
+	struct stats_queue_snapshot sn;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	Vnic__Vmm__QueueStatus qs, *qp = &qs;
+	Vnic__Vmm__NicStatus ns, *nsp = &ns;
+	Vnic__Vmm__StatusReply sr;
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__VmmMessage m;
+	struct vnic_conn *conn = NULL;
+	struct vnic_status *st = NULL;
+	char dir[] = "/tmp/check_counters.XXXXXX", name[] = "tx0", id[] = "nic0";
+	uint64_t v;
+	int lfd, afd;
+
+	ck_assert_ptr_nonnull(page);
+	ck_assert_int_eq(stats_page_init(page, len, 2), 0);
+	v = 1000;
+#define SET_COUNTER(type, name, kind) page->q[1].name = v++;
+	VNIC_QUEUE_COUNTERS(SET_COUNTER)
+#undef SET_COUNTER
+	stats_queue_read(&page->q[1], &sn);
+	vnic__vmm__queue_status__init(&qs);
+	qs.name = name;
+	pbconv_queue_counters(&sn, &qs);
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	ck_assert_int_eq(vnic_connect(sa.sun_path, &conn), 0);
+	afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(afd, 0);
+	/* The answer to libvnic's first request (id 1), queued before it asks. */
+	vnic__vmm__nic_status__init(&ns);
+	ns.id = id;
+	ns.n_queues = 1;
+	ns.queues = &qp;
+	vnic__vmm__status_reply__init(&sr);
+	sr.n_nics = 1;
+	sr.nics = &nsp;
+	vnic__vmm__reply__init(&rep);
+	rep.request_id = 1;
+	rep.body_case = VNIC__VMM__REPLY__BODY_STATUS;
+	rep.status = &sr;
+	vnic__vmm__vmm_message__init(&m);
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
+	m.reply = &rep;
+	ck_assert_int_eq(wire_vmm_send(afd, &m, NULL, 0), 0);
+	ck_assert_int_eq(vnic_status(conn, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	ck_assert_uint_eq(st->nics[0].nqueues, 1);
+	ck_assert_str_eq(st->nics[0].queues[0].name, "tx0");
+	v = 1000;
+#define CHECK_COUNTER(type, name, kind) \
+	ck_assert_msg(st->nics[0].queues[0].name == v, "%s: %llu, sent %llu", #name, \
+		      (unsigned long long)st->nics[0].queues[0].name, (unsigned long long)v); \
+	v++;
+	VNIC_QUEUE_COUNTERS(CHECK_COUNTER)
+#undef CHECK_COUNTER
+	/* A page value too big for its field saturates instead of wrapping. */
+	page->q[1].window = UINT64_MAX;
+	stats_queue_read(&page->q[1], &sn);
+	pbconv_queue_counters(&sn, &qs);
+	ck_assert_uint_eq(qs.window, UINT32_MAX);
+	ck_assert_uint_eq(qs.packets, 1000);
+
+	vnic_status_free(st);
+	vnic_close(conn);
+	close(afd);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+	free(page);
+}
+END_TEST
 
 /* ---------------------------------------------------------- validate */
 
@@ -732,6 +862,8 @@ static Suite *supervisor_suite(void)
 	TCase *tv = tcase_create("vnicd");
 	TCase *tr = tcase_create("root");
 
+	tcase_add_test(tu, policy_names_and_pb_round_trip);
+	tcase_add_test(tu, queue_counters_end_to_end);
 	tcase_add_test(tu, c7_validate_ring_addrs_unit);
 	tcase_add_test(tu, c4_queue_slot_lookup);
 	tcase_add_test(tu, f1_validate_fd_types_unit);

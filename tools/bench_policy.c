@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "libvnic.h"
 
 #define PB_MAX_RUNS 50u
 #define PB_NPOL 4u
@@ -40,7 +41,10 @@ static const char *const pb_metric_name[PB_NMETRICS] = {
 	"RR p50 us", "RR p99 us",
 };
 
-static const char *const pb_policies[PB_NPOL] = { "timer", "bh", "adaptive", "poll" };
+/* The four modes in the table's order; their names are libvnic's. */
+static const enum vnic_mitigation pb_policies[PB_NPOL] = {
+	VNIC_MITIGATION_TIMER, VNIC_MITIGATION_BH, VNIC_MITIGATION_ADAPTIVE, VNIC_MITIGATION_POLL,
+};
 static const char *const pb_dirs[2] = { "g2h", "h2g" };
 
 struct pb_cell {
@@ -258,9 +262,12 @@ int bench_policy_main(int argc, char **argv)
 			strcpy(buf, optarg);
 			o.npol = 0;
 			for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				enum vnic_mitigation m = VNIC_MITIGATION_DEFAULT;
 				unsigned i;
 
-				for (i = 0; i < PB_NPOL && strcmp(tok, pb_policies[i]); i++)
+				if (vnic_mitigation_from_name(tok, &m) < 0)
+					goto usage;
+				for (i = 0; i < PB_NPOL && pb_policies[i] != m; i++)
 					;
 				if (i == PB_NPOL || o.npol == PB_NPOL)
 					goto usage;
@@ -315,6 +322,7 @@ int bench_policy_main(int argc, char **argv)
 			for (unsigned d = 0; d < 2; d++) {
 				for (unsigned k = 0; k < o.npol; k++) {
 					unsigned pi = o.pol[(k + r) % o.npol];
+					const char *pname = vnic_mitigation_name(pb_policies[pi]);
 					struct pb_cell *c = &cells[(pi * PB_MAX_SIZES + z) * 2 + d];
 					char args[256];
 
@@ -322,7 +330,7 @@ int bench_policy_main(int argc, char **argv)
 						 "--nics 1 --backend socket --direction %s --size %u "
 						 "--seconds %.2f --policy %s --poll-us %u "
 						 "--guest-batch %u --latency-us %u", pb_dirs[d],
-						 o.sizes[z], o.seconds, pb_policies[pi], o.poll_us,
+						 o.sizes[z], o.seconds, pname, o.poll_us,
 						 o.batch, o.latency_us);
 					if (pb_child(&o, args, c, false) < 0) {
 						fprintf(stderr, "vnic-bench policy: FAIL: %s\n", args);
@@ -334,7 +342,7 @@ int bench_policy_main(int argc, char **argv)
 					snprintf(args, sizeof(args),
 						 "--rr %u --direction %s --size %u --policy %s "
 						 "--poll-us %u --latency-us %u", o.rr, pb_dirs[d],
-						 o.sizes[z], pb_policies[pi], o.poll_us,
+						 o.sizes[z], pname, o.poll_us,
 						 o.latency_us);
 					if (pb_child(&o, args, c, true) < 0) {
 						fprintf(stderr, "vnic-bench policy: FAIL: %s\n", args);
@@ -371,10 +379,11 @@ int bench_policy_main(int argc, char **argv)
 		for (unsigned d = 0; d < 2; d++)
 			for (unsigned k = 0; k < o.npol; k++) {
 				unsigned pi = o.pol[k];
+				const char *pname = vnic_mitigation_name(pb_policies[pi]);
 				const struct pb_cell *c = &cells[(pi * PB_MAX_SIZES + z) * 2 + d];
 				double med[PB_NMETRICS];
 
-				printf("| %s | %u | %s |", pb_policies[pi], o.sizes[z], pb_dirs[d]);
+				printf("| %s | %u | %s |", pname, o.sizes[z], pb_dirs[d]);
 				for (unsigned m = 0; m < PB_NMETRICS; m++) {
 					char buf[96];
 
@@ -383,8 +392,7 @@ int bench_policy_main(int argc, char **argv)
 				}
 				printf("%s\n", c->failed ? " FAILED" : "");
 				if (data) {
-					fprintf(data, "%s %u %s", pb_policies[pi], o.sizes[z],
-						pb_dirs[d]);
+					fprintf(data, "%s %u %s", pname, o.sizes[z], pb_dirs[d]);
 					for (unsigned m = 0; m < PB_NMETRICS; m++)
 						fprintf(data, " %g", med[m]);
 					for (unsigned m = 0; m < PB_NMETRICS; m++) {

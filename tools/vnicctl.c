@@ -22,14 +22,19 @@
  *   --version                 vnicctl's version; with a running vnicd, also
  *                             `vnicctl --json status` says vnicd's
  *
+ *   add, remove               vhost-user endpoints (vnicctl_endpoint.c)
+ *
  * --json: every output is one JSON object per line, made with json-c; the
  * schema (VNICCTL_JSON_SCHEMA) is in README.md "vnicctl" and vnicctl(8).
  * Errors: one line on stderr, exit status 1 (2 for usage).
+ *
+ * Every command is a row of vnicctl_cmds below (vnicctl.h): its name,
+ * usage, operand count, options and hooks. main() is the one dispatcher,
+ * and --help is printed from the table.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,31 +52,6 @@
 
 /* Bumped when a field changes meaning or goes away (adding one does not). */
 #define VNICCTL_JSON_SCHEMA 1
-
-void vnicctl_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: vnicctl [--socket PATH] [--json] COMMAND\n"
-		"  list\n"
-		"  status [ID] [--watch [--interval S] [--count N]]\n"
-		"  set-policy ID [--mode bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
-		"                [--budget-packets N] [--budget-bytes N]\n"
-		"                [--latency-us N] [--safety-pct N] [--max-window N]\n"
-		"  log-level error|warn|info|debug\n"
-		"  add ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"
-		"         [--mac M] [--mtu N] [--policy P]\n"
-		"  remove ID [--deadline-ms MS]\n"
-		"  --version\n");
-}
-#define usage vnicctl_usage
-
-struct opts {
-	bool json, watch;
-	double interval;
-	long count;
-	bool policy_set;
-	struct vnic_policy policy;
-};
 
 /* "2026-12-01T08:40:00.123Z" */
 static void utc_now(char *buf, size_t len)
@@ -157,20 +137,10 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 		json_object *jq = json_object_new_object();
 
 		jadd(jq, "name", json_object_new_string(q->name));
-		jadd(jq, "packets", json_object_new_uint64(q->packets));
-		jadd(jq, "bytes", json_object_new_uint64(q->bytes));
-		jadd(jq, "kicks", json_object_new_uint64(q->kicks));
-		jadd(jq, "interrupts", json_object_new_uint64(q->interrupts));
-		jadd(jq, "suppressed", json_object_new_uint64(q->suppressed));
-		jadd(jq, "drops", json_object_new_uint64(q->drops));
-		jadd(jq, "errors", json_object_new_uint64(q->errors));
-		/* TX policy counters (README "TX mitigation policies"). */
-		jadd(jq, "window", json_object_new_int64(q->window));
-		jadd(jq, "flushes", json_object_new_uint64(q->flushes));
-		jadd(jq, "timer_fires", json_object_new_uint64(q->timer_fires));
-		jadd(jq, "timer_hits", json_object_new_uint64(q->timer_hits));
-		jadd(jq, "poll_spins", json_object_new_uint64(q->poll_spins));
-		jadd(jq, "poll_hits", json_object_new_uint64(q->poll_hits));
+		/* Every counter, by its libvnic.h name. */
+#define VNICCTL_JSON_COUNTER(type, name, kind) jadd(jq, #name, json_object_new_uint64(q->name));
+		VNIC_QUEUE_COUNTERS(VNICCTL_JSON_COUNTER)
+#undef VNICCTL_JSON_COUNTER
 		jadd(jq, "broken", json_object_new_boolean(q->broken));
 		jadd(jq, "broken_reason", json_object_new_string(q->broken_reason));
 		json_object_array_add(qs, jq);
@@ -310,6 +280,67 @@ static void print_detail(const struct vnic_nic_status *n)
 	printf("  features 0x%" PRIx64 " (%s)\n", n->features, b);
 }
 
+/* The queue table is made from libvnic.h's VNIC_QUEUE_COUNTERS: one
+ * column per counter every queue keeps (per second with --watch), and for
+ * a TX queue a line with its policy's counters. */
+#define VNICCTL_COL_WIDTH 12
+
+/* A column's heading: the counter's name in capitals, "/S" for a rate. */
+static void print_col_head(const char *name, bool rates)
+{
+	char h[40];
+	size_t i;
+
+	for (i = 0; name[i] && i + 3 < sizeof(h); i++)
+		h[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 'a' + 'A' : name[i]);
+	snprintf(h + i, sizeof(h) - i, "%s", rates ? "/S" : "");
+	printf(" %*s", VNICCTL_COL_WIDTH, h);
+}
+
+static void print_queue_head(bool rates)
+{
+	printf("  %-5s", "QUEUE");
+#define VNICCTL_HEAD(type, name, kind) \
+	if ((kind) == VNIC_QC_ALL) \
+		print_col_head(#name, rates);
+	VNIC_QUEUE_COUNTERS(VNICCTL_HEAD)
+#undef VNICCTL_HEAD
+	printf("  %s\n", "BROKEN");
+}
+
+/* One queue's row (rates against p when there is one) and, for TX, its
+ * policy line. */
+static void print_queue(const struct vnic_nic_status *n, const struct vnic_queue_status *q,
+			const struct vnic_queue_status *p, double secs)
+{
+	char b1[96], b2[300];
+	const char *brk = q->broken ? clean(q->broken_reason, b2, sizeof(b2)) : "no";
+	const char *sep = "";
+
+	printf("  %-5s", clean(q->name, b1, sizeof(b1)));
+#define VNICCTL_CELL(type, name, kind) \
+	if ((kind) == VNIC_QC_ALL) { \
+		if (p) \
+			printf(" %*.0f", VNICCTL_COL_WIDTH, rate(q->name, p->name, secs)); \
+		else \
+			printf(" %*" PRIu64, VNICCTL_COL_WIDTH, (uint64_t)q->name); \
+	}
+	VNIC_QUEUE_COUNTERS(VNICCTL_CELL)
+#undef VNICCTL_CELL
+	printf("  %s\n", q->broken && !q->broken_reason[0] ? "yes" : brk);
+	if (strncmp(q->name, "tx", 2))
+		return;
+	printf("  %-5s policy %s:", "", vnic_mitigation_name(n->policy.mode));
+#define VNICCTL_TX(type, name, kind) \
+	if ((kind) & VNIC_QC_TX) { \
+		printf("%s %s %" PRIu64, sep, #name, (uint64_t)q->name); \
+		sep = ","; \
+	}
+	VNIC_QUEUE_COUNTERS(VNICCTL_TX)
+#undef VNICCTL_TX
+	printf("\n");
+}
+
 static void print_table(const struct vnic_status *st, const struct vnic_status *prev, double secs,
 			bool detail)
 {
@@ -339,38 +370,11 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 			       clean(n->vhost_mode, b1, sizeof(b1)), clean(n->vhost_path, b2, sizeof(b2)),
 			       n->vhost_state, n->vhost_connects, n->vhost_messages, n->vhost_rejected,
 			       n->vhost_reconfigs);
-		if (prev)
-			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PKT/S",
-			       "BYTES/S", "KICKS/S", "IRQ/S", "SUPPR/S", "DROPS", "ERRORS", "BROKEN");
-		else
-			printf("  %-5s %12s %14s %10s %10s %10s %8s %8s  %s\n", "QUEUE", "PACKETS",
-			       "BYTES", "KICKS", "INTERRUPTS", "SUPPRESSED", "DROPS", "ERRORS",
-			       "BROKEN");
+		print_queue_head(prev != NULL);
 		for (unsigned j = 0; j < n->nqueues; j++) {
 			const struct vnic_queue_status *q = &n->queues[j];
-			const struct vnic_queue_status *p = find_prev_queue(prev, n->id, q->name);
-			const char *brk = q->broken ? clean(q->broken_reason, b2, sizeof(b2)) : "no";
 
-			if (prev && p)
-				printf("  %-5s %12.0f %14.0f %10.0f %10.0f %10.0f %8" PRIu64 " %8" PRIu64
-				       "  %s\n", clean(q->name, b1, sizeof(b1)),
-				       rate(q->packets, p->packets, secs), rate(q->bytes, p->bytes, secs),
-				       rate(q->kicks, p->kicks, secs),
-				       rate(q->interrupts, p->interrupts, secs),
-				       rate(q->suppressed, p->suppressed, secs), q->drops, q->errors,
-				       q->broken && !q->broken_reason[0] ? "yes" : brk);
-			else
-				printf("  %-5s %12" PRIu64 " %14" PRIu64 " %10" PRIu64 " %10" PRIu64
-				       " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 "  %s\n",
-				       clean(q->name, b1, sizeof(b1)), q->packets, q->bytes, q->kicks,
-				       q->interrupts, q->suppressed, q->drops, q->errors,
-				       q->broken && !q->broken_reason[0] ? "yes" : brk);
-			if (!strncmp(q->name, "tx", 2))
-				printf("  %-5s policy %s: window %" PRIu32 ", flushes %" PRIu64
-				       ", timer fires %" PRIu64 " (found frames %" PRIu64
-				       "), poll spins %" PRIu64 " (found frames %" PRIu64 ")\n", "",
-				       vnic_mitigation_name(n->policy.mode), q->window, q->flushes,
-				       q->timer_fires, q->timer_hits, q->poll_spins, q->poll_hits);
+			print_queue(n, q, find_prev_queue(prev, n->id, q->name), secs);
 		}
 	}
 }
@@ -398,20 +402,21 @@ static bool keep_only(struct vnic_status *st, const char *id)
 	return false;
 }
 
-static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
-		      const struct opts *o, const char *id, bool list)
+static int cmd_status(struct vnicctl *v, const char *id, bool list)
 {
 	struct vnic_status *prev = NULL;
 	double t_prev = 0;
-	bool watch = o->watch && !list;
+	bool watch = v->watch && !list;
 
+	if (vnicctl_connect(v))
+		return 1;
 	for (long iter = 0;; iter++) {
 		struct vnic_status *st = NULL;
 		double t;
-		int rc = vnic_status(conn, &st);
+		int rc = vnic_status(v->conn, &st);
 
 		if (rc) {
-			fprintf(stderr, "vnicctl: status: %s\n", vnic_last_error(conn));
+			fprintf(stderr, "vnicctl: status: %s\n", vnic_last_error(v->conn));
 			vnic_status_free(prev);
 			return 1;
 		}
@@ -422,8 +427,8 @@ static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
 			vnic_status_free(prev);
 			return 1;
 		}
-		if (o->json) {
-			print_json(hi, st);
+		if (v->json) {
+			print_json(&v->hello, st);
 		} else if (list) {
 			print_list(st);
 		} else {
@@ -439,11 +444,11 @@ static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
 		vnic_status_free(prev);
 		prev = st;
 		t_prev = t;
-		if (!watch || (o->count > 0 && iter + 1 >= o->count))
+		if (!watch || (v->count > 0 && iter + 1 >= v->count))
 			break;
 		{
-			struct timespec ts = { .tv_sec = (time_t)o->interval,
-					       .tv_nsec = (long)((o->interval - (double)(time_t)o->interval) *
+			struct timespec ts = { .tv_sec = (time_t)v->interval,
+					       .tv_nsec = (long)((v->interval - (double)(time_t)v->interval) *
 								 1e9) };
 			nanosleep(&ts, NULL);
 		}
@@ -452,38 +457,86 @@ static int cmd_status(struct vnic_conn *conn, const struct vnic_hello_info *hi,
 	return 0;
 }
 
-static int cmd_set_policy(struct vnic_conn *conn, const struct opts *o, const char *id)
+static int run_list(struct vnicctl *v, char **args, unsigned nargs)
 {
+	return cmd_status(v, NULL, true);
+}
+
+static int run_status(struct vnicctl *v, char **args, unsigned nargs)
+{
+	return cmd_status(v, nargs ? args[0] : NULL, false);
+}
+
+static const struct option status_opts[] = {
+	{ "watch", no_argument, NULL, 'w' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "count", required_argument, NULL, 'c' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int status_opt(struct vnicctl *v, int opt, const char *arg)
+{
+	char *end;
+
+	switch (opt) {
+	case 'w': v->watch = true; break;
+	case 'i':
+		errno = 0;
+		v->interval = strtod(arg, &end);
+		if (errno || *end || v->interval < 0.1 || v->interval > 3600) {
+			fprintf(stderr, "vnicctl: --interval %s: give seconds in 0.1..3600\n", arg);
+			return 2;
+		}
+		break;
+	case 'c':
+		v->count = strtol(arg, &end, 10);
+		if (*end || v->count < 1) {
+			fprintf(stderr, "vnicctl: --count %s: give a positive number\n", arg);
+			return 2;
+		}
+		break;
+	}
+	return 0;
+}
+
+static int run_set_policy(struct vnicctl *v, char **args, unsigned nargs)
+{
+	const char *id = args[0];
 	int rc;
 
-	if (!o->policy_set) {
+	if (!v->policy_set) {
 		fprintf(stderr, "vnicctl: set-policy %s: give at least one of --mode, --timer-us, "
 			"--poll-us, --budget-packets, --budget-bytes, --latency-us, --safety-pct, "
 			"--max-window\n", id);
 		return 2;
 	}
-	rc = vnic_set_policy(conn, id, &o->policy);
+	if (vnicctl_connect(v))
+		return 1;
+	rc = vnic_set_policy(v->conn, id, &v->policy);
 	if (rc) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(v->conn));
 		return 1;
 	}
-	if (!o->json)
-		printf("nic %s: policy %s\n", id, vnic_mitigation_name(o->policy.mode));
+	if (!v->json)
+		printf("nic %s: policy %s\n", id, vnic_mitigation_name(v->policy.mode));
 	return 0;
 }
 
-static int cmd_log_level(struct vnic_conn *conn, const struct vnic_hello_info *hi,
-			 const struct opts *o, const char *level)
+static int run_log_level(struct vnicctl *v, char **args, unsigned nargs)
 {
+	const char *level = args[0];
 	char old[32] = "";
-	int rc = vnic_set_log_level(conn, level, old, sizeof(old));
+	int rc;
 
+	if (vnicctl_connect(v))
+		return 1;
+	rc = vnic_set_log_level(v->conn, level, old, sizeof(old));
 	if (rc) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(v->conn));
 		return 1;
 	}
-	if (o->json) {
-		json_object *j = json_envelope(hi);
+	if (v->json) {
+		json_object *j = json_envelope(&v->hello);
 
 		jadd(j, "old_level", json_object_new_string(old));
 		jadd(j, "level", json_object_new_string(level));
@@ -509,150 +562,194 @@ static int parse_u32(const char *opt, const char *v, uint32_t *ret)
 	return 0;
 }
 
-static int parse_mode(const char *v, enum vnic_mitigation *ret)
+/* A TX mode for --mode and add's --policy: libvnic's names, "default"
+ * (vnicd's, bh) included. */
+int vnicctl_parse_mode(const char *opt, const char *v, enum vnic_mitigation *ret)
 {
-	static const enum vnic_mitigation all[] = { VNIC_MITIGATION_TIMER, VNIC_MITIGATION_BH,
-						    VNIC_MITIGATION_ADAPTIVE, VNIC_MITIGATION_POLL };
-
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		if (!strcmp(v, vnic_mitigation_name(all[i]))) {
-			*ret = all[i];
-			return 0;
-		}
-	}
-	fprintf(stderr, "vnicctl: --mode %s: use bh, timer, adaptive or poll\n", v);
+	if (vnic_mitigation_from_name(v, ret) == 0)
+		return 0;
+	fprintf(stderr, "vnicctl: --%s %s: use default, bh, timer, adaptive or poll\n", opt, v);
 	return -1;
 }
 
-int main(int argc, char **argv)
+static const struct option set_policy_opts[] = {
+	{ "mode", required_argument, NULL, 'm' },
+	{ "timer-us", required_argument, NULL, 'T' },
+	{ "poll-us", required_argument, NULL, 'P' },
+	{ "budget-packets", required_argument, NULL, 'B' },
+	{ "budget-bytes", required_argument, NULL, 'Y' },
+	{ "latency-us", required_argument, NULL, 'L' },
+	{ "safety-pct", required_argument, NULL, 'F' },
+	{ "max-window", required_argument, NULL, 'W' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int set_policy_opt(struct vnicctl *v, int opt, const char *arg)
 {
-	static const struct option lopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "watch", no_argument, NULL, 'w' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "timer-us", required_argument, NULL, 'T' },
-		{ "poll-us", required_argument, NULL, 'P' },
-		{ "budget-packets", required_argument, NULL, 'B' },
-		{ "budget-bytes", required_argument, NULL, 'Y' },
-		{ "latency-us", required_argument, NULL, 'L' },
-		{ "safety-pct", required_argument, NULL, 'F' },
-		{ "max-window", required_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *path = VNIC_DEFAULT_SOCKET, *cmd, *arg = NULL;
-	struct opts o = { .interval = 1.0 };
-	struct vnic_hello_info hi;
-	struct vnic_conn *conn = NULL;
-	char *end;
-	int opt, rc, nargs;
+	struct vnic_policy *p = &v->policy;
 
-	/* add/remove (vnicctl_endpoint.c) take their own options after the
-	 * command; only --socket may come before it. */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "add") || !strcmp(argv[i], "remove")) {
-			signal(SIGPIPE, SIG_IGN);
-			return vnicctl_endpoint_main(path, argc - i, argv + i);
-		}
-		if ((!strcmp(argv[i], "--socket") || !strcmp(argv[i], "-s")) && i + 1 < argc)
-			path = argv[++i];
-		else if (!strncmp(argv[i], "--socket=", 9))
-			path = argv[i] + 9;
-		else
-			break;
-	}
-	/* Options may come before or after the command. */
-	while ((opt = getopt_long(argc, argv, "s:jwi:c:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 's': path = optarg; break;
-		case 'j': o.json = true; break;
-		case 'w': o.watch = true; break;
-		case 'i':
-			errno = 0;
-			o.interval = strtod(optarg, &end);
-			if (errno || *end || o.interval < 0.1 || o.interval > 3600) {
-				fprintf(stderr, "vnicctl: --interval %s: give seconds in 0.1..3600\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			o.count = strtol(optarg, &end, 10);
-			if (*end || o.count < 1) {
-				fprintf(stderr, "vnicctl: --count %s: give a positive number\n", optarg);
-				return 2;
-			}
-			break;
-		case 'm':
-			if (parse_mode(optarg, &o.policy.mode) < 0)
-				return 2;
-			o.policy_set = true;
-			break;
-		case 'T':
-		case 'P':
-		case 'B':
-		case 'Y':
-		case 'L':
-		case 'F':
-		case 'W': {
-			uint32_t *dst = opt == 'T' ? &o.policy.timer_us : opt == 'P' ? &o.policy.poll_us :
-					opt == 'B' ? &o.policy.budget_packets :
-					opt == 'Y' ? &o.policy.budget_bytes :
-					opt == 'L' ? &o.policy.latency_us :
-					opt == 'F' ? &o.policy.safety_pct : &o.policy.max_window;
-			const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
-					 opt == 'B' ? "budget-packets" : opt == 'Y' ? "budget-bytes" :
-					 opt == 'L' ? "latency-us" : opt == 'F' ? "safety-pct" :
-					 "max-window";
+	v->policy_set = true;
+	if (opt == 'm')
+		return vnicctl_parse_mode("mode", arg, &p->mode) < 0 ? 2 : 0;
+	{
+		uint32_t *dst = opt == 'T' ? &p->timer_us : opt == 'P' ? &p->poll_us :
+				opt == 'B' ? &p->budget_packets :
+				opt == 'Y' ? &p->budget_bytes :
+				opt == 'L' ? &p->latency_us :
+				opt == 'F' ? &p->safety_pct : &p->max_window;
+		const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
+				 opt == 'B' ? "budget-packets" : opt == 'Y' ? "budget-bytes" :
+				 opt == 'L' ? "latency-us" : opt == 'F' ? "safety-pct" :
+				 "max-window";
 
-			if (parse_u32(nm, optarg, dst) < 0)
-				return 2;
-			o.policy_set = true;
-			break;
-		}
-		case 'h': usage(stdout); return 0;
-		case 'V': return vnic_print_version("vnicctl");
-		default: usage(stderr); return 2;
-		}
+		return parse_u32(nm, arg, dst) < 0 ? 2 : 0;
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
+}
+
+/* The one command table: every command of vnicctl, in --help's order. */
+static const struct vnicctl_cmd vnicctl_cmds[] = {
+	{ "list", "", 0, 0, NULL, "", NULL, run_list },
+	{ "status", "[ID] [--watch [--interval S] [--count N]]", 0, 1, status_opts, "wi:c:",
+	  status_opt, run_status },
+	{ "set-policy",
+	  "ID [--mode default|bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
+	  "                [--budget-packets N] [--budget-bytes N]\n"
+	  "                [--latency-us N] [--safety-pct N] [--max-window N]",
+	  1, 1, set_policy_opts, "", set_policy_opt, run_set_policy },
+	{ "log-level", "error|warn|info|debug", 1, 1, NULL, "", NULL, run_log_level },
+	{ "add", "ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"
+	  "         [--mac M] [--mtu N] [--policy P]",
+	  1, 1, vnicctl_add_opts, "", vnicctl_add_opt, vnicctl_add_run },
+	{ "remove", "ID [--deadline-ms MS]", 1, 1, vnicctl_remove_opts, "", vnicctl_remove_opt,
+	  vnicctl_remove_run },
+};
+#define VNICCTL_NCMDS (sizeof(vnicctl_cmds) / sizeof(vnicctl_cmds[0]))
+
+/* Options every command takes, before or after its name. */
+#define VNICCTL_GLOBAL_SHORT "s:jh"
+static const struct option global_opts[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+};
+#define VNICCTL_NGLOBAL (sizeof(global_opts) / sizeof(global_opts[0]))
+#define VNICCTL_MAX_OPTS 32
+
+static void print_cmd_usage(FILE *f, const struct vnicctl_cmd *c)
+{
+	fprintf(f, "  %s%s%s\n", c->name, c->usage[0] ? " " : "", c->usage);
+}
+
+void vnicctl_usage(FILE *f, const struct vnicctl_cmd *cmd)
+{
+	if (cmd) {
+		fprintf(f, "usage: vnicctl [--socket PATH] [--json]\n");
+		print_cmd_usage(f, cmd);
+		return;
 	}
-	cmd = argv[optind];
-	nargs = argc - optind - 1;
-	if (nargs == 1)
-		arg = argv[optind + 1];
-	if (!((!strcmp(cmd, "list") && nargs == 0) || (!strcmp(cmd, "status") && nargs <= 1) ||
-	      (!strcmp(cmd, "set-policy") && nargs == 1) ||
-	      (!strcmp(cmd, "log-level") && nargs == 1))) {
-		usage(stderr);
-		return 2;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	rc = vnic_connect(path, &conn);
+	fprintf(f, "usage: vnicctl [--socket PATH] [--json] COMMAND\n");
+	for (size_t i = 0; i < VNICCTL_NCMDS; i++)
+		print_cmd_usage(f, &vnicctl_cmds[i]);
+	fprintf(f, "  --version\n");
+}
+
+int vnicctl_usage_error(const struct vnicctl *v)
+{
+	vnicctl_usage(stderr, v->cmd);
+	return 2;
+}
+
+int vnicctl_connect(struct vnicctl *v)
+{
+	int rc = vnic_connect(v->socket, &v->conn);
+
 	if (rc) {
-		fprintf(stderr, "vnicctl: cannot connect to %s: %s%s\n", path, strerror(-rc),
+		fprintf(stderr, "vnicctl: cannot connect to %s: %s%s\n", v->socket, strerror(-rc),
 			rc == -ENOENT || rc == -ECONNREFUSED ? " (is vnicd running?)" : "");
 		return 1;
 	}
-	rc = vnic_hello(conn, "vnicctl " PACKAGE_VERSION, &hi);
+	rc = vnic_hello(v->conn, "vnicctl " PACKAGE_VERSION, &v->hello);
 	if (rc) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(conn));
-		vnic_close(conn);
+		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(v->conn));
 		return 1;
 	}
-	if (!strcmp(cmd, "list"))
-		rc = cmd_status(conn, &hi, &o, NULL, true);
-	else if (!strcmp(cmd, "status"))
-		rc = cmd_status(conn, &hi, &o, arg, false);
-	else if (!strcmp(cmd, "set-policy"))
-		rc = cmd_set_policy(conn, &o, arg);
-	else
-		rc = cmd_log_level(conn, &hi, &o, arg);
-	vnic_close(conn);
+	return 0;
+}
+
+/* The global options and those of cmd (NULL: of every command), as one
+ * getopt_long table and short option string. */
+static void build_opts(const struct vnicctl_cmd *cmd, struct option *lo, char *so, size_t solen)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < VNICCTL_NGLOBAL; i++)
+		lo[n++] = global_opts[i];
+	snprintf(so, solen, "%s", VNICCTL_GLOBAL_SHORT);
+	for (size_t c = 0; c < VNICCTL_NCMDS; c++) {
+		const struct vnicctl_cmd *k = &vnicctl_cmds[c];
+
+		if (cmd && cmd != k)
+			continue;
+		for (size_t i = 0; k->opts && k->opts[i].name && n + 1 < VNICCTL_MAX_OPTS; i++)
+			lo[n++] = k->opts[i];
+		snprintf(so + strlen(so), solen - strlen(so), "%s", k->shortopts);
+	}
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* The one dispatcher: find the command (the first operand: options may
+ * come before or after it), parse the global options and the command's,
+ * check its operand count and run it. */
+int main(int argc, char **argv)
+{
+	struct option lo[VNICCTL_MAX_OPTS];
+	char so[64];
+	struct vnicctl v = { .socket = VNIC_DEFAULT_SOCKET, .interval = 1.0 };
+	unsigned nargs;
+	int opt, rc;
+
+	/* Pass 1, quiet, knowing every command's options: where is the
+	 * command, and was it --help or --version? */
+	build_opts(NULL, lo, so, sizeof(so));
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+		if (opt == 'h') {
+			vnicctl_usage(stdout, NULL);
+			return 0;
+		}
+		if (opt == 'V')
+			return vnic_print_version("vnicctl");
+	}
+	for (size_t i = 0; optind < argc && i < VNICCTL_NCMDS; i++)
+		if (!strcmp(argv[optind], vnicctl_cmds[i].name))
+			v.cmd = &vnicctl_cmds[i];
+	if (!v.cmd) {
+		vnicctl_usage(stderr, NULL);
+		return 2;
+	}
+
+	/* Pass 2: the global options and this command's only. */
+	build_opts(v.cmd, lo, so, sizeof(so));
+	opterr = 1;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+		switch (opt) {
+		case 's': v.socket = optarg; break;
+		case 'j': v.json = true; break;
+		case '?': return vnicctl_usage_error(&v);
+		default:
+			rc = v.cmd->opt ? v.cmd->opt(&v, opt, optarg) : 2;
+			if (rc)
+				return rc;
+		}
+	}
+	/* argv[optind] is the command's name, its operands follow. */
+	nargs = (unsigned)(argc - optind - 1);
+	if (nargs < v.cmd->min_args || nargs > v.cmd->max_args)
+		return vnicctl_usage_error(&v);
+	signal(SIGPIPE, SIG_IGN);
+	rc = v.cmd->run(&v, argv + optind + 1, nargs);
+	vnic_close(v.conn);
 	return rc;
 }

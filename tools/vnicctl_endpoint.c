@@ -12,11 +12,12 @@
  *           brings it up). Prints the tap's name.
  * remove    disconnects the front end, stops and reaps the worker, removes
  *           the socket and the endpoint's state file.
+ *
+ * Both are rows of vnicctl's one command table (vnicctl.h): the hooks
+ * here fill struct vnicctl from their options and run the command.
  */
 #include "config.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,150 +26,98 @@
 #include "mac.h"
 #include "vnicctl.h"
 
-static int parse_policy(const char *s, struct vnic_policy *p)
-{
-	static const struct { const char *name; enum vnic_mitigation m; } names[] = {
-		{ "default", VNIC_MITIGATION_DEFAULT }, { "bh", VNIC_MITIGATION_BH },
-		{ "timer", VNIC_MITIGATION_TIMER }, { "adaptive", VNIC_MITIGATION_ADAPTIVE },
-		{ "poll", VNIC_MITIGATION_POLL },
-	};
+const struct option vnicctl_add_opts[] = {
+	{ "vhost-user", required_argument, NULL, 'v' },
+	{ "server", no_argument, NULL, 'S' },
+	{ "client", no_argument, NULL, 'C' },
+	{ "tap", required_argument, NULL, 't' },
+	{ "netns", required_argument, NULL, 'n' },
+	{ "mac", required_argument, NULL, 'm' },
+	{ "mtu", required_argument, NULL, 'M' },
+	{ "policy", required_argument, NULL, 'p' },
+	{ NULL, 0, NULL, 0 },
+};
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i].name)) {
-			p->mode = names[i].m;
-			return 0;
+int vnicctl_add_opt(struct vnicctl *v, int opt, const char *arg)
+{
+	struct vnic_vhost_user_config *cfg = &v->vu;
+	char *end;
+
+	switch (opt) {
+	case 'v': cfg->path = arg; break;
+	case 'S': v->vu_mode |= 1; break;
+	case 'C': v->vu_mode |= 2; break;
+	case 't': cfg->tap_name = arg; break;
+	case 'n': cfg->netns = arg; break;
+	case 'm':
+		if (mac_parse(arg, cfg->mac)) {
+			fprintf(stderr, "vnicctl: --mac %s: give six hex bytes a:b:c:d:e:f\n",
+				arg);
+			return 2;
 		}
-	return -1;
-}
-
-static int connect_hello(const char *sock, struct vnic_conn **conn)
-{
-	int rc = vnic_connect(sock, conn);
-
-	if (rc) {
-		fprintf(stderr, "vnicctl: cannot connect to %s: %s%s\n", sock, strerror(-rc),
-			rc == -ENOENT || rc == -ECONNREFUSED ? " (is vnicd running?)" : "");
-		return 1;
-	}
-	if (vnic_hello(*conn, "vnicctl", NULL)) {
-		fprintf(stderr, "vnicctl: %s\n", vnic_last_error(*conn));
-		vnic_close(*conn);
-		return 1;
+		cfg->mac_set = true;
+		break;
+	case 'M':
+		cfg->mtu = (uint32_t)strtoul(arg, &end, 10);
+		if (!arg[0] || *end) {
+			fprintf(stderr, "vnicctl: --mtu %s: give a number\n", arg);
+			return 2;
+		}
+		break;
+	case 'p':
+		if (vnicctl_parse_mode("policy", arg, &cfg->policy.mode))
+			return 2;
+		break;
 	}
 	return 0;
 }
 
-static int cmd_add(const char *sock, int argc, char **argv)
+int vnicctl_add_run(struct vnicctl *v, char **args, unsigned nargs)
 {
-	static const struct option opts[] = {
-		{ "vhost-user", required_argument, NULL, 'v' },
-		{ "server", no_argument, NULL, 'S' },
-		{ "client", no_argument, NULL, 'C' },
-		{ "tap", required_argument, NULL, 't' },
-		{ "netns", required_argument, NULL, 'n' },
-		{ "mac", required_argument, NULL, 'm' },
-		{ "mtu", required_argument, NULL, 'M' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct vnic_vhost_user_config cfg = { 0 };
-	struct vnic_conn *conn;
-	int mode = 0, opt, rc;
-	char ifname[32] = "", err[256] = "", *end;
+	struct vnic_vhost_user_config *cfg = &v->vu;
+	char ifname[32] = "", err[256] = "";
+	int rc;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'v': cfg.path = optarg; break;
-		case 'S': mode |= 1; break;
-		case 'C': mode |= 2; break;
-		case 't': cfg.tap_name = optarg; break;
-		case 'n': cfg.netns = optarg; break;
-		case 'm':
-			if (mac_parse(optarg, cfg.mac)) {
-				fprintf(stderr, "vnicctl: --mac %s: give six hex bytes a:b:c:d:e:f\n",
-					optarg);
-				return 2;
-			}
-			cfg.mac_set = true;
-			break;
-		case 'M':
-			cfg.mtu = (uint32_t)strtoul(optarg, &end, 10);
-			if (!optarg[0] || *end) {
-				fprintf(stderr, "vnicctl: --mtu %s: give a number\n", optarg);
-				return 2;
-			}
-			break;
-		case 'p':
-			if (parse_policy(optarg, &cfg.policy)) {
-				fprintf(stderr, "vnicctl: --policy %s: bh, timer, adaptive or poll\n",
-					optarg);
-				return 2;
-			}
-			break;
-		default:
-			vnicctl_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1 || !cfg.path || (mode != 1 && mode != 2) || !cfg.tap_name) {
-		fprintf(stderr, "vnicctl: add ID --vhost-user PATH (--server | --client) --tap NAME "
-			"[--netns NS] [--mac M] [--mtu N] [--policy P]\n");
-		return 2;
-	}
-	cfg.id = argv[optind];
-	cfg.server = mode == 1;
-	if (connect_hello(sock, &conn))
+	if (!cfg->path || (v->vu_mode != 1 && v->vu_mode != 2) || !cfg->tap_name)
+		return vnicctl_usage_error(v);
+	cfg->id = args[0];
+	cfg->server = v->vu_mode == 1;
+	if (vnicctl_connect(v))
 		return 1;
-	rc = vnic_add_vhost_user(conn, &cfg, ifname, sizeof(ifname), err, sizeof(err));
+	rc = vnic_add_vhost_user(v->conn, cfg, ifname, sizeof(ifname), err, sizeof(err));
 	if (rc)
-		fprintf(stderr, "vnicctl: add %s: %s\n", cfg.id, err[0] ? err : vnic_last_error(conn));
+		fprintf(stderr, "vnicctl: add %s: %s\n", cfg->id, err[0] ? err : vnic_last_error(v->conn));
 	else
 		printf("%s\n", ifname);
-	vnic_close(conn);
 	return rc ? 1 : 0;
 }
 
-static int cmd_remove(const char *sock, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "deadline-ms", required_argument, NULL, 'd' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct vnic_conn *conn;
-	unsigned long ms = 0;
-	uint64_t us = 0;
-	char *end;
-	int opt, rc;
+const struct option vnicctl_remove_opts[] = {
+	{ "deadline-ms", required_argument, NULL, 'd' },
+	{ NULL, 0, NULL, 0 },
+};
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt != 'd') {
-			vnicctl_usage(stderr);
-			return 2;
-		}
-		ms = strtoul(optarg, &end, 10);
-		if (!optarg[0] || *end || ms > 60000) {
-			fprintf(stderr, "vnicctl: --deadline-ms %s: 0..60000\n", optarg);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "vnicctl: remove ID [--deadline-ms MS]\n");
+int vnicctl_remove_opt(struct vnicctl *v, int opt, const char *arg)
+{
+	char *end;
+
+	v->deadline_ms = strtoul(arg, &end, 10);
+	if (!arg[0] || *end || v->deadline_ms > 60000) {
+		fprintf(stderr, "vnicctl: --deadline-ms %s: 0..60000\n", arg);
 		return 2;
 	}
-	if (connect_hello(sock, &conn))
-		return 1;
-	rc = vnic_remove_endpoint(conn, argv[optind], (uint32_t)ms, &us);
-	if (rc)
-		fprintf(stderr, "vnicctl: remove %s: %s\n", argv[optind], vnic_last_error(conn));
-	vnic_close(conn);
-	return rc ? 1 : 0;
+	return 0;
 }
 
-int vnicctl_endpoint_main(const char *sock, int argc, char **argv)
+int vnicctl_remove_run(struct vnicctl *v, char **args, unsigned nargs)
 {
-	if (!strcmp(argv[0], "add"))
-		return cmd_add(sock, argc, argv);
-	return cmd_remove(sock, argc, argv);
+	uint64_t us = 0;
+	int rc;
+
+	if (vnicctl_connect(v))
+		return 1;
+	rc = vnic_remove_endpoint(v->conn, args[0], (uint32_t)v->deadline_ms, &us);
+	if (rc)
+		fprintf(stderr, "vnicctl: remove %s: %s\n", args[0], vnic_last_error(v->conn));
+	return rc ? 1 : 0;
 }

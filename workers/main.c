@@ -377,7 +377,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 {
 	struct wire_fd_layout lay;
 	struct net_params np = { 0 };
-	struct net_policy_params policy;
+	struct vnic_policy policy;
 	int r;
 
 	r = config_check(c, fds, &lay, &np, err, errlen);

@@ -93,7 +93,7 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 		d->q[i].st = &p->stats->q[i];
 	}
 	{
-		struct net_policy_params bh = { .mode = NET_POLICY_BH };
+		struct vnic_policy bh = { .mode = VNIC_MITIGATION_BH };
 
 		net_set_policy(d, p->policy ? p->policy : &bh, NULL);
 	}

@@ -177,7 +177,7 @@ struct net_params {
 	void *opaque;
 	unsigned budget_pkts;              /* per queue per wake-up; 0: NET_BUDGET_PKTS */
 	unsigned budget_bytes;             /* 0: NET_BUDGET_BYTES */
-	const struct net_policy_params *policy; /* TX mitigation; NULL: bh */
+	const struct vnic_policy *policy; /* TX mitigation; NULL: bh */
 };
 
 struct net_dev;
@@ -207,8 +207,7 @@ void net_set_budget(struct net_dev *d, unsigned pkts, unsigned bytes, unsigned *
  * it is: nothing pending is lost). *ret (may be NULL) gets what is in
  * effect.
  */
-void net_set_policy(struct net_dev *d, const struct net_policy_params *p,
-		    struct net_policy_params *ret);
+void net_set_policy(struct net_dev *d, const struct vnic_policy *p, struct vnic_policy *ret);
 
 /* The TX policy hooks (policy.c): each returns what to wait for. A queue
  * that is not a configured TX queue answers NET_IDLE, a broken one

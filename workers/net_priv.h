@@ -18,7 +18,7 @@ struct net_dev {
 	int sock_type;  /* SOCK_DGRAM or SOCK_SEQPACKET for a socket backend */
 	struct stats_page *stats;
 	unsigned budget_pkts, budget_bytes;
-	struct net_policy_params policy;
+	struct vnic_policy policy;
 	const struct net_ops *ops;
 	void *opaque;
 	struct net_queue q[2 * NET_MAX_PAIRS];

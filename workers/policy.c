@@ -10,7 +10,7 @@ static const struct net_policy *const net_policies[] = {
 	&net_policy_timer, &net_policy_bh, &net_policy_adaptive, &net_policy_poll,
 };
 
-const struct net_policy *net_policy_find(enum net_policy_mode mode)
+const struct net_policy *net_policy_find(enum vnic_mitigation mode)
 {
 	for (size_t i = 0; i < sizeof(net_policies) / sizeof(net_policies[0]); i++)
 		if (net_policies[i]->mode == mode)
@@ -25,10 +25,10 @@ static uint32_t clamp_u32(uint32_t v, uint32_t def, uint32_t lo, uint32_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-void net_policy_fill(struct net_policy_params *p)
+void net_policy_fill(struct vnic_policy *p)
 {
 	if (!net_policy_find(p->mode))
-		p->mode = NET_POLICY_BH;
+		p->mode = VNIC_MITIGATION_BH;
 	p->timer_us = clamp_u32(p->timer_us, NET_TIMER_US_DEFAULT, NET_TIMER_US_MIN,
 				NET_TIMER_US_MAX);
 	if (p->poll_us > NET_POLL_US_MAX)
@@ -48,15 +48,14 @@ void net_timer(struct net_dev *d, struct net_queue *q, uint32_t us)
 	d->ops->timer(d->opaque, q->idx, us);
 }
 
-void net_set_policy(struct net_dev *d, const struct net_policy_params *p,
-		    struct net_policy_params *ret)
+void net_set_policy(struct net_dev *d, const struct vnic_policy *p, struct vnic_policy *ret)
 {
-	struct net_policy_params np = *p;
+	struct vnic_policy np = *p;
 	const struct net_policy *pol;
 
 	net_policy_fill(&np);
 	if (!d->ops->timer)
-		np.mode = NET_POLICY_BH; /* no timers, no spins: only bh can run */
+		np.mode = VNIC_MITIGATION_BH; /* no timers, no spins: only bh can run */
 	pol = net_policy_find(np.mode);
 	d->policy = np;
 	for (unsigned i = 1; i < 2 * d->npairs; i += 2) {

@@ -31,16 +31,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "libvnic.h"
+
 struct net_dev;
 struct net_queue;
 
-/* Modes, numbered as vmm.proto's Mitigation. */
-enum net_policy_mode {
-	NET_POLICY_TIMER = 1,
-	NET_POLICY_BH = 2,
-	NET_POLICY_ADAPTIVE = 3,
-	NET_POLICY_POLL = 4,
-};
+/* The modes and their parameters are libvnic.h's enum vnic_mitigation and
+ * struct vnic_policy, the one contract from the VMM to here; the engine
+ * runs TIMER, BH, ADAPTIVE and POLL (DEFAULT is bh) and leaves the budgets
+ * to net_set_budget. */
 
 /* Defaults (the supervisor resolves them; the engine applies them to a 0
  * too) and bounds (the supervisor refuses values outside with
@@ -59,15 +58,6 @@ enum net_policy_mode {
 #define NET_SAFETY_PCT_MAX      100u
 #define NET_WINDOW_MAX_MAX      4096u    /* and at most half the queue */
 
-struct net_policy_params {
-	enum net_policy_mode mode;
-	uint32_t timer_us;     /* timer */
-	uint32_t poll_us;      /* poll; 0 = poll forever (pins a CPU) */
-	uint32_t latency_us;   /* adaptive */
-	uint32_t safety_pct;   /* adaptive */
-	uint32_t max_window;   /* adaptive */
-};
-
 /* Per TX queue state of whichever policy runs it (struct net_queue.ps). */
 struct net_policy_state {
 	bool timer_armed;      /* we asked net_ops.timer for a callback */
@@ -83,8 +73,7 @@ struct net_policy_state {
 
 /* A policy: every hook gets a configured, unbroken TX queue. */
 struct net_policy {
-	enum net_policy_mode mode;
-	const char *name;
+	enum vnic_mitigation mode; /* its name: vnic_mitigation_name */
 	/* The queue switches to this policy (state zeroed before). */
 	void (*enable)(struct net_dev *d, struct net_queue *q);
 	/* The queue leaves this policy: drop timers and spins. The next
@@ -106,10 +95,11 @@ extern const struct net_policy net_policy_timer, net_policy_bh, net_policy_adapt
 	net_policy_poll;
 
 /* net_policy_find - the table of a mode, or NULL. */
-const struct net_policy *net_policy_find(enum net_policy_mode mode);
+const struct net_policy *net_policy_find(enum vnic_mitigation mode);
 
-/* net_policy_fill - params with 0 (and an unknown mode) replaced by the
- * defaults, values clamped to the bounds above. poll_us 0 stays 0. */
-void net_policy_fill(struct net_policy_params *p);
+/* net_policy_fill - params with 0 (and DEFAULT or an unknown mode)
+ * replaced by the defaults, values clamped to the bounds above. poll_us 0
+ * stays 0; the budgets are left as they are. */
+void net_policy_fill(struct vnic_policy *p);
 
 #endif

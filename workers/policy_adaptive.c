@@ -8,7 +8,7 @@
  * feature it needed: avail_event = last_avail_idx + W - 1 asks the guest
  * to kick once it has posted W more buffers (vring_notify_enable_window).
  *
- * Parameters (struct net_policy_params): latency_us L (allowable latency,
+ * Parameters (struct vnic_policy): latency_us L (allowable latency,
  * default 100), safety_pct S (default 80, the seed's 0.8), max_window
  * (default 64, and at most half the queue, so a guest can always post a
  * whole window).
@@ -180,8 +180,7 @@ static void adaptive_enable(struct net_dev *d, struct net_queue *q)
 }
 
 const struct net_policy net_policy_adaptive = {
-	.mode = NET_POLICY_ADAPTIVE,
-	.name = "adaptive",
+	.mode = VNIC_MITIGATION_ADAPTIVE,
 	.enable = adaptive_enable,
 	.on_kick = adaptive_on_kick,
 	.on_run = adaptive_on_run,

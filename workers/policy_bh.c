@@ -55,8 +55,7 @@ static void bh_enable(struct net_dev *d, struct net_queue *q)
 }
 
 const struct net_policy net_policy_bh = {
-	.mode = NET_POLICY_BH,
-	.name = "bh",
+	.mode = VNIC_MITIGATION_BH,
 	.enable = bh_enable,
 	.on_kick = bh_serve,
 	.on_run = bh_serve,

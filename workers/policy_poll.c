@@ -86,8 +86,7 @@ static void poll_enable(struct net_dev *d, struct net_queue *q)
 }
 
 const struct net_policy net_policy_poll = {
-	.mode = NET_POLICY_POLL,
-	.name = "poll",
+	.mode = VNIC_MITIGATION_POLL,
 	.enable = poll_enable,
 	.on_kick = poll_on_kick,
 	.on_run = poll_on_run,

@@ -69,8 +69,7 @@ static void timer_enable(struct net_dev *d, struct net_queue *q)
 }
 
 const struct net_policy net_policy_timer = {
-	.mode = NET_POLICY_TIMER,
-	.name = "timer",
+	.mode = VNIC_MITIGATION_TIMER,
 	.enable = timer_enable,
 	.on_kick = timer_on_kick,
 	.on_run = timer_on_run,

@@ -9,12 +9,15 @@
  * supervisor (vnicctl status) reads them at any time without a lock and
  * without waiting for the worker.
  *
- * Layout, version 1 (all integers native-endian: both processes run on the
+ * Layout, version 2 (all integers native-endian: both processes run on the
  * same host):
  *   offset 0   struct stats_page (64 bytes): magic, version, nqueues,
  *              queue_stride, reserved
  *   offset 64  nqueues x struct stats_queue (queue_stride = 320 bytes each),
  *              in virtio-net order: q[0] = rx0, q[1] = tx0, q[2] = rx1 ...
+ * A queue's counters are libvnic.h's VNIC_QUEUE_COUNTERS, in its order,
+ * each a uint64_t here: the one list the page, the snapshot, vnicd's
+ * QueueStatus, libvnic and vnicctl are made from.
  *
  * Concurrency contract:
  *  - Counters are uint64_t, written by the worker with relaxed atomic
@@ -29,7 +32,8 @@
  *    and scribble anything. stats_queue_read bounds the reason text, and
  *    the supervisor uses its own queue count, not the page's.
  *
- * Header only, no dependencies: the supervisor includes "workers/stats.h".
+ * Header only, no dependencies but libvnic.h's list: the supervisor
+ * includes "workers/stats.h".
  */
 #ifndef VNIC_STATS_H
 #define VNIC_STATS_H
@@ -39,53 +43,41 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "libvnic.h"
+
 #define STATS_MAGIC   0x54415453434e5656ull /* "VVNCSTAT" little-endian */
-#define STATS_VERSION 1u
+#define STATS_VERSION 2u
 /* Queues a page describes: 2 x the most queue pairs a NIC may have. */
 #define STATS_MAX_QUEUES 64u
 #define STATS_REASON_LEN 160u
 
+/* Every counter of the list as a uint64_t (page and snapshot). */
+#define STATS_U64_FIELD(type, name, kind) uint64_t name;
+#define STATS_COUNT_ONE(type, name, kind) + 1
+#define STATS_NCOUNTERS (0 VNIC_QUEUE_COUNTERS(STATS_COUNT_ONE))
+/* 64-bit slots before broken: the list, kicks_avoided and reserve. */
+#define STATS_QUEUE_SLOTS 19u
+
 struct stats_queue {
-	/* Chains completed successfully: TX frames written to the backend,
-	 * RX frames delivered to the guest (one per frame, however many
-	 * buffers it took). */
-	uint64_t packets;
-	/* Ethernet bytes of those frames, virtio-net header excluded. */
-	uint64_t bytes;
-	/* Guest kicks received: the sum of the values read from this
-	 * queue's kick eventfd (each ioeventfd write adds 1). */
-	uint64_t kicks;
-	/* Interrupts sent: writes to this queue's call eventfd. */
-	uint64_t interrupts;
-	/* Interrupts suppressed: flushes that published new used entries but
-	 * sent no interrupt because the guest asked not to be interrupted
-	 * (VRING_AVAIL_F_NO_INTERRUPT, or used_event with EVENT_IDX). */
-	uint64_t suppressed;
-	/* Frames dropped: TX chains returned with used length 0 (invalid
-	 * header, runt, oversized, writable descriptor, backend refused the
-	 * frame), RX frames the backend had that the guest could not take. */
-	uint64_t drops;
-	/* Backend I/O errors other than EAGAIN (each also counts as a drop
-	 * when a frame was lost). */
-	uint64_t errors;
+	/* VNIC_QUEUE_COUNTERS (libvnic.h says what each counts). Counts
+	 * mean: packets, chains completed successfully (one per frame,
+	 * however many buffers it took); drops, TX chains returned with
+	 * used length 0 (invalid header, runt, oversized, writable
+	 * descriptor, backend refused the frame) and RX frames the guest
+	 * could not take; errors also count as a drop when a frame was
+	 * lost. The TX policy counters are 0 on RX queues. */
+	VNIC_QUEUE_COUNTERS(STATS_U64_FIELD)
 	/* TX: chains consumed in one wake-up beyond the first (sum over
 	 * wake-ups of chains - 1). The guest added them while we had kicks
 	 * off ("bh" mitigation) or coalesced them into one kick: each is a
-	 * kick it did not need to send. RX: always 0. */
+	 * kick it did not need to send. RX: always 0. On the page only (the
+	 * engine's tests read it), not in QueueStatus. */
 	uint64_t kicks_avoided;
-	uint64_t reserved[3];
+	uint64_t reserved[STATS_QUEUE_SLOTS - STATS_NCOUNTERS - 1];
 	/* 0 running, 1 broken (release store after broken_reason). */
 	uint32_t broken;
 	uint32_t pad;
 	char broken_reason[STATS_REASON_LEN];
-	/* Added at the end for the TX policies (issue 9). TX queues only. */
-	uint64_t window;      /* adaptive: packets per kick asked for (gauge) */
-	uint64_t flushes;     /* runs that published used entries */
-	uint64_t timer_fires; /* policy timers that fired (timer, adaptive) */
-	uint64_t timer_hits;  /* of those, fires that found chains to send */
-	uint64_t poll_spins;  /* poll: spins that found nothing (wasted) */
-	uint64_t poll_hits;   /* poll: spins that found chains */
-	uint64_t reserved2[2];
 };
 
 struct stats_page {
@@ -101,8 +93,10 @@ struct stats_page {
 	struct stats_queue q[];
 };
 
-_Static_assert(sizeof(struct stats_queue) == 320, "stats_queue is 320 bytes in version 1");
-_Static_assert(sizeof(struct stats_page) == 64, "stats_page header is 64 bytes in version 1");
+_Static_assert(STATS_NCOUNTERS + 1 <= STATS_QUEUE_SLOTS,
+	       "VNIC_QUEUE_COUNTERS outgrew the page's slots: grow STATS_QUEUE_SLOTS and the stride");
+_Static_assert(sizeof(struct stats_queue) == 320, "stats_queue is 320 bytes in version 2");
+_Static_assert(sizeof(struct stats_page) == 64, "stats_page header is 64 bytes in version 2");
 
 /* stats_page_size - bytes of a page describing nqueues queues. */
 static inline size_t stats_page_size(unsigned nqueues)
@@ -184,8 +178,8 @@ static inline void stats_set_broken(struct stats_queue *q, const char *reason)
 
 /* A reader's copy of one queue. */
 struct stats_queue_snapshot {
-	uint64_t packets, bytes, kicks, interrupts, suppressed, drops, errors, kicks_avoided;
-	uint64_t window, flushes, timer_fires, timer_hits, poll_spins, poll_hits;
+	VNIC_QUEUE_COUNTERS(STATS_U64_FIELD)
+	uint64_t kicks_avoided;
 	int broken;
 	char broken_reason[STATS_REASON_LEN]; /* always NUL-terminated */
 };
@@ -196,20 +190,10 @@ struct stats_queue_snapshot {
  * NUL-terminated, whatever the page holds. */
 static inline void stats_queue_read(const struct stats_queue *q, struct stats_queue_snapshot *s)
 {
-	s->packets = __atomic_load_n(&q->packets, __ATOMIC_RELAXED);
-	s->bytes = __atomic_load_n(&q->bytes, __ATOMIC_RELAXED);
-	s->kicks = __atomic_load_n(&q->kicks, __ATOMIC_RELAXED);
-	s->interrupts = __atomic_load_n(&q->interrupts, __ATOMIC_RELAXED);
-	s->suppressed = __atomic_load_n(&q->suppressed, __ATOMIC_RELAXED);
-	s->drops = __atomic_load_n(&q->drops, __ATOMIC_RELAXED);
-	s->errors = __atomic_load_n(&q->errors, __ATOMIC_RELAXED);
+#define STATS_READ_ONE(type, name, kind) s->name = __atomic_load_n(&q->name, __ATOMIC_RELAXED);
+	VNIC_QUEUE_COUNTERS(STATS_READ_ONE)
+#undef STATS_READ_ONE
 	s->kicks_avoided = __atomic_load_n(&q->kicks_avoided, __ATOMIC_RELAXED);
-	s->window = __atomic_load_n(&q->window, __ATOMIC_RELAXED);
-	s->flushes = __atomic_load_n(&q->flushes, __ATOMIC_RELAXED);
-	s->timer_fires = __atomic_load_n(&q->timer_fires, __ATOMIC_RELAXED);
-	s->timer_hits = __atomic_load_n(&q->timer_hits, __ATOMIC_RELAXED);
-	s->poll_spins = __atomic_load_n(&q->poll_spins, __ATOMIC_RELAXED);
-	s->poll_hits = __atomic_load_n(&q->poll_hits, __ATOMIC_RELAXED);
 	s->broken = __atomic_load_n(&q->broken, __ATOMIC_ACQUIRE) != 0;
 	s->broken_reason[0] = '\0';
 	if (s->broken) {

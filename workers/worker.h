@@ -111,11 +111,7 @@ void worker_heartbeat_stop(struct worker *w);
 
 /* worker_policy_params - a Policy message (defaults resolved by the
  * supervisor, or not) as engine parameters, net_policy_fill applied. */
-void worker_policy_params(const Vnic__Vmm__Policy *p, struct net_policy_params *np);
-
-/* worker_policy_msg - engine parameters into a Policy message (mode and
- * the timing fields; budgets are the caller's). */
-void worker_policy_msg(const struct net_policy_params *np, Vnic__Vmm__Policy *p);
+void worker_policy_params(const Vnic__Vmm__Policy *p, struct vnic_policy *np);
 
 /* The engine's callbacks (struct net_ops) for this worker. */
 extern const struct net_ops worker_net_ops;

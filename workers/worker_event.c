@@ -29,6 +29,7 @@
 
 #include "fault.h"
 #include "log.h"
+#include "policy_pb.h"
 #include "workers/worker.h"
 
 static const struct timeval zero_tv = { 0, 0 };
@@ -340,7 +341,7 @@ static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__PolicySet ps;
 	Vnic__Vmm__Policy now;
-	struct net_policy_params np, got;
+	struct vnic_policy np, got;
 	unsigned pkts, bytes;
 
 	if (!p) {
@@ -356,11 +357,10 @@ static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
 		if (w->started && !w->q[j].broken && !w->q[j].tx_blocked)
 			event_add(w->q[j].resched_ev, &zero_tv);
 	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", w->nic_id,
-		 net_policy_find(got.mode)->name, pkts, bytes);
+		 vnic_mitigation_name(got.mode), pkts, bytes);
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__policy_set__init(&ps);
-	vnic__vmm__policy__init(&now);
-	worker_policy_msg(&got, &now);
+	policy_to_pb(&got, &now);
 	now.budget_packets = pkts;
 	now.budget_bytes = bytes;
 	ps.policy = &now;
@@ -369,28 +369,10 @@ static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
 	(void)worker_send(w, &m);
 }
 
-void worker_policy_params(const Vnic__Vmm__Policy *p, struct net_policy_params *np)
+void worker_policy_params(const Vnic__Vmm__Policy *p, struct vnic_policy *np)
 {
-	*np = (struct net_policy_params){
-		.mode = p->mode == VNIC__VMM__MITIGATION__MITIGATION_DEFAULT ? NET_POLICY_BH
-									     : (enum net_policy_mode)p->mode,
-		.timer_us = p->timer_us,
-		.poll_us = p->poll_us,
-		.latency_us = p->latency_us,
-		.safety_pct = p->safety_pct,
-		.max_window = p->max_window,
-	};
+	policy_from_pb(p, np);
 	net_policy_fill(np);
-}
-
-void worker_policy_msg(const struct net_policy_params *np, Vnic__Vmm__Policy *p)
-{
-	p->mode = (Vnic__Vmm__Mitigation)np->mode;
-	p->timer_us = np->timer_us;
-	p->poll_us = np->poll_us;
-	p->latency_us = np->latency_us;
-	p->safety_pct = np->safety_pct;
-	p->max_window = np->max_window;
 }
 
 static void worker_stop(struct worker *w)
