@@ -19,22 +19,17 @@
 
 /* ------------------------------------------------------------ the NIC */
 
-/* The counters (not the gauges: window, broken) of a finished session. */
+/* Add a finished session's counts to *to: every counter of the list but
+ * the gauges (window; broken is not summed either), which stay the
+ * current worker's. */
 static void vu_counters_add(struct stats_queue_snapshot *to, const struct stats_queue_snapshot *s)
 {
-	to->packets += s->packets;
-	to->bytes += s->bytes;
-	to->kicks += s->kicks;
-	to->interrupts += s->interrupts;
-	to->suppressed += s->suppressed;
-	to->drops += s->drops;
-	to->errors += s->errors;
+#define VU_ADD_COUNT(type, name, kind) \
+	if (!((kind) & VNIC_QC_GAUGE)) \
+		to->name += s->name;
+	VNIC_QUEUE_COUNTERS(VU_ADD_COUNT)
+#undef VU_ADD_COUNT
 	to->kicks_avoided += s->kicks_avoided;
-	to->flushes += s->flushes;
-	to->timer_fires += s->timer_fires;
-	to->timer_hits += s->timer_hits;
-	to->poll_spins += s->poll_spins;
-	to->poll_hits += s->poll_hits;
 }
 
 static void vu_nic_counters_base(const struct nic *n, int slot, struct stats_queue_snapshot *s)

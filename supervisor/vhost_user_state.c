@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "mac.h"
 #include "vhost_user_priv.h"
 
 #define VU_STATE_SUFFIX ".endpoint"
@@ -44,17 +45,17 @@ static const struct {
 	const char *key;
 	size_t off;
 } vu_policy_keys[] = {
-	{ "policy-timer-us", offsetof(struct nic_policy, timer_us) },
-	{ "policy-poll-us", offsetof(struct nic_policy, poll_us) },
-	{ "policy-budget-packets", offsetof(struct nic_policy, budget_packets) },
-	{ "policy-budget-bytes", offsetof(struct nic_policy, budget_bytes) },
-	{ "policy-latency-us", offsetof(struct nic_policy, latency_us) },
-	{ "policy-safety-pct", offsetof(struct nic_policy, safety_pct) },
-	{ "policy-max-window", offsetof(struct nic_policy, max_window) },
+	{ "policy-timer-us", offsetof(struct vnic_policy, timer_us) },
+	{ "policy-poll-us", offsetof(struct vnic_policy, poll_us) },
+	{ "policy-budget-packets", offsetof(struct vnic_policy, budget_packets) },
+	{ "policy-budget-bytes", offsetof(struct vnic_policy, budget_bytes) },
+	{ "policy-latency-us", offsetof(struct vnic_policy, latency_us) },
+	{ "policy-safety-pct", offsetof(struct vnic_policy, safety_pct) },
+	{ "policy-max-window", offsetof(struct vnic_policy, max_window) },
 };
 #define VU_NPOLICY_KEYS (sizeof(vu_policy_keys) / sizeof(vu_policy_keys[0]))
 
-static uint32_t *policy_field(struct nic_policy *p, size_t off)
+static uint32_t *policy_field(struct vnic_policy *p, size_t off)
 {
 	return (uint32_t *)(void *)((char *)p + off);
 }
@@ -62,8 +63,8 @@ static uint32_t *policy_field(struct nic_policy *p, size_t off)
 /* The values have no newline: validate_* refused them at endpoint add. */
 int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, size_t errlen)
 {
-	char path[512], tmp[520];
-	struct nic_policy pol = cfg->policy;
+	char path[512], tmp[520], mac[MAC_STR_LEN];
+	struct vnic_policy pol = cfg->policy;
 	FILE *f;
 
 	if (!s->state_dir)
@@ -83,9 +84,9 @@ int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, size_t 
 		VU_STATE_FORMAT);
 	fprintf(f, "id = %s\npath = %s\nmode = %s\ntap = %s\nnetns = %s\n", cfg->id, cfg->path,
 		cfg->server ? "server" : "client", cfg->tap, cfg->netns);
-	fprintf(f, "mac = %02x:%02x:%02x:%02x:%02x:%02x\nmtu = %u\npolicy = %s\n", cfg->mac[0],
-		cfg->mac[1], cfg->mac[2], cfg->mac[3], cfg->mac[4], cfg->mac[5], cfg->mtu,
-		nic_policy_name(cfg->policy.mode));
+	mac_format(cfg->mac, mac, sizeof(mac));
+	fprintf(f, "mac = %s\nmtu = %u\npolicy = %s\n", mac, cfg->mtu,
+		vnic_mitigation_name(cfg->policy.mode));
 	for (size_t i = 0; i < VU_NPOLICY_KEYS; i++)
 		fprintf(f, "%s = %u\n", vu_policy_keys[i].key,
 			*policy_field(&pol, vu_policy_keys[i].off));
@@ -157,16 +158,11 @@ static int set_mac(void *ctx, const struct daemon_conf_key *k, const char *v, ch
 		   size_t errlen)
 {
 	struct vu_config *cfg = ctx;
-	unsigned b[6];
-	int n = -1;
 
-	if (sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &n) != 6 || n < 0 || v[n]) {
+	if (mac_parse(v, cfg->mac)) {
 		snprintf(err, errlen, "%s: \"%.32s\" is not xx:xx:xx:xx:xx:xx", k->name, v);
 		return -EINVAL;
 	}
-	for (int i = 0; i < 6; i++)
-		cfg->mac[i] = (uint8_t)b[i];
 	cfg->mac_set = true;
 	return 0;
 }
@@ -176,11 +172,8 @@ static int set_policy_mode(void *ctx, const struct daemon_conf_key *k, const cha
 {
 	struct vu_config *cfg = ctx;
 
-	for (uint32_t m = NIC_POLICY_DEFAULT; m <= NIC_POLICY_POLL; m++)
-		if (!strcmp(v, nic_policy_name(m))) {
-			cfg->policy.mode = m;
-			return 0;
-		}
+	if (vnic_mitigation_from_name(v, &cfg->policy.mode) == 0)
+		return 0;
 	snprintf(err, errlen, "%s: \"%.32s\" is not a policy mode (bh, timer, adaptive, poll)",
 		 k->name, v);
 	return -EINVAL;
@@ -241,11 +234,15 @@ static int vu_state_load_v1(FILE *f, struct vu_config *cfg)
 					      &cfg->mac[4], &cfg->mac[5]) == 6;
 		else if (!strcmp(line, "mtu"))
 			cfg->mtu = (uint32_t)strtoul(v, NULL, 10);
-		else if (!strcmp(line, "policy"))
-			sscanf(v, "%u %u %u %u %u %u %u %u", &cfg->policy.mode, &cfg->policy.timer_us,
+		else if (!strcmp(line, "policy")) {
+			unsigned mode = 0;
+
+			sscanf(v, "%u %u %u %u %u %u %u %u", &mode, &cfg->policy.timer_us,
 			       &cfg->policy.poll_us, &cfg->policy.budget_packets,
 			       &cfg->policy.budget_bytes, &cfg->policy.latency_us,
 			       &cfg->policy.safety_pct, &cfg->policy.max_window);
+			cfg->policy.mode = (enum vnic_mitigation)mode; /* validated at restore */
+		}
 	}
 	return have == 3 ? 0 : -EINVAL;
 }

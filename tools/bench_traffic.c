@@ -268,17 +268,11 @@ void bench_traffic_usage(FILE *f)
 /* --policy and its parameters, --switch-policy. Returns: 0, -EINVAL. */
 static int tr_policy_option(struct tr_run *r, int opt, const char *arg)
 {
-	static const char *const names[] = { "default", "timer", "bh", "adaptive", "poll" };
 	unsigned long v;
-	int i;
 
 	switch (opt) {
 	case 'P':
-		i = tr_name_index(names, 5, arg);
-		if (i < 0)
-			return -EINVAL;
-		r->policy = (enum vnic_mitigation)i;
-		return 0;
+		return vnic_mitigation_from_name(arg, &r->policy);
 	case 1000:
 	case 1001:
 	case 1002:

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "frames.h"
+#include "mac.h"
 #include "traffic.h"
 
 /* ---- commands and namespaces ---- */
@@ -136,8 +137,7 @@ int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 	snprintf(addr, sizeof(addr), "198.18.%u.1/24", n->idx);
 	snprintf(gip, sizeof(gip), "198.18.%u.2", n->idx);
 	frames_guest_mac(n->idx, m);
-	snprintf(gmac, sizeof(gmac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-		 m[5]);
+	mac_format(m, gmac, sizeof(gmac));
 
 	self = tr_ns_enter(r->netns);
 	if (self < 0)
