@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# proto/: the control protocol (.proto files, framing, fd passing) and
-# logging for the daemons. No libevent, no seccomp: links alone into tests.
+# proto/: the protocols and the contracts between the processes (.proto
+# files, framing, fd passing, the policy's protobuf form, the virtio-net
+# and worker ABI headers). No libevent, no seccomp: links alone into tests.
+# It carries common/ (logging, MAC text) to everything that links it.
 #
 # protoc-c generates *.pb-c.[ch] into the build tree at build time; they
 # are never committed. They compile in their own convenience library
@@ -43,27 +45,12 @@ libvnicprotogen_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -Wno-cast-qual
 libvnicproto_la_SOURCES = \
 	proto/wire.c proto/wire.h \
 	proto/fdpass.c proto/fdpass.h \
-	proto/policy_pb.c proto/policy_pb.h \
-	proto/log.c proto/log.h proto/version.h \
-	proto/mac.c proto/mac.h
+	proto/policy_pb.c proto/policy_pb.h
 noinst_HEADERS += proto/virtio_net.h proto/worker_abi.h
 libvnicproto_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-libvnicproto_la_LIBADD = libvnicprotogen.la $(PROTOBUF_C_LIBS)
+libvnicproto_la_LIBADD = libvnicprotogen.la libvniccommon.la $(PROTOBUF_C_LIBS)
 
 # BUILT_SOURCES only applies to `make all/check/install`; these lines let
 # `make libvnicproto.la` (or one test) on a clean tree generate first.
 $(libvnicproto_la_OBJECTS) $(libvnicprotogen_la_OBJECTS): \
 	proto/vmm.pb-c.h proto/worker.pb-c.h
-
-# Fault injection points (proto/fault.h): compiled only with
-# ./configure --enable-fault-injection. Without it FAULT_POINT() is 0 and
-# nothing of this links into any program (tests/fault_absent.sh).
-noinst_HEADERS += proto/fault.h
-if FAULT_INJECTION
-noinst_LTLIBRARIES += libvnicfault.la
-libvnicfault_la_SOURCES = proto/fault.c
-FAULT_LIBS = libvnicfault.la
-else
-FAULT_LIBS =
-endif
-EXTRA_DIST += proto/fault.c

@@ -36,20 +36,8 @@ supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $
 supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) $(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) \
 	$(LIBSYSTEMD_LIBS)
 
-# libvnic: the client library a VMM links (sources in proto/ beside the
-# protocol; built from here so proto/local.mk stays the protocol's).
-# Only vnic_* symbols are exported: the protobuf-c and wire code inside
-# is private (the regex skips the generated vnic__* names).
-lib_LTLIBRARIES += libvnic.la
-include_HEADERS += proto/libvnic.h
-pkgconfig_DATA += proto/libvnic.pc
-libvnic_la_SOURCES = proto/libvnic.c proto/libvnic.h
-libvnic_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-libvnic_la_LIBADD = libvnicproto.la $(PROTOBUF_C_LIBS)
-libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^vnic_[a-z]'
-
 # Generated headers first under make -j (wire.h includes them).
-$(supervisor_vnicd_OBJECTS) $(libvnic_la_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+$(supervisor_vnicd_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 
 
 # QEMU "Backend program conventions": a description file for management

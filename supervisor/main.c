@@ -308,7 +308,7 @@ static void sup_fault_report(const char *point, enum fault_action a, unsigned ar
 }
 #endif
 
-/* VNIC_FAULT / VNIC_FAULT_NIC (proto/fault.h): vnicd arms its own "sup."
+/* VNIC_FAULT / VNIC_FAULT_NIC (common/fault.h): vnicd arms its own "sup."
  * points and keeps the "worker." ones for the workers it spawns.
  * Returns: 0, or -1 on a bad spec (reason printed). */
 static int sup_fault_init(struct sup *s)

@@ -115,7 +115,7 @@ static int mon_error(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 }
 
 #ifdef VNIC_FAULT_INJECTION
-/* Fault-injection builds only (proto/fault.h): a point fired in the
+/* Fault-injection builds only (common/fault.h): a point fired in the
  * worker. "sigkill": the sandboxed worker cannot kill itself and waits
  * for us; -1 makes the caller SIGKILL it through the pidfd. */
 static int mon_fault_hit(struct nic *n, const Vnic__Worker__WorkerMessage *m)

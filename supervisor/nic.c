@@ -411,7 +411,7 @@ static bool nic_fault_target(const struct nic *n)
 #define NIC_FAULT_ERRNO(n, name) 0
 #endif
 
-/* The worker fault entries for this NIC's worker (proto/fault.h), or
+/* The worker fault entries for this NIC's worker (common/fault.h), or
  * NULL: fault builds only, first launch only, the chosen NIC only. */
 static const char *nic_fault_spec(const struct nic *n)
 {

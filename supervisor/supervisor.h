@@ -340,7 +340,7 @@ struct sup {
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 #ifdef VNIC_FAULT_INJECTION
 	/* VNIC_FAULT's worker entries, for the first launch of each worker
-	 * (of fault_nic only, when set); see proto/fault.h. */
+	 * (of fault_nic only, when set); see common/fault.h. */
 	char fault_worker[WORKER_FAULT_SPEC_MAX + 1];
 	char fault_nic[VALIDATE_ID_MAX + 1];
 #endif

@@ -59,7 +59,7 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 		argv[argc++] = off;
 	}
 	if (o && o->fault && o->fault[0]) {
-		/* Fault-injection builds of vnicd only (proto/fault.h). */
+		/* Fault-injection builds of vnicd only (common/fault.h). */
 		n = strnlen(o->fault, sizeof(spec) - 1);
 		memcpy(spec, o->fault, n);
 		spec[n] = '\0';

@@ -25,7 +25,7 @@ struct worker_proc {
 	int report_fd; /* read end of the report pipe, non-blocking */
 };
 
-/* Longest --fault spec passed on (FAULT_SPEC_MAX of proto/fault.h). */
+/* Longest --fault spec passed on (FAULT_SPEC_MAX of common/fault.h). */
 #define WORKER_FAULT_SPEC_MAX 1024
 
 /* What the worker is told on its command line (issue 4). */
@@ -33,7 +33,7 @@ struct worker_opts {
 	const char *user; /* --user USER; NULL: the worker's default
 			     ("vnicd" when that user exists, else "nobody") */
 	bool sandbox_off; /* --sandbox off: debugging only */
-	const char *fault; /* --fault SPEC (proto/fault.h); NULL or "": none.
+	const char *fault; /* --fault SPEC (common/fault.h); NULL or "": none.
 			      Set only by a fault-injection build of vnicd */
 };
 

@@ -17,7 +17,7 @@ for p in "$VNICD" "$VNICD_WORKER" "$VNICCTL" "$VNIC_BENCH"; do
 	name=$(basename "$p")
 	[ "$got" = "$name (vnicd) $want" ] || e2e_die "$name --version says '$got', want '$name (vnicd) $want'"
 done
-hdr=$(sed -n 's/^#define VNIC_VERSION_STRING "\(.*\)"$/\1/p' "$VNIC_TOP_SRCDIR/proto/libvnic.h")
+hdr=$(sed -n 's/^#define VNIC_VERSION_STRING "\(.*\)"$/\1/p' "$VNIC_TOP_SRCDIR/libvnic/libvnic.h")
 [ "$hdr" = "$want" ] || e2e_die "libvnic.h VNIC_VERSION_STRING $hdr, configure says $want"
 e2e_log "--version: $want everywhere"
 

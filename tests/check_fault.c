@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check_fault: the fault injection spec parser and hit counting
- * (proto/fault.h). Built only with --enable-fault-injection; the
+ * (common/fault.h). Built only with --enable-fault-injection; the
  * processes' use of it is covered by tests/lifecycle.sh, its absence from
  * production builds by tests/fault_absent.sh.
  */

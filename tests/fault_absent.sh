@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Production builds carry no fault injection (proto/fault.h): no fault_*
+# Production builds carry no fault injection (common/fault.h): no fault_*
 # symbol and no point name in vnicd or vnicd-worker. A fault build must
 # carry both, which is what makes this test able to fail: the same check
 # flips its expectation on the build's config.h.

@@ -141,7 +141,7 @@ tests_check_frames_CFLAGS = $(TEST_CFLAGS)
 tests_check_frames_LDADD = $(TEST_LIBS)
 TESTS += tests/check_frames
 
-# Fault injection (proto/fault.h): production binaries carry none of it
+# Fault injection (common/fault.h): production binaries carry none of it
 # (fault_absent, every build); the parser's unit test in fault builds only.
 dist_check_SCRIPTS += tests/fault_absent.sh
 TESTS += tests/fault_absent.sh

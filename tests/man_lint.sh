@@ -58,7 +58,7 @@ for sub in $(commands "$build/tools/vnic-bench"); do
 	check_prog man/vnic-bench.1 "$build/tools/vnic-bench" "$sub"
 done
 
-for fn in $(grep -oE '\bvnic_[a-z_]+[[:space:]]*\(' "$src/proto/libvnic.h" | tr -d ' (\t' | sort -u); do
+for fn in $(grep -oE '\bvnic_[a-z_]+[[:space:]]*\(' "$src/libvnic/libvnic.h" | tr -d ' (\t' | sort -u); do
 	grep -qE "^\\.Fn $fn( |\$)" "$src/man/libvnic.3" || bad "man/libvnic.3 does not document $fn (libvnic.h)"
 done
 

@@ -4,7 +4,7 @@
  *
  * Contract with the supervisor (supervisor/worker_spawn.c):
  *   argv:  vnicd-worker --nic ID [--user USER] [--sandbox on|off]
- *          [--fault SPEC]   (fault-injection builds only, proto/fault.h)
+ *          [--fault SPEC]   (fault-injection builds only, common/fault.h)
  *          ID only names the NIC in log lines; USER is who the worker
  *          becomes (default: "vnicd" if that user exists, else "nobody");
  *          --sandbox off is for debugging only and is reported as such.

@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# libvnic/: the client library a VMM links, its public header and its
+# pkg-config file.
+# Only vnic_* symbols are exported: the protobuf-c and wire code inside
+# is private (the regex skips the generated vnic__* names).
+lib_LTLIBRARIES += libvnic.la
+include_HEADERS += libvnic/libvnic.h
+pkgconfig_DATA += libvnic/libvnic.pc
+libvnic_la_SOURCES = libvnic/libvnic.c libvnic/libvnic.h
+libvnic_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+libvnic_la_LIBADD = libvnicproto.la $(PROTOBUF_C_LIBS)
+libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -export-symbols-regex '^vnic_[a-z]'
+
+# Generated headers first under make -j (wire.h includes them).
+$(libvnic_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
