@@ -167,8 +167,8 @@ enum vnic_mitigation {
 	VNIC_MITIGATION_POLL = 4,
 };
 
-/* TX mitigation; zero fields take the supervisor's defaults (README "TX
- * mitigation policies"), except poll_us: 0 means poll forever. */
+/* TX mitigation; zero fields take the supervisor's defaults (doc/design.md
+ * "TX mitigation policies"), except poll_us: 0 means poll forever. */
 struct vnic_policy {
 	enum vnic_mitigation mode;
 	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
