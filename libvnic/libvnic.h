@@ -167,8 +167,8 @@ enum vnic_mitigation {
 	VNIC_MITIGATION_POLL = 4,
 };
 
-/* TX mitigation; zero fields take the supervisor's defaults (README "TX
- * mitigation policies"), except poll_us: 0 means poll forever. */
+/* TX mitigation; zero fields take the supervisor's defaults (doc/design.md
+ * "TX mitigation policies"), except poll_us: 0 means poll forever. */
 struct vnic_policy {
 	enum vnic_mitigation mode;
 	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
@@ -307,7 +307,8 @@ int vnic_mitigation_from_name(const char *name, enum vnic_mitigation *ret);
  * message, libvnic for struct vnic_queue_status below, vnicctl for its
  * JSON and table; you may expand it to export every counter by name.
  *   type  the field's type in struct vnic_queue_status and vmm.proto
- *   kind  VNIC_QC_ALL: counted on every queue since its worker started;
+ *   kind  VNIC_QC_ALL: counted on every queue for the NIC's life (across
+ *         crash restarts; a vhost-user endpoint's across worker sessions);
  *         VNIC_QC_TX: the TX policy's work (0 on RX queues);
  *         VNIC_QC_TX | VNIC_QC_GAUGE: a TX value now, not a count.
  * Adding a counter takes two edits: a line at the end here and the

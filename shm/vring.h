@@ -14,7 +14,8 @@
  *    person can read; a broken queue consumes nothing more. Never an
  *    assert, never a crash, never a silent stall.
  *
- * Policies chosen where TESTPLAN leaves a choice (documented in README):
+ * Policies chosen where the threat model (doc/threats.md) leaves a choice;
+ * its rows G6, G8, G9 and G12 record them:
  *  - G6 zero-length descriptor: BROKEN (as QEMU and libvhost-user).
  *  - G9 indirect: supported when VIRTIO_F_INDIRECT_DESC is negotiated;
  *    INDIRECT|NEXT, nested INDIRECT, a table len of 0 or not a multiple of

@@ -182,7 +182,7 @@ static int nic_worker_ids(struct nic *n, char *err, size_t errlen)
 		}
 		n->worker_uid = n->worker_gid = id;
 		/* "UID:GID": the worker needs no passwd lookup (and so loads
-		 * no NSS module: README "Scale"). */
+		 * no NSS module: doc/benchmarks.md "Scale"). */
 		snprintf(n->worker_user, sizeof(n->worker_user), "%u:%u", id, id);
 	} else if (!s->sandbox_off) {
 		n->worker_uid = s->worker_user_uid;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# vnic-bench ring, briefly: the benchmark the README quotes must keep
+# vnic-bench ring, briefly: the benchmark doc/benchmarks.md quotes must keep
 # running (two processes, eventfds, every size and mode) and print its
 # table. Figures are not checked here: performance lives in benchmarks.
 set -eu

@@ -25,7 +25,7 @@
  *   add, remove               vhost-user endpoints (vnicctl_endpoint.c)
  *
  * --json: every output is one JSON object per line, made with json-c; the
- * schema (VNICCTL_JSON_SCHEMA) is in README.md "vnicctl" and vnicctl(8).
+ * schema (VNICCTL_JSON_SCHEMA) is in vnicctl(8), "JSON OUTPUT".
  * Errors: one line on stderr, exit status 1 (2 for usage).
  *
  * Every command is a row of vnicctl_cmds below (vnicctl.h): its name,
