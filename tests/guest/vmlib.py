@@ -109,7 +109,7 @@ def need_qemu():
 
 def need_testpmd():
     if not shutil.which("dpdk-testpmd") or not os.path.isdir(DPDK_PMDS):
-        skip("needs DPDK testpmd and its PMDs in %s (apt-get install dpdk)" % DPDK_PMDS)
+        skip("needs DPDK testpmd and its PMDs in %s (apt-get install dpdk-dev)" % DPDK_PMDS)
 
 
 def tmpdir(prefix="vnic-qemu."):
