@@ -576,6 +576,8 @@ int wire_vmm_expected_fds(const Vnic__Vmm__VmmMessage *m)
 	case VNIC__VMM__VMM_MESSAGE__MSG_REQUEST:
 		if (!m->request)
 			return -EINVAL;
+		if (m->request->body_case == VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG)
+			return m->request->set_dirty_log && m->request->set_dirty_log->size > 0;
 		if (m->request->body_case != VNIC__VMM__REQUEST__BODY_ADD_NIC)
 			return 0;
 		if (!m->request->add_nic)
@@ -747,7 +749,7 @@ void wire_queue_pb(Vnic__Vmm__Queue *pb, uint32_t index, uint32_t size, uint64_t
 
 int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret)
 {
-	size_t r = c->n_regions, q = c->n_queues, i = c->inflight_size > 0;
+	size_t r = c->n_regions, q = c->n_queues, i = c->inflight_size > 0, g = c->log_size > 0;
 
 	if (c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP &&
 	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET)
@@ -756,16 +758,17 @@ int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret
 	if (c->regions_deferred > r)
 		return -EINVAL;
 	r -= c->regions_deferred;
-	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 + i > WIRE_MAX_FDS)
+	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 + i + g > WIRE_MAX_FDS)
 		return -E2BIG;
 	ret->nregions = (unsigned)r;
 	ret->queue0 = (unsigned)r;
 	ret->nqueues = (unsigned)q;
 	ret->backend = (int)(r + 2 * q);
 	ret->stats = (int)(r + 2 * q + 1);
-	/* Optional and last: a Config without it is exactly the old one. */
+	/* Optional and last: a Config without them is exactly the old one. */
 	ret->inflight = i ? (int)(r + 2 * q + 2) : -1;
-	ret->total = (unsigned)(r + 2 * q + 2 + i);
+	ret->log = g ? (int)(r + 2 * q + 2 + i) : -1;
+	ret->total = (unsigned)(r + 2 * q + 2 + i + g);
 	return 0;
 }
 
@@ -778,6 +781,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_START:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS:
 		*ret = WIRE_PEER_SUPERVISOR;
 		return 0;
@@ -788,6 +792,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET:
 		*ret = WIRE_PEER_WORKER;
 		return 0;
 	default:
@@ -808,6 +813,8 @@ int wire_worker_expected_fds(const Vnic__Worker__WorkerMessage *m)
 			return -EINVAL;
 		return m->region_fds->count > WIRE_MAX_FDS ? -E2BIG : (int)m->region_fds->count;
 	}
+	if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG)
+		return m->set_dirty_log && m->set_dirty_log->size > 0 ? 1 : 0;
 	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG)
 		return 0;
 	if (!m->config)

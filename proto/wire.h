@@ -135,6 +135,7 @@ struct wire_fd_layout {
 	int backend;       /* backend fd index, -1 if none */
 	int stats;         /* Config only: stats page memfd index, -1 if none */
 	int inflight;      /* Config only: inflight region memfd index, -1 if none */
+	int log;           /* Config only: dirty log memfd index, -1 if none */
 	unsigned total;    /* exact fd count of the frame */
 };
 
@@ -237,7 +238,8 @@ Vnic__Worker__WorkerMessage *wire_worker_free(Vnic__Worker__WorkerMessage *m);
 /*
  * wire_worker_expected_fds - the exact fd count of a worker-channel message.
  * Config: regions + 2 * queues + 1 (backend) + 1 (stats page)
- * + 1 (inflight region, only when inflight_size > 0); others: 0.
+ * + 1 (inflight region, only when inflight_size > 0) + 1 (dirty log, only
+ * when log_size > 0); SetDirtyLog: 1 when size > 0, else 0; others: 0.
  * Returns: the count, -E2BIG (above WIRE_MAX_FDS), or -EINVAL (no arm, or
  * a Config without a backend kind).
  */

@@ -128,6 +128,9 @@ enum nic_result {
  *  queue_reset   - the worker reported a broken queue
  *  stalled       - the watchdog killed a worker that stopped answering
  *  gone          - the NIC is about to be freed (last call)
+ *  dirty_log_set - the owner's nic_set_dirty_log took effect (OK: the
+ *                  worker logs into the new log, or logging stopped) or
+ *                  failed (the NIC's log is then none)
  *  counters_base - optional: add to a queue's counters what the owner kept
  *                  of earlier NICs it stands for (vhost-user: a NIC per
  *                  worker session, one endpoint), so that status counters
@@ -147,6 +150,7 @@ struct nic_owner_ops {
 	void (*stalled)(struct nic *n, uint64_t silent_ms);
 	void (*gone)(struct nic *n);
 	void (*counters_base)(const struct nic *n, int slot, struct stats_queue_snapshot *s);
+	void (*dirty_log_set)(struct nic *n, enum nic_result r, const char *error);
 };
 
 /* Per-NIC log buckets (nic_log.c). */
@@ -400,6 +404,17 @@ void nic_policy_resolve(struct vnic_policy *p);
 int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen);
+/* nic_set_dirty_log - live migration (issue 14): adopt fd as the NIC's
+ * dirty log (size and offset already checked by validate_dirty_log), or
+ * stop logging with fd -1. A running worker gets SetDirtyLog, and the
+ * owner's dirty_log_set() follows its DirtyLogSet; with no worker running
+ * (starting, restarting) the next Config carries the log and
+ * dirty_log_set() is called at once. Every later worker of the NIC (crash
+ * restarts) gets the log in its Config.
+ * Returns: 0 (fd adopted), or -EBUSY with err filled when a change is
+ * still pending (fd not adopted, nothing changed). */
+int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, char *err,
+		      size_t errlen);
 /* nic_stop - begin a stop: Stop to the worker and a deadline, or a kill
  * for a worker not yet READY; a NIC with no worker is freed at once. */
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);

@@ -73,6 +73,9 @@ struct nic_spec {
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
 	bool memory_unsealed_ok;     /* vhost-user: MEMTABLE_UNSEALED_OK (memtable.h) */
 	bool base_from_used_idx;     /* vhost-user: see worker.proto Config */
+	int log_fd;                  /* dirty log (worker.proto Config), borrowed; */
+	                             /*   meaningful only when log_size > 0 */
+	uint64_t log_size, log_offset;
 	struct vnic_policy policy;
 };
 
@@ -135,5 +138,13 @@ int validate_backend_socket(int fd, char *err, size_t errlen);
  * Returns: 0, or -EINVAL / -EBADF / -E2BIG / -ENOTSUP with err filled.
  */
 int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen);
+
+/* validate_dirty_log - a dirty log from a front end (issue 14): size in
+ * 1..VALIDATE_LOG_MAX, offset + size without overflow, fd a regular file on
+ * tmpfs (a memfd) sealed with F_SEAL_SHRINK (so it can never become shorter
+ * under a worker that maps it) and at least offset + size bytes by fstat.
+ * Nothing is closed. Returns 0, or -EINVAL with err filled. */
+#define VALIDATE_LOG_MAX (1ull << 30) /* 1 GiB of log: 32 TiB of guest memory */
+int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t errlen);
 
 #endif
