@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -193,4 +194,25 @@ int tu_netns_sweep(void)
 	}
 	closedir(d);
 	return n;
+}
+
+uint64_t tu_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool tu_soak_more(unsigned i, unsigned min, unsigned max, uint64_t t0_ms, uint64_t budget_ms)
+{
+	if (i >= max)
+		return false;
+	return i < min || tu_mono_ms() - t0_ms < budget_ms;
+}
+
+void tu_soak_report(const char *what, unsigned ran, unsigned max, uint64_t t0_ms)
+{
+	fprintf(stderr, "%s: %u of %u iterations in %llu ms\n", what, ran, max,
+		(unsigned long long)(tu_mono_ms() - t0_ms));
 }

@@ -60,6 +60,20 @@ unsigned long tu_seed(const char *test_name, unsigned long fixed_default);
  * /proc/pid/stat. Aborts the test when it cannot be read. */
 unsigned long tu_cpu_ticks(pid_t pid);
 
+/* tu_mono_ms - CLOCK_MONOTONIC in milliseconds, for time-bounded loops. */
+uint64_t tu_mono_ms(void);
+
+/*
+ * tu_soak_more - may a soak loop run iteration i? Soaks are bounded in
+ * count and in time (the suite runs niced, sanitized and two at a time on
+ * two cores): iteration i runs while i < max and, once min iterations ran,
+ * while less than budget_ms passed since t0_ms (tu_mono_ms() before the
+ * loop). So a loaded machine runs fewer iterations, never fewer than min,
+ * and the test says how many it ran (tu_soak_report).
+ */
+bool tu_soak_more(unsigned i, unsigned min, unsigned max, uint64_t t0_ms, uint64_t budget_ms);
+void tu_soak_report(const char *what, unsigned ran, unsigned max, uint64_t t0_ms);
+
 /*
  * Network namespaces a test makes. Check runs each test in a forked
  * child, and a failed assertion ends that child before its teardown runs:
