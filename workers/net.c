@@ -149,6 +149,7 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 	r = vring_init(&q->vq, mt, num, desc_gpa, avail_gpa, used_gpa, d->features, err, errlen);
 	if (r < 0)
 		return r;
+	q->vq.log = d->log; /* before the first store (notify_disable below) */
 	/* A tap frame that does not fit the RX buffers of the moment waits
 	 * here (a tap cannot be peeked). */
 	if (!q->tx && d->backend == NET_BACKEND_TAP) {
@@ -194,6 +195,7 @@ int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
 	 * not have left: nothing to count. */
 	if (!q->tx)
 		stats_add(&q->st->drops, n);
+	net_log_flush(d);
 	/* One interrupt, unconditionally; it covers everything published
 	 * so far, so vring_should_notify counts from here. */
 	d->ops->notify(d->opaque, q->idx);
@@ -202,6 +204,28 @@ int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
 	q->vq.signalled_used_valid = true;
 	*ret_completed = n;
 	return 1;
+}
+
+void net_set_dirtylog(struct net_dev *d, struct dirtylog *log)
+{
+	d->log = log;
+	for (unsigned i = 0; i < 2 * d->npairs; i++)
+		d->q[i].vq.log = log;
+}
+
+void net_log_flush_all(struct net_dev *d)
+{
+	net_log_flush(d);
+}
+
+void net_log_used_rings(struct net_dev *d)
+{
+	if (!d->log)
+		return;
+	for (unsigned i = 0; i < 2 * d->npairs; i++)
+		if (d->q[i].configured)
+			dirtylog_mark(d->log, d->q[i].vq.used_gpa, vring_used_size(d->q[i].vq.num));
+	dirtylog_flush(d->log);
 }
 
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx)
@@ -229,7 +253,14 @@ void net_flush(struct net_dev *d, struct net_queue *q)
 	q->pushed = 0;
 	stats_add(&q->st->flushes, 1);
 	FAULT_POINT("worker.flush.before_idx");
+	/* The burst's buffers and used elements in the log BEFORE used->idx
+	 * makes them the guest's: a worker killed between the index and
+	 * the next flush loses only the used ring's bits, which its
+	 * successor marks again (net_log_used_rings). */
+	net_log_flush(d);
 	vring_flush(&q->vq);
+	/* used->idx's bit before the interrupt. */
+	net_log_flush(d);
 	if (vring_should_notify(&q->vq)) {
 		d->ops->notify(d->opaque, q->idx);
 		stats_add(&q->st->interrupts, 1);
