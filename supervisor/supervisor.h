@@ -371,6 +371,8 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			      struct wire_fds *fds);
 /* admin.c */
 void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds);
