@@ -19,7 +19,8 @@ tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/bench_policy.c tools/gue
 	tools/frames.c tools/frames.h tools/bench_scale.c
 # The run both share (traffic.h says which file holds what).
 tools_vnic_bench_SOURCES += tools/bench_hostile.c tools/traffic.h tools/traffic_run.c \
-	tools/traffic_backend.c tools/traffic_flow.c tools/traffic_lifecycle.c tools/traffic_report.c
+	tools/traffic_backend.c tools/traffic_flow.c tools/traffic_lifecycle.c tools/traffic_report.c \
+	tools/traffic_dirtylog.c
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
 EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh
