@@ -659,6 +659,11 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	if (d->size > 0) {
 		fd = fds->fd[0];
 		rc = validate_dirty_log(fd, d->size, d->offset, err, sizeof(err));
+		/* A log too small for the memory would lose the bits of the
+		 * pages above it, and with them those pages' migration. */
+		if (rc == 0)
+			rc = validate_log_covers(n->regions, n->nregions, d->size, err,
+						 sizeof(err));
 		if (rc) {
 			log_info("conn %u: SetDirtyLog \"%s\" rejected: %s", c->id, n->id, err);
 			vmm_conn_reply_error(c, r->request_id,
