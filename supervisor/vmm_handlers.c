@@ -714,10 +714,7 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 		return;
 	}
 	if (fd >= 0)
-		fds->fd[0] = -1; /* the NIC's now */
-	log_info("conn %u: nic %s: dirty log %s (%llu bytes at offset %llu)", c->id, n->id,
-		 fd >= 0 ? "set" : "stopped", (unsigned long long)d->size,
-		 (unsigned long long)d->offset);
+		fds->fd[0] = -1; /* the NIC's now (nic.c logs the change) */
 }
 
 static void vmm_nic_dirty_log_set(struct nic *n, enum nic_result res, const char *error)

@@ -136,6 +136,9 @@ TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
 # switching between all four under traffic without losing a frame.
 dist_check_SCRIPTS += tests/e2e_policy.sh
 TESTS += tests/e2e_policy.sh
+# Issue 14: vnic-bench traffic --dirty-log, every changed page logged.
+dist_check_SCRIPTS += tests/e2e_dirtylog.sh
+TESTS += tests/e2e_dirtylog.sh
 
 # The notification protocol in Promela, checked by spin, with its
 # mutants (~40 s; the model does not depend on the build, so only the
