@@ -14,7 +14,9 @@
  *      regions, ring addresses) before it changes anything.
  * A refused message: with NEED_REPLY, the u64 failure answer (1); a
  * request that always has an answer (GET_*) cannot be answered wrongly,
- * so the connection is closed; otherwise the message is dropped. Each
+ * so the connection is closed; SET_LOG_BASE (VU_ROW_ANSWERED) gets the
+ * failure answer even without NEED_REPLY (QEMU waits for one, C11);
+ * otherwise the message is dropped. Each
  * gets one rate-limited log line and counts in status (vhost_rejected).
  * A framing error closes the connection (one log line). Every fd of a
  * message that a handler did not adopt is closed after it.
