@@ -500,9 +500,9 @@ int validate_log_covers(const struct memtable_region_desc *r, unsigned nr, uint6
 
 		if (last_page / 8 >= log_size)
 			return fail(err, errlen, -EINVAL,
-				    "dirty log of %llu bytes covers guest memory below 0x%llx; region "
-				    "%u ends at 0x%llx", (unsigned long long)log_size,
-				    (unsigned long long)(log_size * 8 * VALIDATE_LOG_PAGE), i,
+				    "dirty log of %llu bytes covers guest memory below 0x%llx; a "
+				    "region ends at 0x%llx", (unsigned long long)log_size,
+				    (unsigned long long)(log_size * 8 * VALIDATE_LOG_PAGE),
 				    (unsigned long long)(r[i].gpa + r[i].size));
 	}
 	return 0;
