@@ -32,6 +32,17 @@ int tu_memfd(size_t size, bool seal)
 	return fd;
 }
 
+int tu_memfd_map(size_t size, uint8_t **ret_p)
+{
+	int fd = tu_memfd(size, true);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		tu_die("mmap memfd");
+	*ret_p = p;
+	return fd;
+}
+
 void tu_guest_new(struct tu_guest *g, uint64_t gpa_base, size_t size)
 {
 	size_t ends[1] = { size };

@@ -21,6 +21,11 @@
  * seal is true. Aborts the test process on failure. */
 int tu_memfd(size_t size, bool seal);
 
+/* tu_memfd_map - a sealed memfd of size bytes, mapped shared read-write
+ * at *ret_p (a dirty log as the VMM holds it). Aborts on failure.
+ * Returns: the fd. */
+int tu_memfd_map(size_t size, uint8_t **ret_p);
+
 struct tu_guest {
 	int fd;
 	uint64_t gpa_base; /* guest physical address of byte 0 of the memfd */
