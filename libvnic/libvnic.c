@@ -730,6 +730,47 @@ int vnic_set_policy(struct vnic_conn *c, const char *id, const struct vnic_polic
 	return rc;
 }
 
+uint64_t vnic_dirty_log_size(uint64_t mem_end)
+{
+	uint64_t pages = mem_end / VNIC_DIRTY_LOG_PAGE + (mem_end % VNIC_DIRTY_LOG_PAGE != 0);
+	uint64_t bytes = pages / 8 + (pages % 8 != 0);
+
+	return (bytes + 7) & ~(uint64_t)7;
+}
+
+int vnic_set_dirty_log(struct vnic_conn *c, const char *id, int fd, uint64_t size,
+		       uint64_t offset)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__SetDirtyLog sd;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char idbuf[128];
+	int rc;
+
+	if (!id)
+		return set_err(c, -EINVAL, "vnic_set_dirty_log: no id");
+	/* The frame carries the fd exactly when there is a log. */
+	if ((fd >= 0) != (size > 0))
+		return set_err(c, -EINVAL, "vnic_set_dirty_log: %s",
+			       fd >= 0 ? "an fd with size 0 (stop logging with fd -1)"
+				       : "size > 0 without an fd");
+	vnic__vmm__request__init(&req);
+	vnic__vmm__set_dirty_log__init(&sd);
+	snprintf(idbuf, sizeof(idbuf), "%s", id);
+	sd.id = idbuf;
+	sd.size = size;
+	sd.offset = offset;
+	req.body_case = VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG;
+	req.set_dirty_log = &sd;
+	rc = call(c, &req, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, c->timeout_ms, &m);
+	if (rc == 0) {
+		rc = reply_code(c, m->reply, "SetDirtyLog");
+		wire_vmm_free(m);
+	}
+	evq_deliver(c);
+	return rc;
+}
+
 int vnic_set_log_level(struct vnic_conn *c, const char *level, char *old, size_t oldlen)
 {
 	Vnic__Vmm__Request req;

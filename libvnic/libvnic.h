@@ -229,6 +229,52 @@ struct vnic_remove_result {
 int vnic_set_policy(struct vnic_conn *conn, const char *id, const struct vnic_policy *policy);
 
 /*
+ * Live migration (issue 14; libvnic(3) "Live migration" has the whole
+ * sequence). The dirty log has one bit per VNIC_DIRTY_LOG_PAGE bytes of
+ * guest physical memory: page p = gpa / VNIC_DIRTY_LOG_PAGE is bit p % 8
+ * of byte p / 8, as vhost's VHOST_SET_LOG_BASE. The worker sets a bit
+ * with an atomic OR after the data of the page is written (received
+ * frames and their virtio-net headers, used rings, avail_event); the VMM
+ * reads and clears bits with atomic exchanges while the NIC runs.
+ */
+#define VNIC_DIRTY_LOG_PAGE 4096u
+
+/*
+ * vnic_dirty_log_size - the bytes of dirty log that cover guest physical
+ * addresses [0, mem_end) (mem_end: the highest guest physical address of
+ * any memory region, plus 1): one bit per page, rounded up to a multiple
+ * of 8 bytes so that the log can be read and cleared 64 bits at a time.
+ * Returns: the size (0 for mem_end 0).
+ */
+uint64_t vnic_dirty_log_size(uint64_t mem_end);
+
+/*
+ * vnic_set_dirty_log - start, replace or stop dirty logging on a NIC this
+ * connection added.
+ * @fd: a memfd sealed with F_SEAL_SHRINK (F_SEAL_GROW too, as the memory
+ *   regions), at least @offset + @size bytes, mapped by the VMM to read
+ *   and clear the bits; borrowed. -1 with @size 0: stop logging.
+ * @size: bytes of log (vnic_dirty_log_size of the guest's memory), at
+ *   most 1 GiB; 0 stops logging.
+ * @offset: of the log inside @fd (0 when stopping).
+ * Answered once the worker logs into the new log (or stopped): every
+ * guest write after the answer is logged. A log replacing another gets
+ * the writes from the answer on; the old one's bits up to then are
+ * flushed into it before. The log stays the NIC's across worker restarts
+ * until replaced, stopped or the NIC is removed (vnic_remove_nic answers
+ * after the worker flushed its last bits).
+ * Returns: 0, -EINVAL (fd and size disagree, no id), a negative errno, or
+ * VNIC_STATUS_NOT_FOUND (no such NIC on this connection),
+ * VNIC_STATUS_INVALID_ARGUMENT (the fd is not a sealed memfd, too short,
+ * size too large, offset + size overflows), VNIC_STATUS_FAILED_PRECONDITION
+ * (starting, stopping, or another SetDirtyLog still in progress),
+ * VNIC_STATUS_UNAVAILABLE (the worker could not map it: then the NIC
+ * logs nothing).
+ */
+int vnic_set_dirty_log(struct vnic_conn *conn, const char *id, int fd, uint64_t size,
+		       uint64_t offset);
+
+/*
  * vnic_remove_nic - hot-unplug a NIC this connection added.
  * The reply comes only after the worker process is gone (reaped): once
  * this returns 0, no process maps the NIC's guest memory or holds its

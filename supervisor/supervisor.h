@@ -157,11 +157,13 @@ struct nic_owner_ops {
 enum nic_rl {
 	NIC_RL_WORKER_LOG,   /* Log messages the worker relays: 50 per 5 s */
 	NIC_RL_QUEUE_BROKEN, /* QueueBroken reports: 10 per 5 s */
+	NIC_RL_DIRTY_LOG,    /* dirty log changes (an owner may toggle at will): 20 per 5 s */
 	NIC_RL_COUNT,
 };
 #define NIC_RL_WINDOW_MS 5000
 #define NIC_RL_WORKER_LOG_BURST 50
 #define NIC_RL_QUEUE_BROKEN_BURST 10
+#define NIC_RL_DIRTY_LOG_BURST 20
 
 struct nic_queue {
 	uint32_t index;   /* virtqueue index (slot from nic_queue_slot) */
@@ -212,6 +214,15 @@ struct nic {
 	 * it after the initialisation. */
 	int inflight_fd;
 	size_t inflight_len;
+
+	/* Dirty log (issue 14): the memfd this NIC's workers log into, in
+	 * every Config (first start and each restart) once set; -1 and size
+	 * 0: no logging. Changed by nic_set_dirty_log only. */
+	int log_fd;
+	uint64_t log_size, log_offset;
+	bool log_pending;           /* the owner awaits dirty_log_set() */
+	bool log_sent;              /* SetDirtyLog sent to this worker, DirtyLogSet awaited */
+	bool log_in_config;         /* this worker's Config carried the current log */
 
 	/* Worker. pid 0 when there is none. */
 	struct worker_proc w;
@@ -371,6 +382,8 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			      struct wire_fds *fds);
 /* admin.c */
 void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds);
@@ -424,6 +437,7 @@ void nic_detach_owner(struct sup *s, void *owner);
 void nic_notify_removed(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason);
+void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *error);
 /* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it
  * unless it exits within SUP_CTRL_GRACE_MS. */
 void nic_ctrl_closed(struct nic *n);

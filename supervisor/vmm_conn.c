@@ -36,6 +36,7 @@ typedef void (*vmm_handler_fn)(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 
 #define VMM_NEEDS_HELLO 1u /* refused (FAILED_PRECONDITION) before Hello */
 #define VMM_FDS_ADDNIC  -1 /* fd count from wire_add_nic_layout */
+#define VMM_FDS_DIRTYLOG -2 /* 1 when size > 0, else 0: checked by the handler */
 
 /* The dispatch table (STYLE habit 1): one row per request body. The fd
  * count was already enforced exactly by wire_vmm_recv; the column states
@@ -63,6 +64,8 @@ static const struct vmm_row {
 	  vmm_handle_add_vhost_user },
 	{ VNIC__VMM__REQUEST__BODY_REMOVE_ENDPOINT, "RemoveEndpoint", VMM_NEEDS_HELLO, 0,
 	  vmm_handle_remove_endpoint },
+	{ VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG, "SetDirtyLog", VMM_NEEDS_HELLO,
+	  VMM_FDS_DIRTYLOG, vmm_handle_set_dirty_log },
 };
 
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);

@@ -586,6 +586,159 @@ static void vmm_nic_policy_set(struct nic *n, enum nic_result res, const char *e
 	vmm_conn_reply_error(n->owner, n->policy_req, pbconv_result(res), "%s", error ? error : "");
 }
 
+/*
+ * SetDirtyLog (issue 14). struct nic has no room for the request id
+ * (nic.c knows only that a change is pending), so the owner keeps it
+ * here: one entry per NIC with a SetDirtyLog waiting for its
+ * dirty_log_set(), made before nic_set_dirty_log (which may answer at
+ * once, with no worker running), dropped by the answer or when the NIC
+ * is gone (a NIC whose connection closed is never answered).
+ */
+struct dirty_log_wait {
+	struct nic *n;
+	uint64_t req;
+	struct dirty_log_wait *next;
+};
+static struct dirty_log_wait *dirty_log_waits;
+
+static struct dirty_log_wait **dirty_log_wait_find(const struct nic *n)
+{
+	struct dirty_log_wait **w;
+
+	for (w = &dirty_log_waits; *w; w = &(*w)->next)
+		if ((*w)->n == n)
+			return w;
+	return NULL;
+}
+
+/* Forget n's waiting request. Returns: true and *ret_req when there was one. */
+static bool dirty_log_wait_take(const struct nic *n, uint64_t *ret_req)
+{
+	struct dirty_log_wait **w = dirty_log_wait_find(n), *e;
+
+	if (!w)
+		return false;
+	e = *w;
+	*w = e->next;
+	if (ret_req)
+		*ret_req = e->req;
+	free(e);
+	return true;
+}
+
+void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
+			      struct wire_fds *fds)
+{
+	const Vnic__Vmm__SetDirtyLog *d = r->set_dirty_log;
+	struct nic *n = nic_find(c->sup, d->id);
+	struct dirty_log_wait *w;
+	char err[256];
+	int fd = -1, rc;
+
+	/* F3: another connection's NIC (or a vhost-user endpoint's, whose
+	 * log comes from its front end) is, for this peer, not there. */
+	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no NIC \"%.64s\" on this connection", d->id);
+		return;
+	}
+	/* wire_vmm_expected_fds already held the frame to these counts;
+	 * checked again so that no fd can pass unadopted and unseen. */
+	if (fds->n != (d->size > 0 ? 1u : 0u)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+				     "SetDirtyLog with size %llu carries %u fds, expected %u",
+				     (unsigned long long)d->size, fds->n, d->size > 0 ? 1u : 0u);
+		return;
+	}
+	if (d->size == 0 && d->offset != 0) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+				     "SetDirtyLog: offset %llu without a log (size 0 stops "
+				     "logging and takes offset 0)", (unsigned long long)d->offset);
+		return;
+	}
+	if (d->size > 0) {
+		fd = fds->fd[0];
+		rc = validate_dirty_log(fd, d->size, d->offset, err, sizeof(err));
+		/* A log too small for the memory would lose the bits of the
+		 * pages above it, and with them those pages' migration. */
+		if (rc == 0)
+			rc = validate_log_covers(n->regions, n->nregions, d->size, err,
+						 sizeof(err));
+		if (rc) {
+			log_info("conn %u: SetDirtyLog \"%s\" rejected: %s", c->id, n->id, err);
+			vmm_conn_reply_error(c, r->request_id,
+					     VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT,
+					     "nic %s: %s", n->id, err);
+			return;
+		}
+	}
+	if (dirty_log_wait_find(n)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "nic %s: a SetDirtyLog is already in progress", n->id);
+		return;
+	}
+	/* Its memory is about to be (or was) given back: nothing to log. */
+	if (n->state == NIC_STOPPING || n->remove_pending) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "nic %s is stopping: its dirty log can no longer change",
+				     n->id);
+		return;
+	}
+	/* As RemoveNic: only a client that does not wait for AddNic's
+	 * reply gets here, and the log belongs after it. */
+	if (n->state == NIC_STARTING) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "nic %s is still starting: wait for the AddNic reply", n->id);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		vmm_conn_reply_error(c, r->request_id,
+				     VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	/* Before the call: with no worker running it answers at once. */
+	w->n = n;
+	w->req = r->request_id;
+	w->next = dirty_log_waits;
+	dirty_log_waits = w;
+	rc = nic_set_dirty_log(n, fd, d->size, d->offset, err, sizeof(err));
+	if (rc) {
+		/* Nothing changed and fd is still the frame's (closed by
+		 * vmm_conn.c before this reply leaves). */
+		dirty_log_wait_take(n, NULL);
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -EBUSY ? VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION
+						  : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "nic %s: %s", n->id, err);
+		return;
+	}
+	if (fd >= 0)
+		fds->fd[0] = -1; /* the NIC's now (nic.c logs the change) */
+}
+
+static void vmm_nic_dirty_log_set(struct nic *n, enum nic_result res, const char *error)
+{
+	uint64_t req;
+
+	if (!dirty_log_wait_take(n, &req)) {
+		log_warn("nic %s: a dirty log change nobody waits for was %s", n->id,
+			 res == NIC_RES_OK ? "applied" : "refused");
+		return;
+	}
+	if (res == NIC_RES_OK)
+		vmm_conn_reply_error(n->owner, req, VNIC__VMM__STATUS__STATUS_OK, "%s", "");
+	else
+		vmm_conn_reply_error(n->owner, req, pbconv_result(res),
+				     "nic %s: the dirty log was not set, the NIC logs nothing: %s",
+				     n->id, error && error[0] ? error : "the worker failed");
+}
+
+static void vmm_nic_gone(struct nic *n)
+{
+	dirty_log_wait_take(n, NULL);
+}
+
 static void vmm_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
 {
 	Vnic__Vmm__Event e;
@@ -680,4 +833,6 @@ const struct nic_owner_ops vmm_nic_owner = {
 	.state_changed = vmm_nic_state_changed,
 	.queue_reset = vmm_nic_queue_reset,
 	.stalled = vmm_nic_stalled,
+	.gone = vmm_nic_gone,
+	.dirty_log_set = vmm_nic_dirty_log_set,
 };

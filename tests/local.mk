@@ -106,6 +106,17 @@ tests_check_hostile_LDADD = libvnic.la libvnicshm.la libvnicproto.la $(PROTOBUF_
 $(tests_check_hostile_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
 TESTS += tests/check_hostile
 
+# Issue 14: SetDirtyLog through libvnic against a real vnicd and worker
+# (refusals, logging, replace, stop, crash restart); needs root.
+check_PROGRAMS += tests/check_setdirtylog
+tests_check_setdirtylog_SOURCES = tests/check_setdirtylog.c tests/suptest.c tests/suptest.h \
+	tests/testutil.c tests/testutil.h
+tests_check_setdirtylog_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_check_setdirtylog_LDADD = libvnic.la libvnicshm.la libvnicproto.la $(PROTOBUF_C_LIBS) \
+	$(TEST_LIBS)
+$(tests_check_setdirtylog_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_setdirtylog
+
 # The NIC state machine, crash restart, sandbox options (issues 4, 5):
 # real vnicd processes with scripted and real workers; the real-worker
 # cases and the measurements need root.
@@ -132,6 +143,9 @@ TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
 # switching between all four under traffic without losing a frame.
 dist_check_SCRIPTS += tests/e2e_policy.sh
 TESTS += tests/e2e_policy.sh
+# Issue 14: vnic-bench traffic --dirty-log, every changed page logged.
+dist_check_SCRIPTS += tests/e2e_dirtylog.sh
+TESTS += tests/e2e_dirtylog.sh
 
 # The notification protocol in Promela, checked by spin, with its
 # mutants (~40 s; the model does not depend on the build, so only the

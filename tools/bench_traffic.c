@@ -12,6 +12,7 @@
  *       [--remove-deadline MS] [--disconnect-after S]
  *       [--stall-backend-after S] [--policy P] [--timer-us N] [--poll-us N]
  *       [--latency-us N] [--switch-policy MS] [--guest-batch N] [--rr N]
+ *       [--dirty-log] [--dirty-log-after S]
  *
  * How a run works: traffic.h.
  *
@@ -259,6 +260,10 @@ void bench_traffic_usage(FILE *f)
 		"  --disconnect-after S  NIC 0 on its own connection, closed mid-frame\n"
 		"               at S s; its worker must go, then the canary\n"
 		"  --stall-backend-after S  NIC 0's host end stops reading at S s\n"
+		"  --dirty-log  a dirty log per NIC (live migration), set before the\n"
+		"               frames flow; after RemoveNic every guest page the worker\n"
+		"               changed must have its bit set ('RESULT dirtylog' lines)\n"
+		"  --dirty-log-after S  the same, the log set at S s while frames flow\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
 		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_BURST, TR_DEFAULT_WINDOW,
@@ -377,6 +382,11 @@ static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 			return -EINVAL;
 		r->guest_batch = (unsigned)v;
 		return 0;
+	case 1006:
+		r->dirty_log = true;
+		return 0;
+	case 1007:
+		return bench_parse_double(arg, 0, 3600, &r->dirty_log_after);
 	case 'P':
 	case 1000:
 	case 1001:
@@ -423,6 +433,8 @@ static int tr_traffic_args(struct tr_run *r, int argc, char **argv)
 		{ "switch-policy", required_argument, NULL, 1003 },
 		{ "rr", required_argument, NULL, 1004 },
 		{ "guest-batch", required_argument, NULL, 1005 },
+		{ "dirty-log", no_argument, NULL, 1006 },
+		{ "dirty-log-after", required_argument, NULL, 1007 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -455,6 +467,14 @@ static int tr_traffic_check(const struct tr_run *r)
 				"g2h or h2g and a fixed --size\n");
 		return -EINVAL;
 	}
+	if (r->dirty_log && r->dirty_log_after >= 0) {
+		fprintf(stderr, "vnic-bench: --dirty-log or --dirty-log-after, not both\n");
+		return -EINVAL;
+	}
+	if (r->rr && r->dirty_log_after >= 0) {
+		fprintf(stderr, "vnic-bench: --rr takes --dirty-log, not --dirty-log-after\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -462,6 +482,8 @@ static int tr_traffic_check(const struct tr_run *r)
  * --before-remove. */
 static void tr_traffic_run(struct tr_run *r)
 {
+	if (r->dirty_log && tr_dirty_log_on(r) < 0)
+		return;
 	for (unsigned i = 0; i < r->nnics; i++)
 		for (unsigned d = 0; d < 2; d++) {
 			r->nics[i].f[d].on = r->dirs & (1u << d);

@@ -19,10 +19,11 @@ tools_vnic_bench_SOURCES += tools/bench_traffic.c tools/bench_policy.c tools/gue
 	tools/frames.c tools/frames.h tools/bench_scale.c
 # The run both share (traffic.h says which file holds what).
 tools_vnic_bench_SOURCES += tools/bench_hostile.c tools/traffic.h tools/traffic_run.c \
-	tools/traffic_backend.c tools/traffic_flow.c tools/traffic_lifecycle.c tools/traffic_report.c
+	tools/traffic_backend.c tools/traffic_flow.c tools/traffic_lifecycle.c tools/traffic_report.c \
+	tools/traffic_dirtylog.c
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
-EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh
+EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh tools/bench_dirtylog.sh
 EXTRA_DIST += tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring.sh
 # Real clients (issue 8): a Linux guest under QEMU and DPDK testpmd.
 EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py

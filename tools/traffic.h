@@ -23,6 +23,8 @@
  *   traffic_flow.c       the flows: frames built, sent, received, checked
  *   traffic_lifecycle.c  unplug, disconnect, stalled backend, the canary
  *   traffic_report.c     after the loop: losses, counters, RESULT lines
+ *   traffic_dirtylog.c   --dirty-log: a log per NIC (issue 14), and after
+ *                        RemoveNic every page the worker changed logged
  */
 #ifndef VNIC_TRAFFIC_H
 #define VNIC_TRAFFIC_H
@@ -113,6 +115,13 @@ struct tr_nic {
 	uint64_t g2h_at_restart;    /* g2h frames received before the last restart */
 	unsigned restarts, deaths;
 	bool reread_pid;
+	/* dirty log (traffic_dirtylog.c) */
+	bool log_on;                /* SetDirtyLog answered: snap is valid */
+	int log_fd;                 /* -1 */
+	uint8_t *log;               /* mapped, log_size bytes */
+	uint64_t log_size;
+	uint8_t *snap;              /* guest memory (rings, receive buffers) at log-on */
+	uint64_t h2g_at_log;        /* h2g frames received before log-on */
 };
 
 struct tr_run {
@@ -157,6 +166,10 @@ struct tr_run {
 	double unplug_after, disconnect_after, stall_after; /* < 0: off */
 	uint32_t remove_deadline_ms;
 	bool unplug_done, disconnect_done, stall_done;
+	/* --dirty-log (before the frames), --dirty-log-after S (< 0: off) */
+	bool dirty_log;
+	double dirty_log_after;
+	bool dirty_log_done;
 };
 
 /* SIGINT/SIGTERM seen: senders stop, the run ends cleanly. */
@@ -200,6 +213,12 @@ const struct vnic_queue_status *tr_queue(const struct vnic_nic_status *s, const 
 const struct vnic_nic_status *tr_nic_status(const struct vnic_status *st, const char *id);
 void tr_report(struct tr_run *r, const char *mode);
 int tr_write_expect(struct tr_run *r);
+
+/* traffic_dirtylog.c */
+int tr_dirty_log_on(struct tr_run *r);
+void tr_dirty_log_due(struct tr_run *r, uint64_t now);
+void tr_dirty_log_check(struct tr_run *r, struct tr_nic *n);
+void tr_dirty_log_free(struct tr_nic *n);
 
 /* bench_hostile.c */
 void tr_inject(struct tr_nic *n, enum tr_kind kind);

@@ -321,6 +321,7 @@ static uint64_t tr_total_recv(const struct tr_run *r)
 static void tr_loop_due(struct tr_run *r, uint64_t now)
 {
 	tr_lifecycle(r, now);
+	tr_dirty_log_due(r, now);
 	tr_cpu_sample(r, now);
 	tr_switch_policy(r, now);
 	for (unsigned i = 0; i < r->nnics; i++)
@@ -544,6 +545,10 @@ static void tr_cleanup(struct tr_run *r)
 		} else if (n->canary_set) {
 			tr_canary_check(r, n); /* again, over the whole run */
 		}
+		/* After RemoveNic: the worker's last bits are in. */
+		if (!n->failed)
+			tr_dirty_log_check(r, n);
+		tr_dirty_log_free(n);
 		if (n->conn && n->conn != r->conn)
 			n->conn = vnic_close(n->conn);
 		guest_free(n->g);
@@ -578,6 +583,7 @@ int tr_setup(struct tr_run *r)
 	for (unsigned i = 0; i < r->nnics; i++) {
 		r->nics[i].idx = i;
 		r->nics[i].host_fd = -1;
+		r->nics[i].log_fd = -1;
 	}
 	if (r->backend == TR_TAP) {
 		if (!r->netns[0])
@@ -701,7 +707,7 @@ void tr_run_init(struct tr_run *r, unsigned nnics)
 	*r = (struct tr_run){ .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = nnics,
 			      .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
 			      .disconnect_after = -1, .stall_after = -1,
-			      .remove_deadline_ms = 5000 };
+			      .remove_deadline_ms = 5000, .dirty_log_after = -1 };
 }
 
 /* tr_usage_exit - a command line that ends the subcommand: rc 1 (--help)
