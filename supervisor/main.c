@@ -629,6 +629,7 @@ int main(int argc, char **argv)
 	struct sup_args a = { .level = LOG_LEVEL_INFO,
 			      .range_first = UIDRANGE_DEFAULT_FIRST,
 			      .range_count = UIDRANGE_DEFAULT_COUNT };
+	sigset_t stop_sigs;
 	int nlisten, rc;
 
 	/* Inherited fds: only stdio and systemd's sockets (LISTEN_FDS) stay. */
@@ -653,9 +654,19 @@ int main(int argc, char **argv)
 		rc = daemon_setup(&s, &a);
 	if (rc != SUP_GO_ON)
 		return rc;
+	/* The socket is connectable from listen() on, and whoever waits for
+	 * it (systemd, a script) may send SIGTERM at once: hold the signals
+	 * until their events exist, so one is handled, never fatal. Workers
+	 * are spawned later, with this mask cleared. */
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGTERM);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 	if (open_listener(&s, nlisten, a.foreground) < 0)
 		return 1;
 	events_setup(&s);
+	sigprocmask(SIG_UNBLOCK, &stop_sigs, NULL);
 
 	vu_init(&s);
 	sdnotify_ready(&s);

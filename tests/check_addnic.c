@@ -1025,16 +1025,22 @@ START_TEST(c3_rejected_addnic_soak)
 	char err[512];
 	long rss0;
 
-	/* Warm up (allocator pools), then 10,000 rejected AddNic, each
-	 * carrying 6 fds: fds and memory stay flat. */
+	uint64_t t0;
+	unsigned i;
+
+	/* Warm up (allocator pools), then up to 10,000 rejected AddNic (at
+	 * least 1,000, within 25 s under load), each carrying 6 fds: fds and
+	 * memory stay flat. */
 	lg.q[0].size = 3;
-	for (int i = 0; i < 200; i++)
+	for (i = 0; i < 200; i++)
 		ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)),
 				 VNIC_STATUS_INVALID_ARGUMENT);
 	rss0 = rss_kib(lv.pid);
-	for (int i = 0; i < 10000; i++)
+	t0 = tu_mono_ms();
+	for (i = 0; tu_soak_more(i, 1000, 10000, t0, 25000); i++)
 		ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)),
 				 VNIC_STATUS_INVALID_ARGUMENT);
+	tu_soak_report("c3_rejected_addnic_soak", i, 10000, t0);
 	ck_assert_int_eq(st_fd_count(lv.pid), lfds_idle);
 	rss_flat(rss0);
 }
@@ -1044,15 +1050,19 @@ START_TEST(c3_add_remove_soak)
 {
 	struct vnic_remove_result rr;
 	long rss0 = 0;
+	uint64_t t0 = tu_mono_ms();
+	unsigned i;
 
-	/* 100 hot-plug/unplug cycles with real workers. */
-	for (int i = 0; i < 100; i++) {
+	/* Up to 100 hot-plug/unplug cycles with real workers (at least 20,
+	 * within 30 s: a sanitized worker under load takes ~0.5 s a cycle). */
+	for (i = 0; tu_soak_more(i, 20, 100, t0, 30000); i++) {
 		if (i == 10)
 			rss0 = rss_kib(lv.pid);
 		st_add_ok(lconn, &lg);
 		ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
 		ck_assert_uint_eq(rr.nqueues, 2);
 	}
+	tu_soak_report("c3_add_remove_soak", i, 100, t0);
 	ck_assert_int_eq(st_nic_count(lconn), 0);
 	ck_assert_int_eq(st_child_count(lv.pid), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);

@@ -36,10 +36,8 @@ struct vmm_log {
 
 static void vmm_log_new(struct vmm_log *v, size_t len)
 {
-	v->fd = tu_memfd(len, true);
+	v->fd = tu_memfd_map(len, &v->p);
 	v->len = len;
-	v->p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-	ck_assert_ptr_ne(v->p, MAP_FAILED);
 }
 
 static void vmm_log_free(struct vmm_log *v)

@@ -61,6 +61,8 @@ struct sim {
 	uint64_t features;
 	int inflight_fd;   /* -1: Config without an inflight region */
 	size_t inflight_size;
+	int log_fd;        /* -1: Config without a dirty log (issue 14) */
+	uint64_t log_size, log_offset;
 	uint32_t restarts;
 };
 
@@ -93,6 +95,7 @@ static void sim_init(uint64_t features)
 	ck_assert_ptr_ne(S.st, MAP_FAILED);
 	ck_assert_int_eq(stats_page_init(S.st, stats_page_size(2), 2), 0);
 	S.inflight_fd = -1;
+	S.log_fd = -1;
 	sim_spawn();
 }
 
@@ -208,6 +211,11 @@ static void send_config_table(uint32_t nqueues, Vnic__Worker__BackendKind kind, 
 	if (S.inflight_fd >= 0) {
 		fds[n++] = S.inflight_fd;
 		c.inflight_size = (uint32_t)S.inflight_size;
+	}
+	if (S.log_fd >= 0) {
+		fds[n++] = S.log_fd; /* last (worker.proto Config) */
+		c.log_size = S.log_size;
+		c.log_offset = S.log_offset;
 	}
 	c.restarts = S.restarts;
 	pol.mode = VNIC__VMM__MITIGATION__MITIGATION_BH;
@@ -1115,6 +1123,9 @@ static uint16_t krx_slot_of[KILL_MAX_SEQ];
 static uint16_t krx_free[KRX_SLOTS];
 static unsigned krx_nfree, krx_posted, krx_sent, krx_delivered, krx_empty;
 
+/* Called for every filled RX buffer krx_reclaim checked (or NULL). */
+static void (*krx_on_delivered)(uint64_t gpa, uint32_t len);
+
 static void krx_setup(void)
 {
 	krx_nfree = 0;
@@ -1182,6 +1193,8 @@ static void krx_reclaim(void)
 		k_frame(frame, fseq);
 		ck_assert_msg(memcmp(p, frame, l - NET_HDR_LEN) == 0, "RX frame %u corrupted", fseq);
 		krx_arrived[fseq] = 1;
+		if (krx_on_delivered)
+			krx_on_delivered(KRX_BASE + krx_slot_of[seq] * 2048ull, l);
 		krx_delivered++;
 	}
 	ck_assert_msg(r == 0, "the guest saw an RX used id that is not in flight");
@@ -1571,6 +1584,571 @@ START_TEST(worker_i7_misaligned_region_error)
 }
 END_TEST
 
+/* ------------------------------------------ issue 14: dirty logging */
+
+#define DL_PAGES ((GPA_BASE + GUEST_SIZE) / 4096u) /* the log's bits */
+#define DL_LOG_BYTES (DL_PAGES / 8)
+/* Used rings on pages the driver does not write, laid out so that one
+ * kind of store has a page of its own: the elements (used->idx and flags
+ * in the 4 bytes before), or avail_event (elements and idx before it). */
+#define DL_USED_ELEMS_APART (0x4000ull - 4)
+#define DL_USED_EVENT_APART (0x5000ull - 4 - 8 * QSIZE)
+#define DL_TX (BUF_BASE)      /* TX buffers: the driver writes them */
+#define DL_TX_END (BUF_BASE + 0x100000ull)
+#define DL_RX (BUF_BASE + 0x400000ull)
+#define DL_NBUF 64u
+#define DL_BUFLEN 3000u       /* buffers across page ends */
+
+/* A log the test made, as a VMM does: a sealed memfd it maps too. */
+struct tlog {
+	int fd;
+	size_t len;       /* of the memfd */
+	uint8_t *p;       /* the test's mapping of all of it */
+	uint64_t off, size;
+};
+
+static uint8_t dl_snap[GUEST_SIZE], dl_snap_end[GUEST_SIZE];
+static uint8_t dl_acc[DL_LOG_BYTES]; /* bits read and cleared so far */
+static uint8_t dl_buf[NET_HDR_LEN + NET_MAX_FRAME];
+static size_t dl_have;
+static unsigned dl_need, dl_sent, dl_delivered, dl_tx_sent;
+
+static void tlog_new(struct tlog *l, size_t len, uint64_t off, uint64_t size)
+{
+	l->fd = tu_memfd_map(len, &l->p);
+	l->len = len;
+	l->off = off;
+	l->size = size;
+}
+
+static void tlog_free(struct tlog *l)
+{
+	munmap(l->p, l->len);
+	close(l->fd);
+}
+
+/* The VMM's sync: read and clear every log byte with an atomic exchange,
+ * into acc (NULL: discard). Returns the bits found. */
+static unsigned tlog_collect(struct tlog *l, uint8_t *acc)
+{
+	unsigned n = 0;
+
+	for (uint64_t i = 0; i < l->size; i++) {
+		uint8_t b = __atomic_exchange_n(&l->p[l->off + i], 0, __ATOMIC_SEQ_CST);
+
+		if (acc && i < DL_LOG_BYTES)
+			acc[i] |= b;
+		n += (unsigned)__builtin_popcount(b);
+	}
+	return n;
+}
+
+/* Nothing outside [off, off + size) of the memfd was ever written. */
+static void tlog_check_outside_zero(const struct tlog *l)
+{
+	for (size_t i = 0; i < l->len; i++)
+		if (i < l->off || i >= l->off + l->size)
+			ck_assert_msg(l->p[i] == 0, "log memfd byte %zu (outside the log) written", i);
+}
+
+static bool acc_bit(uint64_t gpa)
+{
+	uint64_t page = gpa / 4096;
+
+	return page < DL_PAGES && ((dl_acc[page / 8] >> (page % 8)) & 1u);
+}
+
+/* Used rings at used_off of their ring areas, so that every page the
+ * device writes is one the driver does not (descriptors and avail rings
+ * stay put). */
+static void dl_rings_apart(uint64_t used_off)
+{
+	for (unsigned q = 0; q < 2; q++) {
+		vring_drv_fini(&S.drv[q]);
+		S.lay[q].used = GPA_BASE + q * RING_AREA + used_off;
+		ck_assert_int_eq(vring_drv_init(&S.drv[q], QSIZE, tu_drv_ptr(&S.g, S.lay[q].desc),
+						tu_drv_ptr(&S.g, S.lay[q].avail),
+						tu_drv_ptr(&S.g, S.lay[q].used),
+						(S.features & F_EVENT_IDX) != 0), 0);
+	}
+	memset(dl_acc, 0, sizeof(dl_acc));
+	dl_have = 0;
+	dl_need = dl_sent = dl_delivered = dl_tx_sent = 0;
+}
+
+/* Pages only the driver writes: descriptor tables and avail rings (the
+ * first two pages of each ring area), TX buffers. */
+static bool dl_driver_page(uint64_t gpa)
+{
+	for (unsigned q = 0; q < 2; q++)
+		if (gpa >= GPA_BASE + q * RING_AREA && gpa < GPA_BASE + q * RING_AREA + 0x2000)
+			return true;
+	return gpa >= DL_TX && gpa < DL_TX_END;
+}
+
+static void dl_snapshot(void)
+{
+	memcpy(dl_snap, S.g.drv, GUEST_SIZE);
+}
+
+/* Every page that changed since the snapshot, but for the driver's, has
+ * its bit in dl_acc. Returns how many changed. */
+static unsigned dl_check_marked(const char *what)
+{
+	unsigned changed = 0;
+
+	for (uint64_t off = 0; off < GUEST_SIZE; off += 4096) {
+		if (dl_driver_page(GPA_BASE + off) || !memcmp(dl_snap + off, S.g.drv + off, 4096))
+			continue;
+		changed++;
+		ck_assert_msg(acc_bit(GPA_BASE + off), "%s: page at gpa 0x%llx written, not marked",
+			      what, (unsigned long long)(GPA_BASE + off));
+	}
+	return changed;
+}
+
+/* The same for a phase that ended at snapshot end (taken before the
+ * SetDirtyLog that ended the phase: later writes may go elsewhere). */
+static void dl_check_phase(const uint8_t *end, const char *what)
+{
+	unsigned changed = 0;
+
+	for (uint64_t off = 0; off < GUEST_SIZE; off += 4096) {
+		if (dl_driver_page(GPA_BASE + off) || !memcmp(dl_snap + off, end + off, 4096))
+			continue;
+		changed++;
+		ck_assert_msg(acc_bit(GPA_BASE + off), "%s: page at gpa 0x%llx written, not marked",
+			      what, (unsigned long long)(GPA_BASE + off));
+	}
+	ck_assert_uint_gt(changed, 20);
+}
+
+static size_t dl_len(unsigned seq)
+{
+	return 60 + (seq * 977u) % 7000; /* up to 3 buffers with MRG_RXBUF */
+}
+
+static void dl_frame(uint8_t *f, unsigned seq)
+{
+	fill(f, dl_len(seq), seq);
+	memcpy(f, &seq, sizeof(seq));
+}
+
+static void dl_rx_post_all(void)
+{
+	for (unsigned i = 0; i < DL_NBUF; i++) {
+		struct vring_drv_buf b = { DL_RX + i * DL_BUFLEN, DL_BUFLEN, true };
+
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, (void *)(uintptr_t)(i + 1)), 0);
+	}
+	vring_drv_publish(&S.drv[0]);
+	if (vring_drv_kick_needed(&S.drv[0]))
+		kick(0);
+}
+
+static void dl_send(unsigned n)
+{
+	for (; n > 0; n--) {
+		dl_frame(frame, dl_sent);
+		ck_assert_int_eq(send(S.be[1], frame, dl_len(dl_sent), 0), (ssize_t)dl_len(dl_sent));
+		dl_sent++;
+	}
+}
+
+/* Guest: reassemble frames (num_buffers heads each), each exactly once,
+ * in order and intact; refill every buffer. */
+static void dl_rx_reclaim(void)
+{
+	void *c;
+	uint32_t l;
+	int r;
+
+	while ((r = vring_drv_get_used(&S.drv[0], &c, &l)) == 1) {
+		unsigned i = (unsigned)(uintptr_t)c - 1;
+		const uint8_t *p = tu_drv_ptr(&S.g, DL_RX + i * DL_BUFLEN);
+		struct vring_drv_buf b = { DL_RX + i * DL_BUFLEN, DL_BUFLEN, true };
+
+		ck_assert_uint_le(l, DL_BUFLEN);
+		if (dl_need == 0) {
+			ck_assert_uint_ge(l, NET_HDR_LEN);
+			dl_need = le16toh(((const struct virtio_net_hdr_v1 *)(const void *)p)->num_buffers);
+			ck_assert_uint_ge(dl_need, 1);
+			dl_have = 0;
+		}
+		memcpy(dl_buf + dl_have, p, l);
+		dl_have += l;
+		if (--dl_need == 0) {
+			ck_assert_uint_lt(dl_delivered, dl_sent);
+			ck_assert_uint_eq(dl_have - NET_HDR_LEN, dl_len(dl_delivered));
+			dl_frame(frame, dl_delivered);
+			ck_assert_msg(!memcmp(dl_buf + NET_HDR_LEN, frame, dl_have - NET_HDR_LEN),
+				      "RX frame %u corrupted", dl_delivered);
+			dl_delivered++;
+		}
+		ck_assert_int_ge(vring_drv_add(&S.drv[0], &b, 1, c), 0);
+	}
+	ck_assert_int_eq(r, 0);
+	vring_drv_publish(&S.drv[0]);
+	if (vring_drv_kick_needed(&S.drv[0]))
+		kick(0);
+}
+
+static void dl_rx_wait_all(void)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (dl_delivered < dl_sent) {
+		ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "RX frame %u missing", dl_delivered);
+		dl_rx_reclaim();
+		usleep(200);
+	}
+}
+
+/* n TX frames through the backend and back, for the TX used ring. */
+static void dl_tx(unsigned n)
+{
+	unsigned back = 0;
+	struct timespec t0;
+
+	for (unsigned i = 0; i < n; i++)
+		tx_post(dl_tx_sent + i, 100, DL_TX + ((dl_tx_sent + i) % 32) * 16384ull);
+	vring_drv_publish(&S.drv[1]);
+	if (vring_drv_kick_needed(&S.drv[1]))
+		kick(1);
+	for (unsigned i = 0; i < n; i++)
+		be_expect(100);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (back < n) {
+		void *c;
+		uint32_t l;
+		int r = vring_drv_get_used(&S.drv[1], &c, &l);
+
+		ck_assert_int_ge(r, 0);
+		if (r == 0) {
+			ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "TX completions missing");
+			usleep(200);
+			continue;
+		}
+		back++;
+	}
+	dl_tx_sent += n;
+}
+
+/* Some traffic both ways; frames delivered. */
+static void dl_traffic(unsigned frames)
+{
+	for (unsigned k = 0; k < frames; k += 10) {
+		dl_send(10);
+		dl_rx_wait_all();
+	}
+	dl_tx(4);
+}
+
+static void dl_set_log(const struct tlog *l, uint64_t size, uint64_t offset)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__SetDirtyLog s;
+	int fd = l ? l->fd : -1;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__set_dirty_log__init(&s);
+	s.size = size;
+	s.offset = offset;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG;
+	m.set_dirty_log = &s;
+	ck_assert_int_eq(wire_worker_send(S.ctrl, &m, size ? &fd : NULL, size ? 1 : 0), 0);
+}
+
+/* The DirtyLogSet answer: on as expected; an error containing why_has
+ * when off after a size > 0 (NULL: no error). */
+static void dl_expect_set(bool on, const char *why_has)
+{
+	Vnic__Worker__WorkerMessage *m = recv_msg();
+
+	ck_assert_ptr_nonnull(m);
+	if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR)
+		ck_abort_msg("worker error: %s", m->error->text);
+	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET);
+	ck_assert_int_eq(m->dirty_log_set->on, on);
+	if (why_has)
+		ck_assert_msg(strstr(m->dirty_log_set->error, why_has), "error \"%s\" lacks \"%s\"",
+			      m->dirty_log_set->error, why_has);
+	else
+		ck_assert_str_eq(m->dirty_log_set->error, "");
+	wire_worker_free(m);
+}
+
+/* Stop: Stopped (every write flushed by then), but the guest memory is
+ * still mapped for the checks; dl_finish frees. */
+static void dl_stop(void)
+{
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+}
+
+static void dl_finish(void)
+{
+	struct stats_queue_snapshot rx;
+	int status = sim_wait_exit();
+
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	stats_queue_read(&S.st->q[0], &rx);
+	ck_assert_uint_eq(rx.packets, dl_sent); /* exactly once, none dropped */
+	ck_assert_uint_eq(rx.drops, 0);
+	ck_assert_uint_eq(dl_delivered, dl_sent);
+	sim_free();
+}
+
+/* A log in Config (at an odd offset of a larger memfd): after RX and TX
+ * traffic and Stop, every page the worker changed has its bit, the used
+ * rings' pages among them, and no byte around the log was written. The
+ * log is cleared once the worker is READY (its set-up marks whole used
+ * rings), so that the traffic's own marks are checked. Loop 0: no
+ * EVENT_IDX, the used elements have a page to themselves; loop 1:
+ * EVENT_IDX (used->flags is never written), used->idx has one. */
+START_TEST(worker_dirty_log_config_every_written_page_marked)
+{
+	struct tlog L;
+	unsigned changed;
+
+	sim_init(_i ? F_V1 | F_MRG | F_EVENT_IDX : F_V1 | F_MRG);
+	dl_rings_apart(DL_USED_ELEMS_APART);
+	tlog_new(&L, 2 * 4096, 24, DL_LOG_BYTES);
+	S.log_fd = L.fd;
+	S.log_size = L.size;
+	S.log_offset = L.off;
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	ck_assert_uint_gt(tlog_collect(&L, NULL), 0); /* the used rings, marked at set-up */
+	dl_snapshot();
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_START);
+	dl_rx_post_all();
+	dl_traffic(120);
+	dl_stop();
+	tlog_collect(&L, dl_acc);
+	changed = dl_check_marked("log from Config");
+	ck_assert_uint_gt(changed, 40); /* the RX buffers' pages, and the used rings' */
+	/* used->idx (and flags), then the elements, on the next page. */
+	ck_assert(acc_bit(S.lay[0].used) && acc_bit(S.lay[1].used));
+	ck_assert(acc_bit(S.lay[0].used + 4) && acc_bit(S.lay[1].used + 4));
+	tlog_check_outside_zero(&L);
+	dl_finish();
+	tlog_free(&L);
+}
+END_TEST
+
+/*
+ * SetDirtyLog on a running worker, with frames in flight at each switch:
+ * none -> L1 -> L2 (replace) -> off. In each log's phase every page the
+ * worker changed is marked in it; a log replaced or turned off gets no
+ * bit after the answer. Every frame is delivered exactly once.
+ */
+START_TEST(worker_dirty_log_live_on_replace_off)
+{
+	struct tlog L1, L2;
+
+	sim_init(F_V1 | F_MRG | F_EVENT_IDX);
+	dl_rings_apart(DL_USED_EVENT_APART);
+	tlog_new(&L1, 4096, 0, DL_LOG_BYTES);
+	tlog_new(&L2, 3 * 4096, 4096 + 5, DL_LOG_BYTES);
+	start_worker();
+	dl_rx_post_all();
+	dl_traffic(30); /* not logged */
+
+	/* On, with frames in flight. */
+	dl_send(10);
+	dl_set_log(&L1, L1.size, L1.off);
+	dl_expect_set(true, NULL);
+	dl_snapshot();
+	dl_rx_wait_all();
+	dl_traffic(40);
+	dl_send(10); /* in flight at the switch */
+	dl_rx_reclaim();
+
+	/* Replace: what L1's phase changed is in L1. */
+	memcpy(dl_snap_end, S.g.drv, GUEST_SIZE);
+	dl_set_log(&L2, L2.size, L2.off);
+	dl_expect_set(true, NULL);
+	tlog_collect(&L1, dl_acc);
+	dl_check_phase(dl_snap_end, "L1");
+	memset(dl_acc, 0, sizeof(dl_acc));
+	dl_snapshot();
+	dl_rx_wait_all();
+	dl_traffic(40);
+	ck_assert_uint_eq(tlog_collect(&L1, NULL), 0); /* replaced: no new bit */
+
+	/* Off, with frames in flight. */
+	dl_send(10);
+	memcpy(dl_snap_end, S.g.drv, GUEST_SIZE);
+	dl_set_log(NULL, 0, 0);
+	dl_expect_set(false, NULL);
+	tlog_collect(&L2, dl_acc);
+	dl_check_phase(dl_snap_end, "L2");
+	dl_rx_wait_all();
+	dl_traffic(40);
+	dl_stop();
+	ck_assert_uint_eq(tlog_collect(&L1, NULL), 0);
+	ck_assert_uint_eq(tlog_collect(&L2, NULL), 0); /* off: no bit after the answer */
+	tlog_check_outside_zero(&L1);
+	tlog_check_outside_zero(&L2);
+	dl_finish();
+	tlog_free(&L1);
+	tlog_free(&L2);
+}
+END_TEST
+
+/*
+ * Hostile logs: too small for guest memory (from Config, then live, one
+ * of a single byte at the very end of its memfd), unsealed, shorter than
+ * offset + size. Traffic goes on; the pages a log covers are marked, no
+ * byte past any log is written; an unmappable one is answered on=false
+ * with the reason and nothing is logged.
+ */
+START_TEST(worker_dirty_log_hostile_logs)
+{
+	struct tlog small, tiny, unsealed;
+	int fd;
+
+	sim_init(F_V1 | F_MRG | F_EVENT_IDX);
+	dl_rings_apart(DL_USED_ELEMS_APART);
+	/* 72 bytes: pages below 0x240000, the ring areas but no buffer. */
+	tlog_new(&small, 4096, 100, 72);
+	tlog_new(&tiny, 4096, 4095, 1);
+	S.log_fd = small.fd;
+	S.log_size = small.size;
+	S.log_offset = small.off;
+	start_worker();
+	dl_rx_post_all();
+	dl_traffic(60);
+
+	/* A log of one byte, the last of its memfd: pages 0..7 only. */
+	dl_set_log(&tiny, 1, 4095);
+	dl_expect_set(true, NULL);
+	tlog_collect(&small, dl_acc);
+	ck_assert(acc_bit(S.lay[0].used) && acc_bit(S.lay[1].used));
+	tlog_check_outside_zero(&small);
+	dl_traffic(30);
+
+	/* Unsealed: refused, logging off, traffic goes on. */
+	unsealed.fd = tu_memfd(4096, false);
+	fd = unsealed.fd;
+	dl_set_log(&unsealed, 64, 0);
+	dl_expect_set(false, "F_SEAL_SHRINK");
+	ck_assert_uint_eq(tlog_collect(&tiny, NULL), 0); /* guest memory is above page 7 */
+	tlog_check_outside_zero(&tiny);
+	dl_traffic(20);
+
+	/* Offset + size beyond the memfd. */
+	dl_set_log(&small, 4096, 1);
+	dl_expect_set(false, "at least");
+	dl_traffic(20);
+	dl_stop();
+	ck_assert_uint_eq(tlog_collect(&small, NULL), 0);
+	tlog_check_outside_zero(&small);
+	dl_finish();
+	close(fd);
+	tlog_free(&small);
+	tlog_free(&tiny);
+}
+END_TEST
+
+/* Filled RX buffers the guest received, for the restart test. */
+#define DLR_MAX 4096u
+static uint64_t dlr_gpa[DLR_MAX];
+static uint32_t dlr_len[DLR_MAX];
+static unsigned dlr_n;
+
+static void dlr_record(uint64_t gpa, uint32_t len)
+{
+	if (dlr_n < DLR_MAX) {
+		dlr_gpa[dlr_n] = gpa;
+		dlr_len[dlr_n] = len;
+		dlr_n++;
+	}
+}
+
+/*
+ * A worker SIGKILLed in the middle of RX traffic while logging, and its
+ * successor started with restarts = 1, the inflight region and the same
+ * log in Config: every RX buffer the guest received filled (before and
+ * after the restart, the dead worker's last burst included) is marked,
+ * and so are both used rings; frames arrive at most once, intact.
+ */
+START_TEST(worker_dirty_log_survives_crash_restart)
+{
+	struct tlog L;
+	unsigned before;
+	struct timespec t0;
+	int status;
+
+	sim_init(F_V1);
+	dl_rings_apart(DL_USED_ELEMS_APART);
+	k_inflight_setup();
+	krx_setup();
+	dlr_n = 0;
+	krx_on_delivered = dlr_record;
+	tlog_new(&L, 4096, 8, DL_LOG_BYTES);
+	S.log_fd = L.fd;
+	S.log_size = L.size;
+	S.log_offset = L.off;
+	krx_post(false);
+	k_start();
+	for (unsigned i = 0; i < 10; i++) {
+		krx_send(8);
+		usleep(2000);
+		krx_reclaim();
+		krx_post(true);
+	}
+	/* The kill, with a burst on its way in. */
+	krx_send(32);
+	k_spin_us(150);
+	ck_assert_int_eq(kill(S.pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(S.pid, &status, 0), S.pid);
+	krx_reclaim();
+	before = krx_delivered;
+	/* The VMM synced meanwhile: only what the new worker marks counts
+	 * for its used rings. */
+	tlog_collect(&L, dl_acc);
+	close(S.ctrl);
+	S.restarts = 1;
+	sim_spawn();
+	k_start();
+	for (unsigned i = 0; i < 5; i++) {
+		krx_send(8);
+		usleep(2000);
+		krx_reclaim();
+		krx_post(true);
+	}
+	/* Until nothing more arrives for 200 ms (frames the dead worker had
+	 * read into buffers it never published are lost: at most once). */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned last = ~0u; ms_since(&t0) < TIMEOUT_MS;) {
+		usleep(200000);
+		krx_reclaim();
+		krx_post(true);
+		if (krx_delivered == last)
+			break;
+		last = krx_delivered;
+	}
+	dl_stop();
+	tlog_collect(&L, dl_acc);
+	ck_assert_uint_gt(krx_delivered, before);
+	for (unsigned i = 0; i < dlr_n; i++)
+		for (uint64_t g = dlr_gpa[i] & ~4095ull; g < dlr_gpa[i] + dlr_len[i]; g += 4096)
+			ck_assert_msg(acc_bit(g), "RX buffer %u at 0x%llx (%u bytes) not marked", i,
+				      (unsigned long long)dlr_gpa[i], dlr_len[i]);
+	ck_assert(acc_bit(S.lay[0].used) && acc_bit(S.lay[1].used));
+	ck_assert(acc_bit(S.lay[0].used + 4) && acc_bit(S.lay[1].used + 4));
+	tlog_check_outside_zero(&L);
+	krx_on_delivered = NULL;
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+	tlog_free(&L);
+}
+END_TEST
+
 static Suite *worker_suite(void)
 {
 	Suite *s = suite_create("worker");
@@ -1594,6 +2172,14 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_i9_saturated_blocking_call_fd);
 	tcase_add_test(tc, worker_i5_509_regions);
 	tcase_add_test(tc, worker_i7_misaligned_region_error);
+	suite_add_tcase(s, tc);
+	/* Issue 14 (CK_RUN_CASE=dirtylog runs these alone). */
+	tc = tcase_create("dirtylog");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, worker_dirty_log_config_every_written_page_marked, 0, 2);
+	tcase_add_test(tc, worker_dirty_log_live_on_replace_off);
+	tcase_add_test(tc, worker_dirty_log_hostile_logs);
+	tcase_add_test(tc, worker_dirty_log_survives_crash_restart);
 	suite_add_tcase(s, tc);
 	return s;
 }

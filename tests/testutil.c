@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -29,6 +30,17 @@ int tu_memfd(size_t size, bool seal)
 		tu_die("ftruncate");
 	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		tu_die("F_ADD_SEALS");
+	return fd;
+}
+
+int tu_memfd_map(size_t size, uint8_t **ret_p)
+{
+	int fd = tu_memfd(size, true);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		tu_die("mmap memfd");
+	*ret_p = p;
 	return fd;
 }
 
@@ -193,4 +205,25 @@ int tu_netns_sweep(void)
 	}
 	closedir(d);
 	return n;
+}
+
+uint64_t tu_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool tu_soak_more(unsigned i, unsigned min, unsigned max, uint64_t t0_ms, uint64_t budget_ms)
+{
+	if (i >= max)
+		return false;
+	return i < min || tu_mono_ms() - t0_ms < budget_ms;
+}
+
+void tu_soak_report(const char *what, unsigned ran, unsigned max, uint64_t t0_ms)
+{
+	fprintf(stderr, "%s: %u of %u iterations in %llu ms\n", what, ran, max,
+		(unsigned long long)(tu_mono_ms() - t0_ms));
 }

@@ -21,6 +21,11 @@
  * seal is true. Aborts the test process on failure. */
 int tu_memfd(size_t size, bool seal);
 
+/* tu_memfd_map - a sealed memfd of size bytes, mapped shared read-write
+ * at *ret_p (a dirty log as the VMM holds it). Aborts on failure.
+ * Returns: the fd. */
+int tu_memfd_map(size_t size, uint8_t **ret_p);
+
 struct tu_guest {
 	int fd;
 	uint64_t gpa_base; /* guest physical address of byte 0 of the memfd */
@@ -59,6 +64,20 @@ unsigned long tu_seed(const char *test_name, unsigned long fixed_default);
 /* tu_cpu_ticks - utime + stime of pid in clock ticks (1/100 s), from
  * /proc/pid/stat. Aborts the test when it cannot be read. */
 unsigned long tu_cpu_ticks(pid_t pid);
+
+/* tu_mono_ms - CLOCK_MONOTONIC in milliseconds, for time-bounded loops. */
+uint64_t tu_mono_ms(void);
+
+/*
+ * tu_soak_more - may a soak loop run iteration i? Soaks are bounded in
+ * count and in time (the suite runs niced, sanitized and two at a time on
+ * two cores): iteration i runs while i < max and, once min iterations ran,
+ * while less than budget_ms passed since t0_ms (tu_mono_ms() before the
+ * loop). So a loaded machine runs fewer iterations, never fewer than min,
+ * and the test says how many it ran (tu_soak_report).
+ */
+bool tu_soak_more(unsigned i, unsigned min, unsigned max, uint64_t t0_ms, uint64_t budget_ms);
+void tu_soak_report(const char *what, unsigned ran, unsigned max, uint64_t t0_ms);
 
 /*
  * Network namespaces a test makes. Check runs each test in a forked

@@ -427,7 +427,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	if (lay.inflight >= 0)
 		r = configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
 	if (r == 0 && w->log)
-		net_log_flush_all(w->net); /* the set-up's stores */
+		net_log_used_rings(w->net); /* the set-up's stores, a predecessor's */
 	return r;
 }
 

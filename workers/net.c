@@ -218,6 +218,16 @@ void net_log_flush_all(struct net_dev *d)
 	net_log_flush(d);
 }
 
+void net_log_used_rings(struct net_dev *d)
+{
+	if (!d->log)
+		return;
+	for (unsigned i = 0; i < 2 * d->npairs; i++)
+		if (d->q[i].configured)
+			dirtylog_mark(d->log, d->q[i].vq.used_gpa, vring_used_size(d->q[i].vq.num));
+	dirtylog_flush(d->log);
+}
+
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx)
 {
 	if (qidx >= 2 * d->npairs || !d->q[qidx].configured)
@@ -243,9 +253,13 @@ void net_flush(struct net_dev *d, struct net_queue *q)
 	q->pushed = 0;
 	stats_add(&q->st->flushes, 1);
 	FAULT_POINT("worker.flush.before_idx");
+	/* The burst's buffers and used elements in the log BEFORE used->idx
+	 * makes them the guest's: a worker killed between the index and
+	 * the next flush loses only the used ring's bits, which its
+	 * successor marks again (net_log_used_rings). */
+	net_log_flush(d);
 	vring_flush(&q->vq);
-	/* The burst's bits before the interrupt: a guest (or a VMM sync)
-	 * acting on it finds every page it wrote marked. */
+	/* used->idx's bit before the interrupt. */
 	net_log_flush(d);
 	if (vring_should_notify(&q->vq)) {
 		d->ops->notify(d->opaque, q->idx);

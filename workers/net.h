@@ -262,6 +262,12 @@ void net_set_dirtylog(struct net_dev *d, struct dirtylog *log);
  * Stopped). */
 void net_log_flush_all(struct net_dev *d);
 
+/* net_log_used_rings - mark and flush every configured queue's whole used
+ * ring. A worker that starts with a log calls it once: a predecessor
+ * killed between publishing used->idx and its next flush left those
+ * stores unlogged (its buffers' bits were flushed before the index). */
+void net_log_used_rings(struct net_dev *d);
+
 /* net_queue_vring - the queue's ring (tests, final indices), or NULL. */
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx);
 
