@@ -254,7 +254,6 @@ int vu_log_covers(const struct vu_region *tab, unsigned count, uint64_t log_size
 	return 0;
 }
 
-
 void vu_conn_forget_log(struct vu_conn *c)
 {
 	close_fd(&c->log_fd);
