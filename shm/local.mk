@@ -7,4 +7,5 @@ libvnicshm_la_SOURCES = \
 	shm/inflight.c shm/inflight.h \
 	shm/vring_drv.c shm/vring_drv.h \
 	shm/iov.c shm/iov.h \
-	shm/sealed_memfd.c shm/sealed_memfd.h
+	shm/sealed_memfd.c shm/sealed_memfd.h \
+	shm/dirtylog.c shm/dirtylog.h

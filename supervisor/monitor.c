@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "supervisor.h"
 
@@ -152,6 +153,38 @@ static int mon_policy_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	return 0;
 }
 
+/* DirtyLogSet: only as the answer to our SetDirtyLog (n->log_sent), and
+ * saying what was asked: on for a log, off for none; a log it could not
+ * map is off with the reason. The worker may answer after a Stop was sent
+ * (a disconnect right after the change), so STOPPING is allowed too. */
+static int mon_dirty_log_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	const Vnic__Worker__DirtyLogSet *d = m->dirty_log_set;
+	bool asked_on = n->log_fd >= 0;
+	bool failed = !d->on && d->error && d->error[0];
+
+	if (!n->log_sent || (d->on && d->error && d->error[0]) ||
+	    (d->on != asked_on && !(asked_on && failed)) || (!asked_on && failed)) {
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "worker sent DirtyLogSet that does not answer our SetDirtyLog");
+		return -1;
+	}
+	n->log_sent = false;
+	if (failed) {
+		/* supervisor.h: the NIC's log is then none. */
+		snprintf(n->last_error, sizeof(n->last_error), "dirty log: %.160s", d->error);
+		log_warn("nic %s: the worker could not map the dirty log: %.160s", n->id, d->error);
+		close(n->log_fd);
+		n->log_fd = -1;
+		n->log_size = n->log_offset = 0;
+		nic_notify_dirty_log_set(n, NIC_RES_UNAVAILABLE, n->last_error);
+		return 0;
+	}
+	log_info("nic %s: dirty logging %s", n->id, d->on ? "on" : "off");
+	nic_notify_dirty_log_set(n, NIC_RES_OK, NULL);
+	return 0;
+}
+
 /* A bit per row in n->mon_once. */
 static const struct mon_row mon_table[] = {
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_RESTARTING | MON_ONCE, 0,
@@ -161,6 +194,8 @@ static const struct mon_row mon_table[] = {
 	  MON_RUNNING | MON_STOPPING | MON_STALLED, 0, mon_queue_broken },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET, "PolicySet", MON_RUNNING, 0,
 	  mon_policy_set },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET, "DirtyLogSet",
+	  MON_RUNNING | MON_STOPPING | MON_STALLED, 0, mon_dirty_log_set },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_LOG, "Log",
 	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_STALLED, 0, mon_log },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",

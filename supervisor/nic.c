@@ -141,6 +141,15 @@ void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason)
 		n->ops->queue_reset(n, queue, reason);
 }
 
+void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->log_pending)
+		return;
+	n->log_pending = false;
+	if (n->owner && n->ops->dirty_log_set)
+		n->ops->dirty_log_set(n, r, error);
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0) {
@@ -207,6 +216,7 @@ void nic_close_vmm_fds(struct nic *n)
 	n->stats = NULL;
 	close_fd(&n->stats_fd);
 	close_fd(&n->inflight_fd);
+	close_fd(&n->log_fd);
 }
 
 static struct nic *nic_free(struct nic *n)
@@ -229,6 +239,8 @@ static void nic_remove(struct nic *n, const char *why)
 	struct sup *s = n->sup;
 
 	nic_set_state(n, NIC_GONE, why);
+	/* A log change no worker took: none of this NIC's writes will follow. */
+	nic_notify_dirty_log_set(n, NIC_RES_UNAVAILABLE, "the NIC is gone");
 	TAILQ_REMOVE(&s->nics, n, link);
 	s->nnics--;
 	if (n->ops->gone)
@@ -320,7 +332,7 @@ static void arm_timer(struct nic *n, uint32_t ms)
 
 /* Build and send the Config message with the NIC's fds in the order
  * worker.proto documents: regions, (kick, call) per queue, backend, stats,
- * inflight region (when there is one). */
+ * inflight region (when there is one), dirty log (when there is one). */
 static int nic_send_config(struct nic *n, char *err, size_t errlen)
 {
 	Vnic__Worker__WorkerMessage m;
@@ -334,7 +346,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 
 	regs = calloc(n->nregions, sizeof(*regs));
 	rp = calloc(n->nregions, sizeof(*rp));
-	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 3, sizeof(*fds));
+	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 4, sizeof(*fds));
 	if (!regs || !rp || !fds) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -361,6 +373,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	fds[nfds++] = n->stats_fd;
 	if (n->inflight_fd >= 0)
 		fds[nfds++] = n->inflight_fd;
+	if (n->log_fd >= 0)
+		fds[nfds++] = n->log_fd;
 	policy_to_pb(&n->policy, &pol);
 
 	cfg.nic_id = n->id;
@@ -383,6 +397,11 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	cfg.base_from_used_idx = n->base_from_used_idx;
+	/* A restarted worker keeps logging (issue 14): the NIC's log, as
+	 * the last nic_set_dirty_log left it. */
+	cfg.log_size = n->log_fd >= 0 ? n->log_size : 0;
+	cfg.log_offset = n->log_fd >= 0 ? n->log_offset : 0;
+	n->log_in_config = true;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -548,6 +567,7 @@ static struct nic *nic_new(struct sup *s, const struct nic_owner_ops *ops, void 
 	n->backend_fd = -1;
 	n->stats_fd = -1;
 	n->inflight_fd = -1;
+	n->log_fd = -1;
 	n->w.ctrl_fd = -1;
 	n->w.pidfd = -1;
 	n->w.report_fd = -1;
@@ -635,6 +655,14 @@ static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wir
 		n->backend_fd = spec->backend_fd;
 		if (fds)
 			fds->fd[lay->backend] = -1;
+	}
+	if (spec->log_size > 0) {
+		n->log_fd = spec->log_fd;
+		n->log_size = spec->log_size;
+		n->log_offset = spec->log_offset;
+		for (unsigned i = 0; fds && i < fds->n; i++)
+			if (fds->fd[i] == spec->log_fd)
+				fds->fd[i] = -1;
 	}
 }
 
@@ -809,6 +837,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 				   "restarting; last: %s", limit, SUP_RESTART_WINDOW_MS / 1000, prev);
 		nic_set_state(n, NIC_FAILED, n->last_error);
 		nic_notify_failed(n, sig, exit_status, syscall_nr);
+		nic_notify_dirty_log_set(n, NIC_RES_UNAVAILABLE, n->last_error);
 		return;
 	}
 	n->deaths[n->ndeaths++] = now;
@@ -837,6 +866,80 @@ static void nic_restart_now(struct nic *n)
 	/* No process: a start that never happened counts as a death, so a
 	 * spawn that keeps failing ends in FAILED, with backoff between. */
 	nic_worker_died(n, 0, -1, -1);
+}
+
+/* SetDirtyLog to the running worker: the NIC's log (its fd), or none. */
+static int nic_send_dirty_log(struct nic *n)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__SetDirtyLog sdl;
+	int fd = n->log_fd;
+	int rc;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__set_dirty_log__init(&sdl);
+	sdl.size = fd >= 0 ? n->log_size : 0;
+	sdl.offset = fd >= 0 ? n->log_offset : 0;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG;
+	m.set_dirty_log = &sdl;
+	rc = wire_worker_send(n->w.ctrl_fd, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	if (rc) {
+		/* The worker is gone or going: its death resolves the change
+		 * (the next worker's Config carries the log). */
+		nic_errorf(n, "cannot send SetDirtyLog: %s", strerror(-rc));
+		return -1;
+	}
+	n->log_sent = true;
+	return 0;
+}
+
+/* A worker became READY while a log change waits: its Config carried
+ * the current log (a restart after the death of the one it was sent to),
+ * or it still needs SetDirtyLog (the change came while it started). */
+static int nic_dirty_log_ready(struct nic *n)
+{
+	if (!n->log_pending || n->log_sent)
+		return 0;
+	if (n->log_in_config) {
+		nic_notify_dirty_log_set(n, NIC_RES_OK, NULL);
+		return 0;
+	}
+	return nic_send_dirty_log(n);
+}
+
+int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, char *err,
+		      size_t errlen)
+{
+	if (n->log_pending) {
+		snprintf(err, errlen, "nic %s: a dirty log change is still in progress", n->id);
+		return -EBUSY;
+	}
+	close_fd(&n->log_fd);
+	if (size == 0 && fd >= 0)
+		close(fd);
+	n->log_fd = size > 0 ? fd : -1;
+	n->log_size = n->log_fd >= 0 ? size : 0;
+	n->log_offset = n->log_fd >= 0 ? offset : 0;
+	n->log_pending = true;
+	n->log_in_config = false;
+	log_info("nic %s: dirty log %s (%llu bytes at offset %llu)", n->id,
+		 n->log_fd >= 0 ? "set" : "off", (unsigned long long)n->log_size,
+		 (unsigned long long)n->log_offset);
+	if (n->w.pid == 0) {
+		/* No worker (restart backoff, FAILED): nothing writes, and
+		 * the next Config carries the log. */
+		nic_notify_dirty_log_set(n, NIC_RES_OK, NULL);
+		return 0;
+	}
+	/* A worker before READY got its Config already: SetDirtyLog follows
+	 * its Start (nic_dirty_log_ready). One that is stopping or being
+	 * killed never runs again: its reap resolves the change. */
+	if (n->state == NIC_RUNNING && n->ready_seen && nic_send_dirty_log(n) < 0) {
+		log_warn("nic %s: %s: killing the worker", n->id, n->last_error);
+		n->kill_sent = true;
+		worker_kill(&n->w);
+	}
+	return 0;
 }
 
 int nic_worker_ready(struct nic *n, bool sandboxed)
@@ -873,7 +976,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 		nic_notify_added(n, NIC_RES_OK, NULL);
 		n->announced = true;
 		nic_set_state(n, NIC_RUNNING, why);
-		return 0;
+		return nic_dirty_log_ready(n);
 	}
 	n->restarts++;
 	n->restart_us = us_between(&n->t_died, &now);
@@ -883,7 +986,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 	nic_set_state(n, NIC_RUNNING, why);
 	if (n->owner && n->ops->restarted)
 		n->ops->restarted(n);
-	return 0;
+	return nic_dirty_log_ready(n);
 }
 
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -960,6 +1063,9 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	snprintf(n->exit_desc, sizeof(n->exit_desc), "%s", desc);
 	log_info("nic %s: worker pid %d %s", n->id, (int)n->w.pid, desc);
 	nic_worker_release(n);
+	/* A SetDirtyLog it never answered: the next worker's Config carries
+	 * the log, and its READY answers the owner (or FAILED, or GONE). */
+	n->log_sent = false;
 	/* A SetPolicy the dead worker never confirmed: n->policy already
 	 * holds it, so a replacement starts with it; say exactly that. */
 	nic_notify_policy_set(n, NIC_RES_UNAVAILABLE,

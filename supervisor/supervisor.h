@@ -213,6 +213,15 @@ struct nic {
 	int inflight_fd;
 	size_t inflight_len;
 
+	/* Dirty log (issue 14): the memfd this NIC's workers log into, in
+	 * every Config (first start and each restart) once set; -1 and size
+	 * 0: no logging. Changed by nic_set_dirty_log only. */
+	int log_fd;
+	uint64_t log_size, log_offset;
+	bool log_pending;           /* the owner awaits dirty_log_set() */
+	bool log_sent;              /* SetDirtyLog sent to this worker, DirtyLogSet awaited */
+	bool log_in_config;         /* this worker's Config carried the current log */
+
 	/* Worker. pid 0 when there is none. */
 	struct worker_proc w;
 	struct timespec t_spawn;    /* this worker's fork */
@@ -424,6 +433,7 @@ void nic_detach_owner(struct sup *s, void *owner);
 void nic_notify_removed(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason);
+void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *error);
 /* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it
  * unless it exits within SUP_CTRL_GRACE_MS. */
 void nic_ctrl_closed(struct nic *n);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/if_tun.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "mac.h"
@@ -416,6 +418,16 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 			return fail(err, errlen, rc, "queue %s call: %s", nic_queue_name(slot), sub);
 	}
 
+	/* The dirty log (vhost-user, issue 14): the rules of a log from the
+	 * front end, and large enough for every region. */
+	if (s->log_size > 0) {
+		rc = validate_dirty_log(s->log_fd, s->log_size, s->log_offset, err, errlen);
+		if (rc == 0)
+			rc = validate_log_covers(s->regions, s->nregions, s->log_size, err, errlen);
+		if (rc)
+			return rc;
+	}
+
 	if (s->backend == NIC_BACKEND_TAP) {
 		if (s->tap_name[0]) {
 			rc = validate_ifname(s->tap_name, err, errlen);
@@ -437,6 +449,61 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		rc = validate_backend_socket(s->backend_fd, sub, sizeof(sub));
 		if (rc)
 			return fail(err, errlen, rc, "%s", sub);
+	}
+	return 0;
+}
+
+int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t errlen)
+{
+	struct memtable_region_desc d = { .gpa = 0, .size = size, .offset = offset, .fd = fd };
+	struct stat st;
+	struct statfs sfs;
+	uint64_t end;
+	char sub[200];
+	int seals;
+
+	if (size == 0 || size > VALIDATE_LOG_MAX)
+		return fail(err, errlen, -EINVAL, "dirty log: size %llu is outside 1..%llu",
+			    (unsigned long long)size, (unsigned long long)VALIDATE_LOG_MAX);
+	/* CVE-2020-10722 (DPDK): offset + size wrapped before the mmap. */
+	if (__builtin_add_overflow(offset, size, &end) || end > (uint64_t)INT64_MAX)
+		return fail(err, errlen, -EINVAL, "dirty log: offset 0x%llx + size 0x%llx overflows",
+			    (unsigned long long)offset, (unsigned long long)size);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return fail(err, errlen, -EINVAL, "dirty log: fd %d is not open", fd);
+	if (!S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
+		return fail(err, errlen, -EINVAL,
+			    "dirty log: the fd is not a memfd (a regular file on tmpfs)");
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return fail(err, errlen, -EINVAL,
+			    "dirty log: the memfd is not sealed against shrinking (F_SEAL_SHRINK): "
+			    "it could shrink under the worker that maps it (SIGBUS)");
+	if (end > (uint64_t)st.st_size)
+		return fail(err, errlen, -EINVAL,
+			    "dirty log: offset+size 0x%llx is beyond the memfd's 0x%llx bytes",
+			    (unsigned long long)end, (unsigned long long)st.st_size);
+	/* The rest of what a shared read-write mapping needs (open O_RDWR,
+	 * no write seal) by the memory table's own rules. */
+	if (memtable_validate(&d, 1, sub, sizeof(sub)) < 0)
+		return fail(err, errlen, -EINVAL, "dirty log: %s",
+			    strncmp(sub, "region 0: ", 10) ? sub : sub + 10);
+	return 0;
+}
+
+int validate_log_covers(const struct memtable_region_desc *r, unsigned nr, uint64_t log_size,
+			char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		/* memtable_validate ruled out a wrap; the last byte's page. */
+		uint64_t last_page = (r[i].gpa + r[i].size - 1) / VALIDATE_LOG_PAGE;
+
+		if (last_page / 8 >= log_size)
+			return fail(err, errlen, -EINVAL,
+				    "dirty log of %llu bytes covers guest memory below 0x%llx; a "
+				    "region ends at 0x%llx", (unsigned long long)log_size,
+				    (unsigned long long)(log_size * 8 * VALIDATE_LOG_PAGE),
+				    (unsigned long long)(r[i].gpa + r[i].size));
 	}
 	return 0;
 }

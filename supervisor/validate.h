@@ -75,7 +75,8 @@ struct nic_spec {
 	bool base_from_used_idx;     /* vhost-user: see worker.proto Config */
 	int log_fd;                  /* dirty log (worker.proto Config), borrowed; */
 	                             /*   meaningful only when log_size > 0 */
-	uint64_t log_size, log_offset;
+	uint64_t log_size, log_offset; /* validate_nic_spec: as validate_dirty_log, and the */
+	                             /*   log covers every region (validate_log_covers) */
 	struct vnic_policy policy;
 };
 
@@ -146,5 +147,13 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen);
  * Nothing is closed. Returns 0, or -EINVAL with err filled. */
 #define VALIDATE_LOG_MAX (1ull << 30) /* 1 GiB of log: 32 TiB of guest memory */
 int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t errlen);
+
+/* validate_log_covers - a log of log_size bytes (one bit per
+ * VALIDATE_LOG_PAGE of guest physical memory, from address 0) has a bit for
+ * the last page of every region: vhost-user's rule that the log "covers
+ * all known guest addresses". Returns 0, or -EINVAL with err filled. */
+#define VALIDATE_LOG_PAGE 4096ull
+int validate_log_covers(const struct memtable_region_desc *r, unsigned nr, uint64_t log_size,
+			char *err, size_t errlen);
 
 #endif

@@ -14,7 +14,9 @@
  *      regions, ring addresses) before it changes anything.
  * A refused message: with NEED_REPLY, the u64 failure answer (1); a
  * request that always has an answer (GET_*) cannot be answered wrongly,
- * so the connection is closed; otherwise the message is dropped. Each
+ * so the connection is closed; SET_LOG_BASE (VU_ROW_ANSWERED) gets the
+ * failure answer even without NEED_REPLY (QEMU waits for one, C11);
+ * otherwise the message is dropped. Each
  * gets one rate-limited log line and counts in status (vhost_rejected).
  * A framing error closes the connection (one log line). Every fd of a
  * message that a handler did not adopt is closed after it.
@@ -48,12 +50,14 @@ struct log_ratelimit vu_rl = LOG_RATELIMIT_INIT(5000, 20);
 
 uint64_t vu_offered_features(void)
 {
-	return validate_nic_offered(NIC_BACKEND_TAP_FD) | (1ull << VU_F_PROTOCOL_FEATURES);
+	return validate_nic_offered(NIC_BACKEND_TAP_FD) | (1ull << VU_F_PROTOCOL_FEATURES) |
+	       (1ull << VU_F_LOG_ALL);
 }
 
 uint64_t vu_offered_protocol_features(void)
 {
-	return (1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_RARP) | (1ull << VU_PROTO_REPLY_ACK) |
+	return (1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_LOG_SHMFD) | (1ull << VU_PROTO_RARP) |
+	       (1ull << VU_PROTO_REPLY_ACK) |
 	       (1ull << VU_PROTO_NET_MTU) | (1ull << VU_PROTO_CONFIGURE_MEM_SLOTS) |
 	       (1ull << VU_PROTO_STATUS);
 }
@@ -68,6 +72,30 @@ void vu_errorf(struct vu_endpoint *ep, const char *fmt, ...)
 }
 
 /* ------------------------------------------------- answering messages */
+
+/* Does a row answer this message whatever NEED_REPLY says (its protocol
+ * feature negotiated: QEMU reads SET_LOG_BASE's answer only then)? */
+static bool vu_always_answered(const struct vu_conn *c, const struct vu_row_spec *row)
+{
+	return row && (row->flags & VU_ROW_ANSWERED) &&
+	       (row->proto_bit < 0 || (c->proto & (1ull << row->proto_bit)));
+}
+
+/* Is the waiting answer due? After the reap; a log change: once the
+ * worker took the log, or (it could not map it) once it is reaped, so no
+ * worker writes unlogged while the front end believes in its log. */
+static bool vu_wait_over(struct vu_endpoint *ep, struct vu_conn *c)
+{
+	if (!c->wait_log)
+		return !ep->nic;
+	if (!c->log_done)
+		return false;
+	if (!c->log_failed || !ep->nic)
+		return true;
+	vu_conn_forget_log(c); /* no new worker on it either */
+	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, "the worker could not map the dirty log");
+	return false;
+}
 
 /* The answer that waited for a reap, then resume reading. */
 void vu_resume_cb(evutil_socket_t fd, short what, void *arg)
@@ -84,10 +112,11 @@ void vu_resume_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!c)
 		return;
-	if (c->waiting && !ep->nic) {
+	if (c->waiting && vu_wait_over(ep, c)) {
+		uint64_t failed = c->wait_log && c->log_failed;
 		int rc;
 
-		c->waiting = false;
+		c->waiting = c->wait_log = false;
 		if (c->wait_ring >= 0) {
 			struct vu_vring_state st = { .index = (uint32_t)c->wait_ring,
 						     .num = c->r[c->wait_ring].base };
@@ -95,10 +124,9 @@ void vu_resume_cb(evutil_socket_t fd, short what, void *arg)
 			rc = vu_send_reply(c->fd, &c->wait_hdr, &st, sizeof(st));
 			log_info("vhost-user %s: GET_VRING_BASE ring %d answered: %u (worker reaped)",
 				 ep->cfg.id, c->wait_ring, st.num);
-		} else if (c->wait_hdr.flags & VU_FLAG_NEED_REPLY) {
-			uint64_t ok = 0;
-
-			rc = vu_send_reply(c->fd, &c->wait_hdr, &ok, sizeof(ok));
+		} else if ((c->wait_hdr.flags & VU_FLAG_NEED_REPLY) ||
+			   vu_always_answered(c, vu_request_spec(c->wait_hdr.request))) {
+			rc = vu_send_reply(c->fd, &c->wait_hdr, &failed, sizeof(failed));
 		} else {
 			rc = 0; /* no answer asked for: only the order waited */
 		}
@@ -160,7 +188,8 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 		/* Something changed: a start that failed may work now. */
 		ep->start_failed = false;
 	}
-	if ((m->hdr.flags & VU_FLAG_NEED_REPLY) && !(row && (row->flags & VU_ROW_REPLIES))) {
+	if (((m->hdr.flags & VU_FLAG_NEED_REPLY) || vu_always_answered(c, row)) &&
+	    !(row && (row->flags & VU_ROW_REPLIES))) {
 		uint64_t v = rc < 0 ? 1 : 0;
 
 		if (vu_send_reply(c->fd, &m->hdr, &v, sizeof(v))) {
@@ -226,6 +255,7 @@ void vu_conn_open(struct vu_endpoint *ep, int fd)
 	c->fd = fd;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		c->r[i].kick_fd = c->r[i].call_fd = c->r[i].err_fd = -1;
+	c->log_fd = -1;
 	c->ev_read = event_new(ep->sup->base, fd, EV_READ | EV_PERSIST, vu_read_cb, ep);
 	if (!c->ev_read) {
 		free(c->reg);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,44 @@ int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 	return vu_send_reply(c->fd, &m->hdr, &f, sizeof(f));
 }
 
+/* Only VHOST_F_LOG_ALL changes while a worker runs (live migration
+ * starts or ends): no planned restart; the worker starts or stops logging
+ * and the answer (REPLY_ACK, or simply the next message read) follows its
+ * DirtyLogSet. QEMU sends SET_LOG_BASE first, so turning logging on with
+ * no log is refused: nothing would say where the bits go. */
+static int set_log_all(struct vu_conn *c, struct vu_msg *m, uint64_t f, char *err, size_t errlen)
+{
+	bool on = f & (1ull << VU_F_LOG_ALL);
+	char sub[200];
+	int fd = -1, rc;
+
+	if (on && c->log_fd < 0) {
+		snprintf(err, errlen, "SET_FEATURES: VHOST_F_LOG_ALL while the rings run needs "
+			 "SET_LOG_BASE first");
+		return -EINVAL;
+	}
+	if (on) {
+		rc = vu_log_covers(c->reg, c->nreg, c->log_size, sub, sizeof(sub));
+		if (rc) {
+			snprintf(err, errlen, "SET_FEATURES: VHOST_F_LOG_ALL: %s", sub);
+			return rc;
+		}
+		fd = fcntl(c->log_fd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0) {
+			snprintf(err, errlen, "SET_FEATURES: duplicating the log fd: %s",
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	rc = vu_live_log(c, m, fd, c->log_size, c->log_offset, err, errlen);
+	if (rc < 0)
+		return rc;
+	log_info("vhost-user %s: VHOST_F_LOG_ALL %s: the worker %s logging, no restart",
+		 c->ep->cfg.id, on ? "acked" : "cleared", on ? "starts" : "stops");
+	c->features = f;
+	return rc;
+}
+
 int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	uint64_t f = m->p.u64, extra = f & ~vu_offered_features();
@@ -67,6 +106,9 @@ int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 		snprintf(err, errlen, "SET_FEATURES 0x%llx: VERSION_1 is required", (unsigned long long)f);
 		return -ENOTSUP;
 	}
+	if (changed && (f ^ c->features) == (1ull << VU_F_LOG_ALL) && c->ep->nic &&
+	    !c->ep->nic_stopping)
+		return set_log_all(c, m, f, err, errlen);
 	c->features = f;
 	c->features_set = true;
 	return changed ? vu_reconfigure(c, m, "new features") : 0;
@@ -105,6 +147,7 @@ int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 
 void vu_conn_forget_device(struct vu_conn *c)
 {
+	vu_conn_forget_log(c);
 	for (unsigned i = 0; i < c->nreg; i++)
 		close_fd(&c->reg[i].d.fd);
 	c->nreg = 0;
@@ -165,21 +208,62 @@ int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errle
 	return 0;
 }
 
+/* The worker logs used-ring writes at the used ring's guest-physical
+ * address (it knows no other): log_guest_addr must be that address. */
+static int vring_log_addr_check(int i, uint64_t log_addr, uint64_t used_gpa, char *err,
+				size_t errlen)
+{
+	if (log_addr == used_gpa)
+		return 0;
+	snprintf(err, errlen, "SET_VRING_ADDR: ring %d: log_guest_addr 0x%llx is not the used "
+		 "ring's guest-physical address 0x%llx, where vnicd logs used-ring writes", i,
+		 (unsigned long long)log_addr, (unsigned long long)used_gpa);
+	return -EINVAL;
+}
+
+/* A running ring: the same rings, only VHOST_VRING_F_LOG may change (QEMU
+ * sends it when migration starts and ends). No restart: the worker logs
+ * used-ring writes whenever it logs, so the flag only needs its address
+ * checked. Anything else is a layout change, refused while running. */
+static int set_vring_log_live(struct vu_conn *c, int i, const struct vu_vring_addr *a, char *err,
+			      size_t errlen)
+{
+	struct vu_ring *r = &c->r[i];
+	bool log = a->flags & (1u << VU_VRING_F_LOG);
+	uint64_t g[3];
+
+	if (a->desc != r->desc || a->avail != r->avail || a->used != r->used) {
+		snprintf(err, errlen, "SET_VRING_ADDR: ring %d is running (GET_VRING_BASE first)", i);
+		return -EBUSY;
+	}
+	if (log && (vu_ring_gpas(c, r, g, err, errlen) ||
+		    vring_log_addr_check(i, a->log, g[2], err, errlen)))
+		return -EINVAL;
+	if (r->log != log)
+		log_info("vhost-user %s: ring %d: used-ring logging %s (no restart)", c->ep->cfg.id,
+			 i, log ? "on" : "off");
+	r->log = log;
+	r->log_addr = a->log;
+	return 0;
+}
+
 int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	const struct vu_vring_addr *a = &m->p.addr;
 	int i = ring_index(m, a->index, err, errlen);
+	bool log = a->flags & (1u << VU_VRING_F_LOG);
 	struct vu_ring r;
 	uint64_t g[3];
 
 	if (i < 0)
 		return i;
-	if (ring_idle(c, i, "SET_VRING_ADDR", err, errlen))
-		return -EBUSY;
-	if (a->flags & 1u) {
-		snprintf(err, errlen, "SET_VRING_ADDR: logging was not offered");
-		return -ENOTSUP;
+	if (log && !vu_log_all(c)) {
+		snprintf(err, errlen, "SET_VRING_ADDR: ring %d: VHOST_VRING_F_LOG without "
+			 "VHOST_F_LOG_ALL acked", i);
+		return -EINVAL;
 	}
+	if (c->ep->nic && c->r[i].started)
+		return set_vring_log_live(c, i, a, err, errlen);
 	if ((a->desc & 15) || (a->avail & 1) || (a->used & 3)) {
 		snprintf(err, errlen, "SET_VRING_ADDR: ring %d: misaligned (desc 16, avail 2, used 4)", i);
 		return -EINVAL;
@@ -192,10 +276,14 @@ int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 	 * also come later; vu_try_start checks again). */
 	if (c->nreg && r.num_set && vu_ring_gpas(c, &r, g, err, errlen))
 		return -EFAULT;
+	if (log && c->nreg && r.num_set && vring_log_addr_check(i, a->log, g[2], err, errlen))
+		return -EINVAL;
 	c->r[i].desc = a->desc;
 	c->r[i].avail = a->avail;
 	c->r[i].used = a->used;
 	c->r[i].addr_set = true;
+	c->r[i].log = log;
+	c->r[i].log_addr = a->log;
 	return 0;
 }
 

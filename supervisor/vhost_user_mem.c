@@ -3,7 +3,7 @@
  * vhost_user_mem: the front end's memory table: each region checked alone
  * and the whole table by memtable.h's rules before anything changes;
  * SET_MEM_TABLE, ADD_MEM_REG, REM_MEM_REG; front-end addresses to guest
- * physical ones.
+ * physical ones; the dirty log of live migration (SET_LOG_BASE).
  */
 #include "config.h"
 
@@ -165,7 +165,8 @@ int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errle
 		from[i] = (int)i;
 	}
 	if (check_overlaps(tmp, t->nregions, sub, sizeof(sub)) ||
-	    check_table_rules(tmp, t->nregions, sub, sizeof(sub))) {
+	    check_table_rules(tmp, t->nregions, sub, sizeof(sub)) ||
+	    (vu_logging(c) && vu_log_covers(tmp, t->nregions, c->log_size, sub, sizeof(sub)))) {
 		snprintf(err, errlen, "SET_MEM_TABLE: %s", sub);
 		return -EINVAL;
 	}
@@ -196,7 +197,8 @@ int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 						.offset = r->mmap_offset, .fd = m->fds[0] };
 	tab->uva = r->uva;
 	if (check_overlaps(c->reg, n + 1, sub, sizeof(sub)) ||
-	    check_table_rules(c->reg, n + 1, sub, sizeof(sub))) {
+	    check_table_rules(c->reg, n + 1, sub, sizeof(sub)) ||
+	    (vu_logging(c) && vu_log_covers(tab, 1, c->log_size, sub, sizeof(sub)))) {
 		tab->d.fd = -1;
 		snprintf(err, errlen, "ADD_MEM_REG: %s", sub);
 		return -EINVAL;
@@ -233,4 +235,98 @@ int h_get_max_mem_slots(struct vu_conn *c, struct vu_msg *m, char *err, size_t e
 	(void)err;
 	(void)errlen;
 	return vu_send_reply(c->fd, &m->hdr, &v, sizeof(v));
+}
+
+/* ------------------------------------------------------ the dirty log */
+
+/* QEMU grows the log before the table and shrinks it after, so a table
+ * the log does not cover is a front end's mistake: no page a worker could
+ * write may lack its bit. */
+int vu_log_covers(const struct vu_region *tab, unsigned count, uint64_t log_size, char *err,
+		  size_t errlen)
+{
+	for (unsigned i = 0; i < count; i++) {
+		int rc = validate_log_covers(&tab[i].d, 1, log_size, err, errlen);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+
+void vu_conn_forget_log(struct vu_conn *c)
+{
+	close_fd(&c->log_fd);
+	c->log_size = c->log_offset = 0;
+}
+
+int vu_live_log(struct vu_conn *c, const struct vu_msg *m, int fd, uint64_t size, uint64_t offset,
+		char *err, size_t errlen)
+{
+	struct vu_endpoint *ep = c->ep;
+	char sub[160];
+	int rc;
+
+	/* Set before the call: with no worker running, dirty_log_set comes
+	 * at once, from inside it. The answer is sent from ev_resume. */
+	c->waiting = true;
+	c->wait_hdr = m->hdr;
+	c->wait_ring = -1;
+	c->wait_log = true;
+	c->log_want = fd >= 0;
+	c->log_done = c->log_failed = false;
+	rc = nic_set_dirty_log(ep->nic, fd, fd >= 0 ? size : 0, fd >= 0 ? offset : 0, sub,
+			       sizeof(sub));
+	if (rc) {
+		c->waiting = c->wait_log = false;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s", sub);
+		return rc;
+	}
+	return VU_WAIT;
+}
+
+/* SET_LOG_BASE (with LOG_SHMFD): u64 mmap_size, u64 mmap_offset, the log
+ * memfd. Checked whole (validate_dirty_log; with logging on, it covers the
+ * memory table); refused, nothing changes and the dispatcher closes the fd.
+ * Kept on the connection, replacing an older log; with LOG_ALL acked and a
+ * worker running, the worker switches to it live and the answer follows
+ * its DirtyLogSet. Always answered (row VU_ROW_ANSWERED). */
+int h_set_log_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
+{
+	const struct vu_log *l = &m->p.log;
+	struct vu_endpoint *ep = c->ep;
+	bool live = vu_log_all(c) && ep->nic && !ep->nic_stopping;
+	char sub[200];
+	int rc, dup_fd = -1;
+
+	rc = validate_dirty_log(m->fds[0], l->mmap_size, l->mmap_offset, sub, sizeof(sub));
+	if (rc == 0 && vu_log_all(c))
+		rc = vu_log_covers(c->reg, c->nreg, l->mmap_size, sub, sizeof(sub));
+	if (rc) {
+		snprintf(err, errlen, "SET_LOG_BASE: %s", sub);
+		return -EINVAL;
+	}
+	if (live) {
+		dup_fd = fcntl(m->fds[0], F_DUPFD_CLOEXEC, 3);
+		if (dup_fd < 0) {
+			snprintf(err, errlen, "SET_LOG_BASE: duplicating the fd: %s", strerror(errno));
+			return -errno;
+		}
+	}
+	/* The NIC first: refused (a change in progress), nothing changes. */
+	rc = live ? vu_live_log(c, m, dup_fd, l->mmap_size, l->mmap_offset, err, errlen) : 0;
+	if (rc < 0)
+		return rc;
+	close_fd(&c->log_fd);
+	c->log_fd = m->fds[0];
+	c->log_size = l->mmap_size;
+	c->log_offset = l->mmap_offset;
+	m->fds[0] = -1;
+	log_info("vhost-user %s: dirty log of %llu bytes at offset %llu%s", ep->cfg.id,
+		 (unsigned long long)c->log_size, (unsigned long long)c->log_offset,
+		 live ? ": the worker switches to it" : vu_log_all(c) ? "" : " (LOG_ALL not acked)");
+	return rc;
 }

@@ -15,13 +15,14 @@
 
 #define N VU_ROW_NEEDS_OWNER
 #define R VU_ROW_REPLIES
+#define A VU_ROW_ANSWERED
 /* ROW(request without VU_, handler, min_size, max_size, min_fds, max_fds,
  * proto_bit, flags): the name is the request's, and a row without a
  * handler does not compile. */
 #define ROW(req, handler, ...) [VU_##req] = { #req, __VA_ARGS__, handler }
 
 /* What a well-formed message of each request we know looks like. A
- * request not in this table (or not offered: packed rings, logging, IOTLB,
+ * request not in this table (or not offered: packed rings, SET_LOG_FD, IOTLB,
  * config space, inflight fds, back-end requests) gets the failure answer.
  * A request vnicd accepts is one with a row; a row is a handler. */
 static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
@@ -31,6 +32,10 @@ static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
 	ROW(RESET_OWNER, h_reset_owner, 0, 8, 0, 0, -1, 0),
 	ROW(SET_MEM_TABLE, h_set_mem_table,
 	    8 + sizeof(struct vu_mem_region), sizeof(struct vu_mem_table), 1, VU_MAX_FDS, -1, N),
+	/* Issue 14: the dirty log memfd, exactly one; answered even when
+	 * refused, since QEMU reads an answer whatever it holds. */
+	ROW(SET_LOG_BASE, h_set_log_base, sizeof(struct vu_log), sizeof(struct vu_log), 1, 1,
+	    VU_PROTO_LOG_SHMFD, N | A),
 	ROW(SET_VRING_NUM, h_set_vring_num, 8, 8, 0, 0, -1, N),
 	ROW(SET_VRING_ADDR, h_set_vring_addr,
 	    sizeof(struct vu_vring_addr), sizeof(struct vu_vring_addr), 0, 0, -1, N),
@@ -58,6 +63,7 @@ static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
 
 #undef N
 #undef R
+#undef A
 #undef ROW
 
 const struct vu_row_spec *vu_request_spec(uint32_t request)

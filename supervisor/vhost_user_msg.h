@@ -63,6 +63,11 @@ enum vu_request {
 
 /* Feature bit that enables protocol features (in GET_FEATURES). */
 #define VU_F_PROTOCOL_FEATURES 30
+/* vhost's VHOST_F_LOG_ALL: log every guest write (live migration). */
+#define VU_F_LOG_ALL 26
+/* SET_VRING_ADDR flags: VHOST_VRING_F_LOG, log used-ring writes at
+ * log_guest_addr. */
+#define VU_VRING_F_LOG 0
 
 /* Protocol feature bits. */
 #define VU_PROTO_MQ 0
@@ -121,6 +126,13 @@ struct vu_mem_single {
 	struct vu_mem_region r;
 };
 
+/* SET_LOG_BASE's payload (with LOG_SHMFD): the log is [mmap_offset,
+ * mmap_offset + mmap_size) of the fd that comes with it. */
+struct vu_log {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
+};
+
 /* One received message: header, payload (size bytes), fds (owned). */
 struct vu_msg {
 	struct vu_hdr hdr;
@@ -130,6 +142,7 @@ struct vu_msg {
 		struct vu_vring_addr addr;
 		struct vu_mem_table mem;
 		struct vu_mem_single mreg;
+		struct vu_log log;
 		uint8_t bytes[VU_PAYLOAD_MAX];
 	} p;
 	int fds[VU_MAX_FDS];
@@ -140,6 +153,9 @@ struct vu_msg {
  * handler, so that no row exists without one (as DPDK's vhost_user.c). */
 #define VU_ROW_NEEDS_OWNER 1u  /* refused before SET_OWNER */
 #define VU_ROW_REPLIES     2u  /* always answered (GET_*), REPLY_ACK or not */
+#define VU_ROW_ANSWERED    4u  /* with its protocol feature: always a u64 answer, 0 done,
+				  1 refused (SET_LOG_BASE: QEMU waits for one), and a
+				  refusal keeps the connection */
 
 struct vu_conn; /* vhost_user_priv.h */
 
@@ -164,6 +180,7 @@ int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_log_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);

@@ -134,6 +134,26 @@ static void vu_nic_policy_changed(struct nic *n)
 		log_warn("vhost-user %s: policy applied, not saved: %s", ep->cfg.id, err);
 }
 
+/* The log change a message waits for took effect (or failed): note it;
+ * ev_resume answers (the one rule for ordering, vhost-user.md). Only a
+ * log the worker could not map fails: a NIC that failed or went writes
+ * nothing, and its next worker starts with the log in its Config. */
+static void vu_nic_dirty_log_set(struct nic *n, enum nic_result r, const char *error)
+{
+	struct vu_endpoint *ep = n->owner;
+	struct vu_conn *c = ep->conn;
+
+	if (!c || ep->nic != n || !c->wait_log)
+		return;
+	c->log_done = true;
+	c->log_failed = r != NIC_RES_OK && c->log_want && n->log_size == 0;
+	if (c->log_failed) {
+		vu_errorf(ep, "dirty log: %s", error ? error : "failed");
+		log_warn("vhost-user %s: %s: stopping the worker", ep->cfg.id, ep->last_error);
+	}
+	event_active(ep->ev_resume, EV_TIMEOUT, 0);
+}
+
 const struct nic_owner_ops vu_nic_owner = {
 	.kind = "vhost-user",
 	.added = vu_nic_added,
@@ -142,6 +162,7 @@ const struct nic_owner_ops vu_nic_owner = {
 	.queue_reset = vu_nic_queue_reset,
 	.gone = vu_nic_gone,
 	.counters_base = vu_nic_counters_base,
+	.dirty_log_set = vu_nic_dirty_log_set,
 };
 
 /* Stop the NIC (the answer to whatever waits follows its reap). */
@@ -184,6 +205,10 @@ void vu_try_start(struct vu_endpoint *ep)
 	if (!c || ep->nic || c->waiting || ep->removing || ep->shutting_down || !c->features_set ||
 	    c->nreg == 0 || ep->start_failed)
 		return;
+	/* LOG_ALL acked, no log yet (QEMU's device start sends SET_LOG_BASE
+	 * after the rings): a worker now would write pages nobody logs. */
+	if (vu_log_all(c) && c->log_fd < 0)
+		return;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		if (!vu_ring_ready(c, &c->r[i]))
 			return;
@@ -191,7 +216,7 @@ void vu_try_start(struct vu_endpoint *ep)
 		return; /* an earlier NIC of this id is still going away */
 
 	memset(&spec, 0, sizeof(spec));
-	total = c->nreg + 2 * NIC_NUM_QUEUES + 1;
+	total = c->nreg + 2 * NIC_NUM_QUEUES + 1 + vu_logging(c);
 	spec.regions = calloc(c->nreg, sizeof(*spec.regions));
 	dups = calloc(total, sizeof(*dups));
 	if (!spec.regions || !dups) {
@@ -204,7 +229,7 @@ void vu_try_start(struct vu_endpoint *ep)
 	spec.mac_len = 6;
 	spec.mtu = c->mtu ? c->mtu : ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
 	spec.features_offered = validate_nic_offered(NIC_BACKEND_TAP_FD);
-	spec.features = c->features & ~(1ull << VU_F_PROTOCOL_FEATURES);
+	spec.features = c->features & ~((1ull << VU_F_PROTOCOL_FEATURES) | (1ull << VU_F_LOG_ALL));
 	spec.policy = ep->cfg.policy;
 	spec.backend = NIC_BACKEND_TAP_FD;
 	for (unsigned i = 0; i < c->nreg; i++)
@@ -229,6 +254,12 @@ void vu_try_start(struct vu_endpoint *ep)
 			vu_errorf(ep, "ring %d: %s", i, err);
 			goto out_log;
 		}
+		if (r->log && r->log_addr != g[2]) {
+			vu_errorf(ep, "ring %d: log_guest_addr 0x%llx is not the used ring's "
+				  "guest-physical address 0x%llx", i, (unsigned long long)r->log_addr,
+				  (unsigned long long)g[2]);
+			goto out_log;
+		}
 		if (r->call_fd < 0) {
 			/* No call fd (polling front end): interrupts go nowhere. */
 			r->call_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -247,6 +278,15 @@ void vu_try_start(struct vu_endpoint *ep)
 	spec.backend_fd = dups[ndups++] = dup_cloexec(ep->tap_fd);
 	if (spec.backend_fd < 0)
 		goto out_errno;
+	/* A new session while migrating logs from its first write. */
+	spec.log_fd = -1;
+	if (vu_logging(c)) {
+		spec.log_fd = dups[ndups++] = dup_cloexec(c->log_fd);
+		spec.log_size = c->log_size;
+		spec.log_offset = c->log_offset;
+		if (spec.log_fd < 0)
+			goto out_errno;
+	}
 
 	rc = validate_nic_spec(&spec, err, sizeof(err));
 	if (rc) {

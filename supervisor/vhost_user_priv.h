@@ -35,6 +35,8 @@ struct vu_ring {
 	int kick_fd, call_fd, err_fd; /* owned; -1 none */
 	bool started;                 /* kick received, no GET_VRING_BASE since */
 	bool enabled;
+	bool log;                     /* SET_VRING_ADDR's VHOST_VRING_F_LOG */
+	uint64_t log_addr;            /* its log_guest_addr: the used ring's gpa */
 };
 
 struct vu_region {
@@ -57,11 +59,30 @@ struct vu_conn {
 	struct vu_ring r[NIC_NUM_QUEUES];
 	uint64_t status;
 	uint32_t mtu;                 /* NET_SET_MTU, 0: the endpoint's */
-	/* An answer that waits for the worker's reap. */
+	/* The dirty log (SET_LOG_BASE; issue 14): fd owned, -1 none. A
+	 * worker logs into it while VHOST_F_LOG_ALL is acked (vu_logging). */
+	int log_fd;
+	uint64_t log_size, log_offset;
+	/* An answer that waits for the worker's reap, or (wait_log) for the
+	 * NIC's dirty_log_set: a log changed under a running worker. */
 	bool waiting;
 	struct vu_hdr wait_hdr;
 	int wait_ring;                /* GET_VRING_BASE's ring, -1: a REPLY_ACK */
+	bool wait_log;
+	bool log_want;                /* wait_log: logging asked for (not: stopped) */
+	bool log_done, log_failed;    /* dirty_log_set came; the worker could not map it */
 };
+
+/* The worker of this connection must log: LOG_ALL acked and a log set. */
+static inline bool vu_log_all(const struct vu_conn *c)
+{
+	return c->features_set && (c->features & (1ull << VU_F_LOG_ALL));
+}
+
+static inline bool vu_logging(const struct vu_conn *c)
+{
+	return vu_log_all(c) && c->log_fd >= 0;
+}
 
 struct vu_endpoint {
 	TAILQ_ENTRY(vu_endpoint) link;
@@ -138,6 +159,16 @@ void vu_session_stats_unmap(struct vu_endpoint *ep);
 /* vhost_user_mem.c */
 int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3], char *err,
 		 size_t errlen);
+/* vu_log_covers - every region of tab lies inside a log of log_size bytes
+ * (QEMU grows the log before the table, shrinks it after). */
+int vu_log_covers(const struct vu_region *tab, unsigned count, uint64_t log_size, char *err,
+		  size_t errlen);
+/* vu_live_log - change the running NIC's log to fd (the NIC's own copy;
+ * -1: logging stops): the answer to m waits for dirty_log_set (VU_WAIT),
+ * or a negative errno with err filled and fd closed. */
+int vu_live_log(struct vu_conn *c, const struct vu_msg *m, int fd, uint64_t size, uint64_t offset,
+		char *err, size_t errlen);
+void vu_conn_forget_log(struct vu_conn *c);
 
 /* vhost_user_handlers.c */
 int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why);

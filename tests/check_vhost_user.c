@@ -15,7 +15,11 @@
  *    shm/vring_drv.c, frames both ways through the tap (UDP into and out
  *    of the namespace), GET_VRING_BASE answered only after the worker is
  *    reaped, a second SET_MEM_TABLE as a planned restart that loses and
- *    doubles nothing, disconnects at several points, endpoint removal.
+ *    doubles nothing, disconnects at several points, endpoint removal;
+ *  - live migration's dirty log (issue 14): SET_LOG_BASE in good and bad
+ *    forms (C11, C12, F4), VHOST_F_LOG_ALL and VHOST_VRING_F_LOG turned on
+ *    and off under traffic with no restart and nothing lost or doubled,
+ *    and every guest page the worker wrote found in the log.
  *
  * Needs root, /dev/net/tun and `ip netns` (else 77).
  */
@@ -65,7 +69,9 @@
 #define F_V1 (1ull << VIRTIO_F_VERSION_1)
 #define PROTO_ALL ((1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_REPLY_ACK) | \
 		   (1ull << VU_PROTO_NET_MTU) | (1ull << VU_PROTO_CONFIGURE_MEM_SLOTS) | \
-		   (1ull << VU_PROTO_STATUS) | (1ull << VU_PROTO_RARP))
+		   (1ull << VU_PROTO_STATUS) | (1ull << VU_PROTO_RARP) | \
+		   (1ull << VU_PROTO_LOG_SHMFD))
+#define F_LOG_ALL (1ull << VU_F_LOG_ALL)
 
 static char netns[64];
 static struct vnicd_proc vd;
@@ -254,6 +260,7 @@ static void fe_negotiate(struct fe *f)
 	ck_assert(feat & F_PROTO);
 	ck_assert(feat & F_V1);
 	ck_assert(!(feat & (1ull << VIRTIO_F_RING_PACKED)));
+	ck_assert(feat & F_LOG_ALL); /* live migration (issue 14) */
 	/* The back end is a tap: TSO and UFO both ways, as QEMU asks. */
 	ck_assert_uint_eq(feat & VU_F_TAP_OFFLOADS, VU_F_TAP_OFFLOADS);
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_PROTOCOL_FEATURES), PROTO_ALL);
@@ -1285,6 +1292,356 @@ START_TEST(t_state_files)
 }
 END_TEST
 
+/* ------------------------------------------- the dirty log (issue 14) */
+
+#define LOG_SIZE 4096u /* one bit per 4 KiB page: 128 MiB of guest memory */
+
+/* A log memfd of size bytes, sealed as QEMU seals it (or not at all). */
+static int log_memfd(size_t size, bool seal)
+{
+	int fd = memfd_create("fe-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+	if (seal)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+	return fd;
+}
+
+/* SET_LOG_BASE as QEMU 7.2 sends it (no NEED_REPLY, an answer read all
+ * the same): the u64 answer, 0 accepted; -1 when the connection closed. */
+static int64_t fe_log_base(int fd, uint64_t size, uint64_t offset, const int *fds, unsigned nfds)
+{
+	struct vu_log l = { size, offset };
+	uint64_t v = 0;
+
+	fe_send(fd, VU_SET_LOG_BASE, 0, &l, sizeof(l), fds, nfds);
+	if (fe_recv(fd, VU_SET_LOG_BASE, &v, sizeof(v)) != 8)
+		return -1;
+	return (int64_t)v;
+}
+
+static int64_t fe_vring_log(struct fe *f, int q, bool log, uint64_t log_addr)
+{
+	struct vu_vring_addr a = { .index = (uint32_t)q, .flags = log ? 1u << VU_VRING_F_LOG : 0,
+				   .desc = uva_of(f, ring_off(q, 0)),
+				   .avail = uva_of(f, ring_off(q, 1)),
+				   .used = uva_of(f, ring_off(q, 2)), .log = log_addr };
+
+	return fe_ack(f->fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0);
+}
+
+static uint64_t ep_reconfigs(const char *id)
+{
+	struct vnic_status *st = NULL;
+	uint64_t r = UINT64_MAX;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++)
+		if (!strcmp(st->nics[i].id, id))
+			r = st->nics[i].vhost_reconfigs;
+	vnic_status_free(st);
+	return r;
+}
+
+/* A refused SET_LOG_BASE: the failure answer, the connection goes on, the
+ * worker is the same, and vnicd holds exactly the fds it held before (the
+ * refused log's fd is closed, an earlier log is kept). */
+static void log_refused(struct fe *f, int pid, int fds_before, int64_t got, const char *what)
+{
+	ck_assert_msg(got > 0, "%s: answer %lld, a failure expected", what, (long long)got);
+	ck_assert(fe_get_u64(f->fd, VU_GET_FEATURES) & F_V1);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+	ck_assert_msg(st_fd_count(vd.pid) == fds_before, "%s: vnicd has %d fds, %d before", what,
+		      st_fd_count(vd.pid), fds_before);
+}
+
+/* C11, C12, F4: bad logs are refused whole, with an answer (QEMU waits
+ * for one), and nothing is kept; a good one is kept and replaces the one
+ * before; sealed, it can no longer shrink under a worker. */
+START_TEST(t_log_base_refused)
+{
+	struct fe f;
+	int with_ep, pid, fds0, small, unsealed, good, good2, evfd, two[2];
+	uint64_t reconf;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	reconf = ep_reconfigs("vu0");
+	fds0 = st_fd_count(vd.pid);
+	good = log_memfd(LOG_SIZE, true);
+	small = log_memfd(4096, true);
+	unsealed = log_memfd(LOG_SIZE, false);
+	evfd = eventfd(0, EFD_CLOEXEC);
+	for (int round = 0; round < 2; round++) {
+		/* Round 1: with a good log kept, which each refusal leaves. */
+		int base = fds0 + round;
+
+		log_refused(&f, pid, base, fe_log_base(f.fd, 0, 0, &good, 1), "size 0");
+		log_refused(&f, pid, base, fe_log_base(f.fd, (1ull << 30) + 4096, 0, &good, 1),
+			    "size above 1 GiB");
+		log_refused(&f, pid, base, fe_log_base(f.fd, 4096, UINT64_MAX - 10, &good, 1),
+			    "offset + size overflows 64 bits");
+		log_refused(&f, pid, base, fe_log_base(f.fd, 1ull << 30, (1ull << 63) - 4096, &good, 1),
+			    "offset + size above INT64_MAX");
+		log_refused(&f, pid, base, fe_log_base(f.fd, 64, 1ull << 20, &small, 1),
+			    "offset past the end of the memfd");
+		log_refused(&f, pid, base, fe_log_base(f.fd, 8192, 0, &small, 1),
+			    "a memfd shorter than claimed");
+		log_refused(&f, pid, base, fe_log_base(f.fd, LOG_SIZE, 0, &unsealed, 1),
+			    "an unsealed memfd (F_SEAL_SHRINK missing)");
+		log_refused(&f, pid, base, fe_log_base(f.fd, 8, 0, &evfd, 1), "an eventfd as the log");
+		log_refused(&f, pid, base, fe_log_base(f.fd, LOG_SIZE, 0, NULL, 0), "no fd");
+		two[0] = good, two[1] = small;
+		log_refused(&f, pid, base, fe_log_base(f.fd, LOG_SIZE, 0, two, 2), "two fds");
+		{
+			uint64_t v = 0;
+
+			/* A short payload: refused, answered all the same. */
+			fe_send(f.fd, VU_SET_LOG_BASE, 0, &v, sizeof(v), &good, 1);
+			ck_assert_int_eq(fe_recv(f.fd, VU_SET_LOG_BASE, &v, sizeof(v)), 8);
+			log_refused(&f, pid, base, (int64_t)v, "an 8-byte payload");
+		}
+		/* VRING_F_LOG without LOG_ALL: refused, no restart. */
+		log_refused(&f, pid, base, fe_vring_log(&f, 0, true, GPA + ring_off(0, 2)),
+			    "VHOST_VRING_F_LOG without LOG_ALL");
+		if (round == 0) {
+			/* A sealed log: kept (one fd more), once, whatever NEED_REPLY says. */
+			ck_assert_int_eq(fe_ack(f.fd, VU_SET_LOG_BASE, &(struct vu_log){ LOG_SIZE, 0 },
+						sizeof(struct vu_log), &good, 1), 0);
+			ck_assert_int_eq(st_fd_count(vd.pid), fds0 + 1);
+		}
+	}
+	/* A second log replaces the first: still one fd. It is too small for
+	 * the memory table (1 byte: 32 KiB of guest memory), which matters
+	 * only once LOG_ALL is acked: then refused, no restart. */
+	good2 = log_memfd(4096, true);
+	ck_assert_int_eq(fe_log_base(f.fd, 1, 4095, &good2, 1), 0);
+	ck_assert_int_eq(st_fd_count(vd.pid), fds0 + 1);
+	log_refused(&f, pid, fds0 + 1, fe_ack_u64(f.fd, VU_SET_FEATURES, F_PROTO | F_V1 | F_LOG_ALL),
+		    "LOG_ALL with a log smaller than the memory table");
+	ck_assert_int_eq(fe_log_base(f.fd, LOG_SIZE, 0, &good, 1), 0);
+	/* Sealed: the front end itself cannot shrink it now. */
+	ck_assert_int_eq(ftruncate(good, 0), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
+	/* Without LOG_SHMFD negotiated, SET_LOG_BASE is not a request vnicd
+	 * knows on this connection: the ordinary NEED_REPLY failure. */
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	assert_no_leak(with_ep); /* the kept log went with the connection */
+	f.fd = fe_connect();
+	fe_send(f.fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL & ~(1ull << VU_PROTO_LOG_SHMFD) },
+		8, NULL, 0);
+	ck_assert_int_gt(fe_ack(f.fd, VU_SET_LOG_BASE, &(struct vu_log){ LOG_SIZE, 0 },
+				sizeof(struct vu_log), &good, 1), 0);
+	ck_assert(fe_get_u64(f.fd, VU_GET_FEATURES) & F_V1);
+	close(f.fd);
+	f.fd = -1;
+	close(good);
+	close(good2);
+	close(small);
+	close(unsealed);
+	close(evfd);
+	fe_mem_free(&f);
+	assert_no_leak(with_ep);
+}
+END_TEST
+
+/* QEMU 7.2's order to start logging under a running device (vhost.c
+ * vhost_migration_log): SET_LOG_BASE, SET_FEATURES with LOG_ALL (answer
+ * awaited), SET_VRING_ADDR with VHOST_VRING_F_LOG per ring; to stop it the
+ * same without. */
+static void log_on(struct fe *f, int logfd, uint64_t size)
+{
+	ck_assert_int_eq(fe_log_base(f->fd, size, 0, &logfd, 1), 0);
+	ck_assert_int_eq(fe_ack_u64(f->fd, VU_SET_FEATURES, F_PROTO | F_V1 | F_LOG_ALL), 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_vring_log(f, q, true, GPA + ring_off(q, 2)), 0);
+}
+
+static void log_off(struct fe *f)
+{
+	ck_assert_int_eq(fe_ack_u64(f->fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_vring_log(f, q, false, 0), 0);
+}
+
+/* LOG_ALL and VRING_F_LOG on and off under traffic: the same worker all
+ * along (no planned restart: reconfigs does not move), every frame once;
+ * a log_guest_addr other than the used ring's is refused (C12). */
+START_TEST(t_log_all_live)
+{
+	struct fe f;
+	struct ns_socks s;
+	unsigned slot = 0;
+	int with_ep, pid, logfd;
+	uint64_t reconf;
+	char tag[8];
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	reconf = ep_reconfigs("vu0");
+	logfd = log_memfd(LOG_SIZE, true);
+	guest_post_rx(&f, 64);
+	for (int round = 0; round < 3; round++) {
+		/* Frames in flight while logging turns on, then off. */
+		snprintf(tag, sizeof(tag), "on%d", round);
+		guest_tx(&f, tag, 20, &slot);
+		log_on(&f, logfd, LOG_SIZE);
+		expect_rx_in_ns(&s, tag, 20);
+		host_to_guest(&f, &s, "logged");
+		/* Wrong log_guest_addr: refused, the ring goes on. */
+		ck_assert_int_gt(fe_vring_log(&f, 0, true, GPA + ring_off(0, 1)), 0);
+		ck_assert_int_gt(fe_vring_log(&f, 1, true, 0), 0);
+		/* A ring's addresses themselves still need it stopped. */
+		{
+			struct vu_vring_addr a = { .index = 0, .desc = uva_of(&f, ring_off(0, 0)),
+						   .avail = uva_of(&f, ring_off(0, 1)),
+						   .used = uva_of(&f, ring_off(0, 2) + 0x800) };
+
+			ck_assert_int_gt(fe_ack(f.fd, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0), 0);
+		}
+		snprintf(tag, sizeof(tag), "off%d", round);
+		guest_tx(&f, tag, 20, &slot);
+		log_off(&f);
+		expect_rx_in_ns(&s, tag, 20);
+		host_to_guest(&f, &s, "not-logged");
+		ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+		ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
+	}
+	/* LOG_ALL with no log while the rings run: refused, no restart. */
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	reconf = ep_reconfigs("vu0");
+	ck_assert_int_gt(fe_ack_u64(f.fd, VU_SET_FEATURES, F_PROTO | F_V1 | F_LOG_ALL), 0);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+	/* A planned restart while logging: the new worker logs from its
+	 * first write (its Config carries the log). */
+	log_on(&f, logfd, LOG_SIZE);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf + 1);
+	ck_assert_int_ne(wait_worker("vu0"), pid);
+	slot = 0;
+	guest_tx(&f, "r", 10, &slot);
+	expect_rx_in_ns(&s, "r", 10);
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	close(logfd);
+	close(s.rx);
+	close(s.tx);
+	assert_no_leak(with_ep);
+}
+END_TEST
+
+static bool log_bit(const uint8_t *log, uint64_t gpa)
+{
+	uint64_t p = gpa / 4096;
+
+	return __atomic_load_n(&log[p / 8], __ATOMIC_RELAXED) & (1u << (p % 8));
+}
+
+/* The end-to-end check: with logging on, RX and TX traffic, the worker
+ * stopped (GET_VRING_BASE: its last bits flushed before the answer);
+ * every guest page that changed after the snapshot has its bit, the
+ * used-ring pages included. The driver's own writes all come before the
+ * snapshot: buffers posted, frames queued; only kicks and reads after. */
+START_TEST(t_dirty_log_e2e)
+{
+	struct fe f;
+	struct ns_socks s;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7777) };
+	uint8_t *snap, *log;
+	int logfd, got = 0, changed = 0;
+	struct vu_vring_state st;
+
+	NEED_PREREQS();
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	wait_worker("vu0");
+	logfd = log_memfd(LOG_SIZE, true);
+	log = mmap(NULL, LOG_SIZE, PROT_READ, MAP_SHARED, logfd, 0);
+	ck_assert_ptr_ne(log, MAP_FAILED);
+	log_on(&f, logfd, LOG_SIZE);
+	guest_post_rx(&f, 32);
+	/* TX: 10 frames queued and published, not yet kicked. */
+	for (int i = 0; i < 10; i++) {
+		uint64_t off = BUF_OFF + (uint64_t)i * BUF_SIZE;
+		char text[32];
+		struct vring_drv_buf b;
+
+		snprintf(text, sizeof(text), "dirty-%d", i);
+		b = (struct vring_drv_buf){ GPA + off, (uint32_t)build_frame(f.mem + off, text), false };
+		ck_assert_int_ge(vring_drv_add(&f.drv[1], &b, 1, NULL), 0);
+	}
+	vring_drv_publish(&f.drv[1]);
+	snap = malloc(MEM);
+	ck_assert_ptr_nonnull(snap);
+	memcpy(snap, f.mem, MEM);
+	ck_assert_int_eq(write(f.kick[1], &(uint64_t){ 1 }, 8), 8);
+	expect_rx_in_ns(&s, "dirty", 10);
+	inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_gt(sendto(s.tx, "to-a-logged-guest", 17, 0, (struct sockaddr *)&a,
+					sizeof(a)), 0);
+	for (int tries = 0; tries < 300 && got < 10; tries++) {
+		void *ck;
+		uint32_t len;
+
+		while (vring_drv_get_used(&f.drv[0], &ck, &len) == 1)
+			if (memmem(f.mem + (uintptr_t)ck, len, "to-a-logged-guest", 17))
+				got++;
+		msleep(10);
+	}
+	ck_assert_int_eq(got, 10);
+	for (uint32_t q = 0; q < 2; q++) {
+		st = (struct vu_vring_state){ q, 0 };
+		fe_send(f.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+		ck_assert_int_eq(fe_recv(f.fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
+	}
+	for (uint64_t off = 0; off < MEM; off += 4096) {
+		if (!memcmp(snap + off, f.mem + off, 4096))
+			continue;
+		changed++;
+		ck_assert_msg(log_bit(log, GPA + off), "guest page 0x%llx changed, no bit in the log",
+			      (unsigned long long)(GPA + off));
+	}
+	/* Both used rings and the RX buffers at least. */
+	ck_assert_int_ge(changed, 3);
+	ck_assert(memcmp(snap + ring_off(0, 2), f.mem + ring_off(0, 2), 4096));
+	ck_assert(memcmp(snap + ring_off(1, 2), f.mem + ring_off(1, 2), 4096));
+	ck_assert(log_bit(log, GPA + ring_off(0, 2)) && log_bit(log, GPA + ring_off(1, 2)));
+	/* No bit for memory nobody wrote: the descriptor tables. */
+	ck_assert(!log_bit(log, GPA + ring_off(0, 0)));
+	free(snap);
+	munmap(log, LOG_SIZE);
+	close(logfd);
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+}
+END_TEST
+
 /* One table, one row per request vnicd accepts, the handler in the row:
  * no row without a handler, each row's ranges sane, and a request with no
  * row is one vu_msg_check refuses before any handler (ENOSYS). */
@@ -1308,8 +1665,8 @@ START_TEST(t_every_row_has_a_handler)
 		ck_assert_uint_le(row->min_fds, row->max_fds);
 		ck_assert_uint_le(row->max_fds, VU_MAX_FDS);
 	}
-	/* The 23 requests of vhost_user_msg.h that vnicd serves. */
-	ck_assert_uint_eq(rows, 23);
+	/* The 24 requests of vhost_user_msg.h that vnicd serves. */
+	ck_assert_uint_eq(rows, 24);
 }
 END_TEST
 
@@ -1341,6 +1698,9 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_every_row_has_a_handler);
 	tcase_add_test(t, t_state_files);
 	tcase_add_test(t, t_awaiting_frontend);
+	tcase_add_test(t, t_log_base_refused);
+	tcase_add_test(t, t_log_all_live);
+	tcase_add_test(t, t_dirty_log_e2e);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -45,6 +45,13 @@ tests_check_inflight_CFLAGS = $(TEST_CFLAGS)
 tests_check_inflight_LDADD = libvnicshm.la $(TEST_LIBS)
 TESTS += tests/check_inflight
 
+# Live migration's dirty log (issue 14).
+check_PROGRAMS += tests/check_dirtylog
+tests_check_dirtylog_SOURCES = tests/check_dirtylog.c tests/testutil.c tests/testutil.h
+tests_check_dirtylog_CFLAGS = $(TEST_CFLAGS)
+tests_check_dirtylog_LDADD = libvnicshm.la $(TEST_LIBS) -lpthread
+TESTS += tests/check_dirtylog
+
 check_PROGRAMS += tests/check_wire tests/check_fdpass
 tests_check_wire_SOURCES = tests/check_wire.c tests/testutil.c tests/testutil.h
 tests_check_wire_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS)
