@@ -365,6 +365,35 @@ void *memtable_translate_all(const struct memtable *mt, uint64_t gpa, uint64_t l
 	return p && got == len ? p : NULL;
 }
 
+/* Does region r map the host bytes [p, p + len)? */
+static inline bool region_holds_hva(const struct mem_region *r, uintptr_t p, uint64_t len)
+{
+	uintptr_t base = (uintptr_t)r->hva;
+
+	return p >= base && p - base <= r->size && len <= r->size - (p - base);
+}
+
+int memtable_gpa_of(const struct memtable *mt, const void *hva, uint64_t len,
+		    uint64_t *ret_gpa)
+{
+	unsigned last = __atomic_load_n(&mt->last, __ATOMIC_RELAXED);
+	uintptr_t p = (uintptr_t)hva;
+
+	if (last < mt->n && region_holds_hva(&mt->r[last], p, len)) {
+		*ret_gpa = mt->r[last].gpa + (p - (uintptr_t)mt->r[last].hva);
+		return 0;
+	}
+	/* Regions are sorted by gpa, not by host address: a scan, bounded
+	 * by MEMTABLE_MAX_REGIONS (only while migration logs). */
+	for (unsigned i = 0; i < mt->n; i++) {
+		if (region_holds_hva(&mt->r[i], p, len)) {
+			*ret_gpa = mt->r[i].gpa + (p - (uintptr_t)mt->r[i].hva);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
 int memtable_to_iov(const struct memtable *mt, uint64_t gpa, uint64_t len,
 		    struct iovec *iov, unsigned *n, unsigned max)
 {

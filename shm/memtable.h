@@ -137,4 +137,15 @@ void *memtable_translate_all(const struct memtable *mt, uint64_t gpa, uint64_t l
 int memtable_to_iov(const struct memtable *mt, uint64_t gpa, uint64_t len,
 		    struct iovec *iov, unsigned *n, unsigned max);
 
+/*
+ * memtable_gpa_of - the guest physical address of host bytes [hva,
+ * hva + len) that lie inside one mapped region, as every iovec of
+ * memtable_to_iov does (the dirty log needs guest addresses of what was
+ * written through such iovecs). The region of the last lookup is tried
+ * first, then every region: O(n).
+ * Returns: 0 and *ret_gpa, or -EFAULT when no one region maps them.
+ */
+int memtable_gpa_of(const struct memtable *mt, const void *hva, uint64_t len,
+		    uint64_t *ret_gpa);
+
 #endif

@@ -47,9 +47,29 @@ static inline uint16_t *vring_used_event(const struct vring *vq)
 	return &vq->avail->ring[vq->num];
 }
 
-static inline uint16_t *vring_avail_event(const struct vring *vq)
+/* ------------------------------------------------ used ring stores
+ *
+ * Every store the device makes to guest memory in this file goes through
+ * these, so each is marked in the dirty log when migration logs (issue
+ * 14): after the store, into the log's cache; the bits reach the log at
+ * the caller's dirtylog_flush (Barrier L). Logging off: one branch. */
+static inline void vring_log_used(struct vring *vq, uint64_t off, uint64_t len)
 {
-	return (uint16_t *)(void *)&vq->used->ring[vq->num];
+	if (__builtin_expect(vq->log != NULL, 0))
+		dirtylog_mark(vq->log, vq->used_gpa + off, len);
+}
+
+static inline void vring_set_avail_event(struct vring *vq, uint16_t v)
+{
+	vring_store16((uint16_t *)(void *)&vq->used->ring[vq->num], v);
+	vring_log_used(vq, offsetof(struct vring_used, ring) +
+			   (uint64_t)vq->num * sizeof(struct vring_used_elem), sizeof(uint16_t));
+}
+
+static inline void vring_set_used_flags(struct vring *vq, uint16_t v)
+{
+	vring_store16(&vq->used->flags, v);
+	vring_log_used(vq, offsetof(struct vring_used, flags), sizeof(uint16_t));
 }
 
 /* ------------------------------------------------ inflight tracking
@@ -215,6 +235,7 @@ int vring_init(struct vring *vq, const struct memtable *mt, unsigned num,
 	vq->desc = d;
 	vq->avail = a;
 	vq->used = u;
+	vq->used_gpa = used_gpa;
 	vq->notify_enabled = true;
 	return 0;
 }
@@ -524,7 +545,7 @@ int vring_pop(struct vring *vq, struct vring_chain *c)
 	/* With notifications on, ask for a kick for the next new entry
 	 * (spec 2.7.10: avail_event). */
 	if (vq->event_idx && vq->notify_enabled)
-		vring_store16(vring_avail_event(vq), vq->last_avail_idx);
+		vring_set_avail_event(vq, vq->last_avail_idx);
 	return 1;
 }
 
@@ -564,6 +585,8 @@ void vring_push(struct vring *vq, uint16_t head, uint32_t len)
 	e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
 	vring_store32(&e->id, head);
 	vring_store32(&e->len, len);
+	vring_log_used(vq, offsetof(struct vring_used, ring) +
+			   (uint64_t)(vq->used_idx & (vq->num - 1)) * sizeof(*e), sizeof(*e));
 	vq->used_idx++;
 	if (vq->inf) {
 		/* W1: still in flight until flushed. At most num pushes
@@ -584,6 +607,7 @@ void vring_flush(struct vring *vq)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	/* Written from the shadow; the guest's value is never read (G17). */
 	vring_store16(&vq->used->idx, vq->used_idx);
+	vring_log_used(vq, offsetof(struct vring_used, idx), sizeof(uint16_t));
 	vq->published_idx = vq->used_idx;
 	if (vq->inf) {
 		struct vring_inflight *f = vq->inf;
@@ -632,9 +656,9 @@ void vring_notify_disable(struct vring *vq)
 	if (vq->event_idx)
 		/* An index the guest has passed already: it kicks again only
 		 * after 65535 more entries, long after we re-enable. */
-		vring_store16(vring_avail_event(vq), (uint16_t)(vq->last_avail_idx - 1));
+		vring_set_avail_event(vq, (uint16_t)(vq->last_avail_idx - 1));
 	else
-		vring_store16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+		vring_set_used_flags(vq, VRING_USED_F_NO_NOTIFY);
 }
 
 bool vring_notify_enable(struct vring *vq)
@@ -644,9 +668,9 @@ bool vring_notify_enable(struct vring *vq)
 		return false;
 	if (vq->event_idx)
 		/* Kick for any entry after the ones visible now. */
-		vring_store16(vring_avail_event(vq), vring_load16(&vq->avail->idx));
+		vring_set_avail_event(vq, vring_load16(&vq->avail->idx));
 	else
-		vring_store16(&vq->used->flags, 0);
+		vring_set_used_flags(vq, 0);
 	/* Barrier K (full): publish "kick me" before re-reading avail->idx,
 	 * or a guest adding a buffer concurrently and reading the old
 	 * suppression state could skip the kick while we go to sleep (lost
@@ -671,7 +695,7 @@ bool vring_notify_enable_window(struct vring *vq, unsigned window)
 	/* avail_event = last_avail_idx + window - 1: the guest kicks when it
 	 * publishes the window-th entry after the ones we consumed (spec
 	 * 2.7.10: it notifies when its index passes avail_event). */
-	vring_store16(vring_avail_event(vq), (uint16_t)(vq->last_avail_idx + window - 1));
+	vring_set_avail_event(vq, (uint16_t)(vq->last_avail_idx + window - 1));
 	/* Barrier K, as in vring_notify_enable. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return vring_load16(&vq->avail->idx) != vq->last_avail_idx;
@@ -890,7 +914,7 @@ int vring_recover_inflight(struct vring *vq, unsigned *ret_completed)
 		vring_push(vq, f->sort[i].head, 0);
 	vring_flush(vq);
 	if (vq->event_idx && vq->notify_enabled)
-		vring_store16(vring_avail_event(vq), vq->last_avail_idx);
+		vring_set_avail_event(vq, vq->last_avail_idx);
 	if (ret_completed)
 		*ret_completed = n;
 	return 0;

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "dirtylog.h"
 #include "inflight.h"
 #include "memtable.h"
 #include "virtio_net.h"
@@ -178,6 +179,14 @@ struct vring {
 	/* Inflight tracking: NULL (no tracking) unless attached. */
 	struct vring_inflight *inf;
 	vring_inflight_hook_fn inflight_hook; /* tests only; NULL in production */
+
+	/* Live migration (issue 14): every store to the used ring (elements,
+	 * idx, flags, avail_event) is marked in log after it is made; the
+	 * caller flushes the log (dirtylog_flush) before it interrupts the
+	 * guest. NULL: logging off, one predicted branch per store. Set by
+	 * the caller between runs (vring_init clears it). */
+	struct dirtylog *log;
+	uint64_t used_gpa;         /* the used ring's guest address, for log */
 };
 
 /*

@@ -369,6 +369,39 @@ START_TEST(unaligned_offset)
 }
 END_TEST
 
+/* memtable_gpa_of: the reverse of memtable_to_iov, iovec by iovec, over
+ * single-byte regions and the region cache; a host range no one region
+ * maps is refused. */
+START_TEST(gpa_of_reverses_to_iov)
+{
+	const size_t ends[] = { 1, 2, 3, 4096 };
+	struct tu_guest g;
+	struct iovec iov[8];
+	unsigned n = 0;
+	uint64_t gpa = 0, want = 0x7000;
+	uint8_t *last;
+
+	tu_guest_new(&g, 0x7000, 4096);
+	tu_guest_split(&g, ends, 4);
+	ck_assert_int_eq(memtable_to_iov(g.mt, 0x7000, 100, iov, &n, 8), 0);
+	ck_assert_uint_eq(n, 4);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_int_eq(memtable_gpa_of(g.mt, iov[i].iov_base, iov[i].iov_len, &gpa), 0);
+		ck_assert_uint_eq(gpa, want);
+		want += iov[i].iov_len;
+	}
+	/* Two regions' bytes in one range, the byte past the last region,
+	 * the driver's own mapping: no one region maps them. */
+	ck_assert_int_eq(memtable_gpa_of(g.mt, iov[0].iov_base, 2, &gpa), -EFAULT);
+	last = (uint8_t *)iov[3].iov_base + 4092; /* region 3 is bytes 3..4095 */
+	ck_assert_int_eq(memtable_gpa_of(g.mt, last, 1, &gpa), 0);
+	ck_assert_uint_eq(gpa, 0x7000 + 4095);
+	ck_assert_int_eq(memtable_gpa_of(g.mt, last, 2, &gpa), -EFAULT);
+	ck_assert_int_eq(memtable_gpa_of(g.mt, g.drv, 1, &gpa), -EFAULT);
+	tu_guest_free(&g);
+}
+END_TEST
+
 static Suite *memtable_suite(void)
 {
 	Suite *s = suite_create("memtable");
@@ -387,6 +420,7 @@ static Suite *memtable_suite(void)
 	tcase_add_test(tc, f1_wrong_fd_types_rejected);
 	tcase_add_test(tc, max_regions);
 	tcase_add_test(tc, unaligned_offset);
+	tcase_add_test(tc, gpa_of_reverses_to_iov);
 	suite_add_tcase(s, tc);
 	return s;
 }

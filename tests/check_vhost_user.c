@@ -1429,6 +1429,13 @@ START_TEST(t_log_base_refused)
 	ck_assert_int_eq(errno, EPERM);
 	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
 	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
+	/* RESET_OWNER forgets the device, its log too: vnicd keeps the
+	 * connection's socket and nothing else. */
+	fe_send(f.fd, VU_RESET_OWNER, 0, NULL, 0, NULL, 0);
+	wait_no_worker("vu0");
+	assert_no_leak(with_ep + 1);
+	ck_assert_int_eq(fe_log_base(f.fd, LOG_SIZE, 0, &good, 1), 0);
+	ck_assert_int_eq(st_fd_count(vd.pid), with_ep + 2);
 	/* Without LOG_SHMFD negotiated, SET_LOG_BASE is not a request vnicd
 	 * knows on this connection: the ordinary NEED_REPLY failure. */
 	close(f.fd);

@@ -13,13 +13,15 @@
  *          the sandbox violation record (sandbox.h); 0-2 as the
  *          supervisor left them; no other fd is inherited.
  *   Everything else (guest memory memfds, kick/call eventfds, backend fd,
- *   stats page memfd, optional inflight region memfd) arrives in the
- *   Config message (worker.proto).
+ *   stats page memfd, optional inflight region memfd, optional dirty log
+ *   memfd) arrives in the Config message (worker.proto); a new dirty log
+ *   may arrive later in SetDirtyLog (live migration, issue 14).
  *
  * Order, as the design asks (DESIGN "Supervisor <-> worker", STYLE 10):
  *   1. validate fd 3 is our control socket;
  *   2. receive Config and exactly its fds;
- *   3. map guest memory (memtable_map), then the stats page;
+ *   3. map guest memory (memtable_map), then the stats page, then the
+ *      dirty log if there is one (shm/dirtylog.h; unmappable: Error);
  *   4. set up every queue (vring_init on the mapped memory), then map and
  *      check the inflight region if there is one and attach each queue
  *      (a bad region is an Error: exit 1, TESTPLAN C8);
@@ -29,7 +31,9 @@
  *      no_new_privs and the seccomp filter;
  *   7. send Ready (it says whether the sandbox is on);
  *   8. event loop: Start begins ring processing, Stop ends it (Stopped
- *      carries the final indices), supervisor EOF ends the process.
+ *      carries the final indices), supervisor EOF ends the process;
+ *      SetDirtyLog switches the dirty log at any time (answered with
+ *      DirtyLogSet).
  * Exit status: 0 after Stop or when the supervisor went away; 1 after an
  * Error (bad Config, protocol violation); 2 for a bad command line or fd 3.
  */
@@ -371,6 +375,23 @@ static int adopt_queues(struct worker *w, const Vnic__Worker__Config *c,
 	return 0;
 }
 
+/* Step 3, last part: live migration's dirty log (issue 14), when the
+ * Config carries one (a NIC being migrated, or its worker restarted
+ * during migration). A log that cannot be mapped fails the Config: a
+ * worker that ran without it would corrupt the migration silently. The
+ * memfd is closed in step 5 (the mapping stays). */
+static int map_dirty_log(struct worker *w, const Vnic__Worker__Config *c, int fd, char *err,
+			 size_t errlen)
+{
+	struct dirtylog *l;
+	int r = dirtylog_map(fd, c->log_size, c->log_offset, &l, err, errlen);
+
+	if (r < 0)
+		return r;
+	worker_log_replace(w, l);
+	return 0;
+}
+
 /* Steps 2-4: take the Config apart. On failure err says why. */
 static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wire_fds *fds,
 		     const int *region_fds, char *err, size_t errlen)
@@ -394,14 +415,20 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		r = map_stats(w, c, fds->fd[lay.stats], err, errlen);
 	if (r == 0)
 		r = open_backend(w, c, fds->fd[lay.backend], &np, err, errlen);
+	/* The log before the queues: their set-up already writes the used
+	 * ring (RX kicks off), and a restarted worker must log that too. */
+	if (r == 0 && lay.log >= 0)
+		r = map_dirty_log(w, c, fds->fd[lay.log], err, errlen);
 	if (r == 0)
 		r = adopt_queues(w, c, fds, &lay, err, errlen);
 	if (r < 0)
 		return r;
 	w->restarts = c->restarts;
 	if (lay.inflight >= 0)
-		return configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
-	return 0;
+		r = configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
+	if (r == 0 && w->log)
+		net_log_flush_all(w->net); /* the set-up's stores */
+	return r;
 }
 
 /*
@@ -549,8 +576,9 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 }
 
 /* One above the highest open fd: the NOFILE limit that still lets the
- * worker use everything it holds and nothing more (it receives and
- * creates no fds once running). */
+ * worker use everything it holds and nothing more (once running it
+ * creates no fds and receives only SetDirtyLog's one, which the caller
+ * adds). */
 static unsigned fd_ceiling(void)
 {
 	unsigned top = 0;
@@ -599,7 +627,9 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 	 * kill us when stderr is the supervisor's log file; ignored, such a
 	 * write fails with EFBIG instead (log lines travel over fd 3). */
 	signal(SIGXFSZ, SIG_IGN);
-	r = sandbox_rlimits(fd_ceiling());
+	/* One fd number more: a SetDirtyLog's log memfd arrives by
+	 * SCM_RIGHTS while we run (mapped and closed at once). */
+	r = sandbox_rlimits(fd_ceiling() + 1);
 	if (r < 0) {
 		snprintf(err, errlen, "rlimits: %s", strerror(-r));
 		return r;
@@ -758,6 +788,8 @@ static int send_ready(struct worker *w, bool sandboxed)
 static void worker_teardown(struct worker *w)
 {
 	log_set_handler(NULL, NULL);
+	if (w->net)
+		worker_log_replace(w, NULL);
 	w->net = net_dev_free(w->net);
 	if (w->stats)
 		munmap(w->stats, w->stats_len);

@@ -149,6 +149,7 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 	r = vring_init(&q->vq, mt, num, desc_gpa, avail_gpa, used_gpa, d->features, err, errlen);
 	if (r < 0)
 		return r;
+	q->vq.log = d->log; /* before the first store (notify_disable below) */
 	/* A tap frame that does not fit the RX buffers of the moment waits
 	 * here (a tap cannot be peeked). */
 	if (!q->tx && d->backend == NET_BACKEND_TAP) {
@@ -194,6 +195,7 @@ int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
 	 * not have left: nothing to count. */
 	if (!q->tx)
 		stats_add(&q->st->drops, n);
+	net_log_flush(d);
 	/* One interrupt, unconditionally; it covers everything published
 	 * so far, so vring_should_notify counts from here. */
 	d->ops->notify(d->opaque, q->idx);
@@ -202,6 +204,18 @@ int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
 	q->vq.signalled_used_valid = true;
 	*ret_completed = n;
 	return 1;
+}
+
+void net_set_dirtylog(struct net_dev *d, struct dirtylog *log)
+{
+	d->log = log;
+	for (unsigned i = 0; i < 2 * d->npairs; i++)
+		d->q[i].vq.log = log;
+}
+
+void net_log_flush_all(struct net_dev *d)
+{
+	net_log_flush(d);
 }
 
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx)
@@ -230,6 +244,9 @@ void net_flush(struct net_dev *d, struct net_queue *q)
 	stats_add(&q->st->flushes, 1);
 	FAULT_POINT("worker.flush.before_idx");
 	vring_flush(&q->vq);
+	/* The burst's bits before the interrupt: a guest (or a VMM sync)
+	 * acting on it finds every page it wrote marked. */
+	net_log_flush(d);
 	if (vring_should_notify(&q->vq)) {
 		d->ops->notify(d->opaque, q->idx);
 		stats_add(&q->st->interrupts, 1);

@@ -249,6 +249,19 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
  */
 int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed);
 
+/*
+ * net_set_dirtylog - live migration (issue 14): from now on mark every
+ * guest write of every queue (used rings, avail_event, RX buffers and
+ * their headers) in log, or in nothing when log is NULL. The log is
+ * borrowed; the caller flushes the old one (net_log_flush_all) before it
+ * switches, and calls this between runs.
+ */
+void net_set_dirtylog(struct net_dev *d, struct dirtylog *log);
+
+/* net_log_flush_all - flush the dirty log, if any (after a run, before
+ * Stopped). */
+void net_log_flush_all(struct net_dev *d);
+
 /* net_queue_vring - the queue's ring (tests, final indices), or NULL. */
 struct vring *net_queue_vring(struct net_dev *d, unsigned qidx);
 

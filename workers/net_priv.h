@@ -21,6 +21,9 @@ struct net_dev {
 	struct vnic_policy policy;
 	const struct net_ops *ops;
 	void *opaque;
+	/* Live migration (issue 14): the dirty log every guest write is
+	 * marked in, NULL when off (net_set_dirtylog). */
+	struct dirtylog *log;
 	struct net_queue q[2 * NET_MAX_PAIRS];
 
 	/* Scratch for one run (the engine is single-threaded). */
@@ -46,9 +49,19 @@ static inline int net_pair_fd(const struct net_dev *d, const struct net_queue *q
 	return d->backend_fd[q->idx / 2];
 }
 
-/* net_flush - publish pushed used entries, then interrupt the guest if it
- * wants one (counted as an interrupt) or count a suppressed one. */
+/* net_flush - publish pushed used entries, flush the dirty log, then
+ * interrupt the guest if it wants one (counted as an interrupt) or count
+ * a suppressed one. */
 void net_flush(struct net_dev *d, struct net_queue *q);
+
+/* net_log_flush - set the logged bits (dirtylog_flush) when migration
+ * logs: before every interrupt, so that what the guest is told about is
+ * covered. Logging off: one branch. */
+static inline void net_log_flush(struct net_dev *d)
+{
+	if (__builtin_expect(d->log != NULL, 0))
+		dirtylog_flush(d->log);
+}
 
 /* What one wake-up may still do (net_tx_budget_init: the NIC's budget). */
 struct net_tx_budget {

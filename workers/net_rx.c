@@ -112,6 +112,24 @@ static int net_rx_collect(struct net_dev *d, struct net_queue *q, uint64_t need,
 	return 0;
 }
 
+/* net_rx_log - live migration (issue 14): bytes [0, len) of the held
+ * buffers were written (a header and a frame, or a frame then dropped):
+ * mark their guest pages, as vhost's log array does for the writable
+ * descriptors up to the used length. Every iovec lies inside one region
+ * (memtable_to_iov splits at region ends), so one reverse lookup each;
+ * one cannot fail for an iovec memtable made. */
+static void net_rx_log(struct net_dev *d, const struct net_queue *q, size_t len)
+{
+	for (unsigned i = 0; i < d->rx_niov && len > 0; i++) {
+		size_t l = d->iov[i].iov_len < len ? d->iov[i].iov_len : len;
+		uint64_t gpa;
+
+		if (memtable_gpa_of(q->vq.mt, d->iov[i].iov_base, l, &gpa) == 0)
+			dirtylog_mark(d->log, gpa, l);
+		len -= l;
+	}
+}
+
 /* net_rx_deliver - total bytes (header included) are in the first held
  * heads: set num_buffers, record those heads as done, drop them from the
  * held set. */
@@ -132,6 +150,8 @@ static void net_rx_deliver(struct net_dev *d, struct net_queue *q, size_t total)
 	nb = htole16((uint16_t)used);
 	iov_from_buf(d->iov, d->rx_niov, offsetof(struct virtio_net_hdr_v1, num_buffers), &nb,
 		     sizeof(nb));
+	if (__builtin_expect(d->log != NULL, 0))
+		net_rx_log(d, q, total); /* before the iovecs are dropped below */
 	left = total;
 	for (unsigned i = 0; i < used; i++) {
 		uint32_t len = left < d->head_cap[i] ? (uint32_t)left : d->head_cap[i];
@@ -352,6 +372,11 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 			stats_add(&q->st->errors, 1);
 			return -EPIPE;
 		}
+		/* A read straight into the buffers may have filled them
+		 * before the frame proved too long: the guest never sees
+		 * those bytes, but they changed its memory. */
+		if (__builtin_expect(d->log != NULL, 0))
+			net_rx_log(d, q, d->rx_cap < full ? d->rx_cap : full);
 		net_drop(d, q, "frame larger than the RX buffers");
 		return 1;
 	}

@@ -60,6 +60,7 @@ struct worker {
 	size_t inflight_len;
 	bool recover;             /* some queue must recover at Start */
 	unsigned restarts;        /* Config.restarts, for log lines */
+	struct dirtylog *log;     /* live migration's dirty log, NULL: off */
 	struct net_dev *net;
 	unsigned nqueues;
 	unsigned npairs;
@@ -90,6 +91,12 @@ int worker_send(struct worker *w, Vnic__Worker__WorkerMessage *m);
 
 /* worker_send_error - Error{errnum, text}; best effort. */
 void worker_send_error(struct worker *w, int errnum, const char *text);
+
+/* worker_log_replace - live migration (issue 14): flush the current
+ * dirty log and free it, then log into l (NULL: stop logging). Every
+ * write before the call is covered by the old log, every one after by
+ * the new. Logs a line when the old log refused bits (too small). */
+void worker_log_replace(struct worker *w, struct dirtylog *l);
 
 /* worker_fds.c: I/O on fds the VMM shares, and the heartbeat (issue 11).
  * Never blocks longer than WORKER_IO_BOUND_US, whatever the VMM does to

@@ -123,6 +123,56 @@ static void worker_timer(void *opaque, unsigned qidx, uint32_t us)
 const struct net_ops worker_net_ops = { worker_notify, worker_broken, worker_guest_log,
 					worker_timer };
 
+/* ------------------------------------------------- dirty log (issue 14) */
+
+void worker_log_replace(struct worker *w, struct dirtylog *l)
+{
+	if (w->log) {
+		uint64_t out;
+
+		net_log_flush_all(w->net);
+		out = dirtylog_outside(w->log);
+		if (out)
+			log_warn("nic %s: dirty log of %llu bytes was too small for guest memory: "
+				 "%llu page marks beyond its end were dropped", w->nic_id,
+				 (unsigned long long)dirtylog_size(w->log),
+				 (unsigned long long)out);
+	}
+	net_set_dirtylog(w->net, l);
+	w->log = dirtylog_free(w->log);
+	w->log = l;
+}
+
+/* SetDirtyLog: map the new log (size > 0, its fd is fds->fd[0]), switch
+ * to it between runs, answer DirtyLogSet. A log that cannot be mapped
+ * leaves the NIC logging nothing (on = false, and why), as the
+ * supervisor's contract says (supervisor.h dirty_log_set). */
+static void worker_set_dirty_log(struct worker *w, const Vnic__Worker__SetDirtyLog *s,
+				 const struct wire_fds *fds)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__DirtyLogSet ans;
+	struct dirtylog *l = NULL;
+	char err[256] = "";
+
+	if (s->size > 0 && fds->n == 1 &&
+	    dirtylog_map(fds->fd[0], s->size, s->offset, &l, err, sizeof(err)) < 0)
+		log_warn("nic %s: SetDirtyLog: %s; not logging", w->nic_id, err);
+	worker_log_replace(w, l);
+	if (l)
+		log_info("nic %s: dirty logging into %llu bytes at offset %llu", w->nic_id,
+			 (unsigned long long)s->size, (unsigned long long)s->offset);
+	else if (!err[0])
+		log_info("nic %s: dirty logging off", w->nic_id);
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__dirty_log_set__init(&ans);
+	ans.on = l != NULL;
+	ans.error = err;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET;
+	m.dirty_log_set = &ans;
+	(void)worker_send(w, &m);
+}
+
 /* ------------------------------------------------------ data path */
 
 static void queue_stop_events(struct worker_queue *wq)
@@ -190,6 +240,8 @@ static void run_tx(struct worker_queue *wq, enum tx_hook hook)
 		break;
 	}
 	tx_next(wq, r);
+	/* Stores after the run's last flush (avail_event, used->flags). */
+	net_log_flush_all(w->net);
 }
 
 static void run_rx(struct worker_queue *wq)
@@ -239,6 +291,7 @@ static void run_rx(struct worker_queue *wq)
 						     moved > 0xffffffffu ? 0xffffffffu
 									 : (unsigned)moved));
 	}
+	net_log_flush_all(w->net);
 }
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
@@ -400,6 +453,9 @@ static void worker_stop(struct worker *w)
 		pair_read(&w->p[k], false);
 		event_del(w->p[k].wr_ev);
 	}
+	/* Every write is in the log before Stopped: the VMM's final sync
+	 * follows the answer (GET_VRING_BASE, RemoveNic). */
+	net_log_flush_all(w->net);
 	st.n_queues = w->nqueues;
 	st.queues = qp;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED;
@@ -458,6 +514,9 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 			break;
 		case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
 			worker_set_policy(w, m->set_policy->policy);
+			break;
+		case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG:
+			worker_set_dirty_log(w, m->set_dirty_log, &fds);
 			break;
 		default:
 			/* Config again, or anything else: unexpected now. */
