@@ -106,9 +106,10 @@ def main():
                 continue
             for d, r in x.items():
                 res[c][d].append(r)
-                print("round %d %-12s %s: downtime %s ms, total %s ms, worst gap %.0f ms, "
-                      "%d lost, TCP %s, announce %s%s%s  load %s"
-                      % (rnd + 1, c, d, r["downtime"], r["total"], r["gap"], r["lost"],
+                print("round %d %-12s %s: downtime %s ms (%.1f MiB in it), total %s ms, worst "
+                      "gap %.0f ms, %d lost, TCP %s, announce %s%s%s  load %s"
+                      % (rnd + 1, c, d, r["downtime"], r["final_mib"], r["total"], r["gap"],
+                         r["lost"],
                          "survived" if r["tcp"] else "FAILED", announce_kind(r),
                          ", GET_VRING_BASE to answer %.0f ms" % r["src_stop_ms"]
                          if r.get("src_stop_ms") is not None else "",
@@ -116,21 +117,22 @@ def main():
                          vmlib.loadavg()), flush=True)
     print("\nloadavg at end %s\n" % vmlib.loadavg())
     print("| back end | dir | downtime ms min/med/max | worst gap in the guest ms min/med/max "
-          "| pings lost min/med/max | TCP survived | total ms median | announcement | "
-          "GET_VRING_BASE to answer ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| pings lost min/med/max | TCP survived | total ms median | MiB sent in the "
+          "downtime median | announcement | GET_VRING_BASE to answer ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for c in cfgs:
         if failed[c] and not res[c]["h2g"]:
-            print("| %s | | failed (%d rounds) | | | | | | |" % (c, failed[c]))
+            print("| %s | | failed (%d rounds) | | | | | | | |" % (c, failed[c]))
             continue
         for d in ("h2g", "g2h"):
             rs = res[c][d]
             if not rs:
                 continue
             tot = statistics.median([r["total"] for r in rs])
-            print("| %s | %s | %s | %s | %s | %d/%d | %.0f | %s | %s |" % (
+            print("| %s | %s | %s | %s | %s | %d/%d | %.0f | %.1f | %s | %s |" % (
                 c, d, mmm([r["downtime"] for r in rs]), mmm([r["gap"] for r in rs]),
                 mmm([r["lost"] for r in rs]), sum(1 for r in rs if r["tcp"]), len(rs), tot,
+                statistics.median([r["final_mib"] for r in rs]),
                 ", ".join(sorted({announce_kind(r) for r in rs})),
                 mmm([r.get("src_stop_ms") for r in rs])))
     if any(failed.values()):

@@ -144,8 +144,11 @@ class Pair:
         res = {"kind": self.kind, "mode": self.mode, "direction": direction,
                "from": src_end, "to": dst_end, "guest_announce": self.guest_announce}
         watch = vmlib.AnnounceWatch(self.ns, self.tap(dst_end), MAC, seconds + MIGRATE_MAX)
+        watch_src = vmlib.AnnounceWatch(self.ns, self.tap(src_end), MAC, seconds + MIGRATE_MAX)
         src_log = len(sb.v.log()) if sb else 0
         src_pid = sb.worker_pid() if sb else None
+        drops0 = self.tap_drops(src_end, dst_end)
+        src_drops0 = queue_counts(sb, "drops")
         ping = vmlib.GuestPing(src, HOST)
         iperf = vmlib.iperf3_bg(self.ns, GUEST, seconds, reverse=direction == "g2h")
         t_iperf = time.monotonic()
@@ -157,7 +160,8 @@ class Pair:
         ram = m.get("ram") or {}
         res.update(downtime=m["downtime"], total=m["total-time"], setup=m["setup-time"],
                    wall=m["wall_ms"], syncs=ram.get("dirty-sync-count"),
-                   mib=ram.get("transferred", 0) / 2**20)
+                   mib=ram.get("transferred", 0) / 2**20,
+                   final_mib=ram.get("downtime-bytes", 0) / 2**20)
         self.g, self.end = dst, dst_end
         after = m["t_done"] - t_iperf
         if after > seconds - TAIL:
@@ -172,10 +176,18 @@ class Pair:
         except Fail as e:
             res.update(tcp=False, tcp_bytes=0, tcp_after=0, gbps=0.0, tcp_error=str(e))
         p = ping.result(dst)
+        drops1 = self.tap_drops(src_end, dst_end)
+        # Frames the taps dropped on their way to the guest (a full queue:
+        # the back end, or QEMU, did not read it in time).
+        res["tap_drops"] = {k: drops1[k] - drops0[k] for k in drops0
+                            if drops0[k] is not None and drops1[k] is not None}
         res.update(gap=p["gap_ms"], lost=p["lost"], replies=p["replies"],
                    missing_seqs=p["missing_seqs"])
         a = watch.result()
+        a_src = watch_src.result()
         res["tap_errors"] = a.get("errors", [])
+        res["lost_trace"] = lost_trace(p["missing_seqs"], {self.tap(src_end): a_src,
+                                                          self.tap(dst_end): a}, m["t_done"])
         ann = sorted([(t, "rarp") for t in a["rarp"]] + [(t, "garp") for t in a["garp"]])
         ann = [x for x in ann if x[0] >= src.t_migrate]
         res.update(rarp=sum(1 for x in ann if x[1] == "rarp"),
@@ -185,7 +197,9 @@ class Pair:
         if db:
             res.update(dst_before=c_before, dst_at_switch=c_dst0, dst_after=queue_counts(db),
                        dst_pid=db.worker_pid(), src_at_switch=c_src0,
-                       src_after=queue_counts(sb))
+                       src_after=queue_counts(sb), src_drops=src_drops0,
+                       src_drops_after=queue_counts(sb, "drops"),
+                       dst_drops=queue_counts(db, "drops"))
             text = sb.v.log()[src_log:]
             pids = {int(x) for x in re.findall(r"nic %s: worker pid (\d+) spawned" % sb.id,
                                                text)}
@@ -200,6 +214,9 @@ class Pair:
         src.shutdown()
         log("%s" % summary(res))
         return res
+
+    def tap_drops(self, *ends):
+        return {self.tap(e): self.ns.dev_stat(self.tap(e), "tx_dropped") for e in ends}
 
     def close(self):
         for g in (self.g,):
@@ -230,18 +247,34 @@ def stop_check(ev):
     return out
 
 
-def queue_counts(b):
-    """{queue name: packets} of the endpoint's NIC, {} without one."""
+def lost_trace(missing, watches, t0):
+    """Where each lost ping went: {seq: [(ms after t0, tap, "request from
+    the guest" | "reply to the guest")]} from the taps' ICMP records."""
+    out = {}
+    for q in [int(x) for x in missing.split(",") if x]:
+        ev = []
+        for tap, w in watches.items():
+            for t, d, typ, seq in w.get("icmp", []):
+                if seq == q:
+                    ev.append((round((t - t0) * 1000, 1), tap, "request from the guest"
+                               if typ == 8 else "reply to the guest"))
+        out[q] = sorted(ev)
+    return out
+
+
+def queue_counts(b, key="packets"):
+    """{queue name: counter key} of the endpoint's NIC, {} without one."""
     if b is None:
         return {}
     n = b.nic() or {}
-    return {q["name"]: q["packets"] for q in n.get("queues", [])}
+    return {q["name"]: q[key] for q in n.get("queues", [])}
 
 
 def summary(r):
-    s = ("%s %s %s->%s: downtime %s ms, total %s ms (%s syncs, %.0f MiB), worst gap %.0f ms, %d lost, TCP %s "
+    s = ("%s %s %s->%s: downtime %s ms (%.1f MiB sent in it), total %s ms (%s syncs, %.0f MiB), worst gap %.0f ms, %d lost, TCP %s "
          "(%.2f Gbit/s, %d bytes after), announce %d RARP %d GARP first %s ms, bridge port %s"
-         % (r["kind"], r["direction"], r["from"], r["to"], r["downtime"], r["total"],
+         % (r["kind"], r["direction"], r["from"], r["to"], r["downtime"], r["final_mib"],
+            r["total"],
             r["syncs"], r["mib"], r["gap"],
             r["lost"], "survived" if r["tcp"] else "FAILED: %s" % r["tcp_error"], r["gbps"],
             r["tcp_after"], r["rarp"], r["garp"],
@@ -267,7 +300,12 @@ def check(r):
     if not r["tcp"]:
         bad.append("TCP did not survive: %s" % r["tcp_error"])
     if r["lost"]:
-        bad.append("%d pings lost (seq %s)" % (r["lost"], r["missing_seqs"]))
+        bad.append("%d pings lost (seq %s; on the taps, ms after the switch-over: %s; "
+                   "frames the taps dropped towards the guest: %s%s)"
+                   % (r["lost"], r["missing_seqs"], r["lost_trace"], r["tap_drops"],
+                      "; vnicd's drops counters: source %s -> %s, destination %s"
+                      % (r["src_drops"], r["src_drops_after"], r["dst_drops"])
+                      if "src_drops" in r else ""))
     if not r["rarp"] + r["garp"]:
         bad.append("no announcement (RARP or gratuitous ARP) from the guest's MAC on the "
                    "destination's tap")

@@ -248,6 +248,12 @@ class Netns:
                        "/sys/class/net/%s/statistics/tx_packets" % ((dev,) * 4)).stdout
         return tuple(int(x) for x in out.split())
 
+    def dev_stat(self, dev, name):
+        """One counter of dev's statistics (e.g. tx_dropped), None when dev
+        is gone."""
+        r = self.run("cat /sys/class/net/%s/statistics/%s" % (dev, name), check=False)
+        return int(r.stdout) if r.returncode == 0 else None
+
     def close(self):
         if self.name:
             r = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True,
@@ -648,7 +654,7 @@ s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind((sys.argv[1], 0))
 mac = bytes.fromhex(sys.argv[2].replace(":", ""))
 end = time.monotonic() + float(sys.argv[3])
-out = {"rarp": [], "garp": [], "first": None, "frames": 0}
+out = {"rarp": [], "garp": [], "first": None, "frames": 0, "icmp": []}
 print("ready", flush=True)
 while True:
     left = end - time.monotonic()
@@ -664,9 +670,16 @@ while True:
         out.setdefault("errors", []).append([time.monotonic(), e.strerror])
         time.sleep(0.01)
         continue
-    if a[2] == socket.PACKET_OUTGOING or d[6:12] != mac:
-        continue
     t = time.monotonic()
+    out_ = a[2] == socket.PACKET_OUTGOING
+    # ICMP echo to or from the guest: [t, "to"/"from" the guest, type, seq]
+    o = 14 + (d[14] & 15) * 4 if len(d) > 14 else 0
+    if len(d) >= o + 8 and d[12:14] == b"\x08\x00" and d[23] == 1 and d[o] in (0, 8) and \
+            (d[0:6] if out_ else d[6:12]) == mac:
+        seq = struct.unpack("!H", d[o + 6:o + 8])[0]
+        out["icmp"].append([t, "to" if out_ else "from", d[o], seq])
+    if out_ or d[6:12] != mac:
+        continue
     out["frames"] += 1
     if out["first"] is None:
         out["first"] = t
@@ -683,7 +696,8 @@ class AnnounceWatch:
     """What the guest's MAC sends on dev (in netns) for seconds: the times
     (host monotonic) of RARP frames (QEMU's or the back end's SEND_RARP),
     of gratuitous ARPs (the guest's own announcement, GUEST_ANNOUNCE), and
-    of its first frame at all."""
+    of its first frame at all; and every ICMP echo to or from the guest
+    (where a lost ping went)."""
 
     def __init__(self, netns, dev, mac, seconds):
         self.proc = netns.popen(["python3", "-c", _ANNOUNCE_PY, dev, mac, str(seconds)],
