@@ -12,7 +12,8 @@ Both ends' taps are ports of one bridge in a private netns that holds the
 host's address.  Each round boots the guest once per back end and migrates
 it there and back: a->b under an iperf3 stream host->guest (h2g), then
 b->a under one guest->host (g2h), each under the guest's pings to the host
-every 10 ms; --runs rounds alternate the order of the back ends.  Per
+every 10 ms (the stream starts 2 s before the migration and ends --seconds
+after the switch-over); --runs rounds alternate the order of the back ends.  Per
 direction: QEMU's downtime (query-migrate), the worst gap between two ping
 replies seen in the guest, the pings lost, whether TCP survived (iperf3
 ended without error and moved bytes after the switch-over), how the guest
@@ -71,7 +72,7 @@ def announce_kind(r):
 
 
 def main():
-    p = vmlib.bench_args(__doc__, migrate_cases.STREAM)
+    p = vmlib.bench_args(__doc__, migrate_cases.TAIL)
     p.add_argument("--configs", default="vnicd,qemu",
                    help="comma-separated: vnicd, vnicd-client, qemu (default vnicd,qemu)")
     p.add_argument("--announce", choices=("default", "on", "off"), default="default",
@@ -85,7 +86,8 @@ def main():
     for c in cfgs:
         if c not in CONFIGS:
             raise Fail("unknown back end %s (%s)" % (c, ", ".join(CONFIGS)))
-    print("bench_migrate: %d rounds x %s, iperf3 %.0f s per migration, guest_announce %s, "
+    print("bench_migrate: %d rounds x %s, iperf3 until %.0f s after the switch-over, "
+          "guest_announce %s, "
           "max-bandwidth %d MiB/s; loadavg at start %s; %d CPUs"
           % (a.runs, ",".join(cfgs), a.seconds, a.announce,
              migrate_cases.PARAMS["max_bandwidth"] >> 20, vmlib.loadavg(), os.cpu_count()),

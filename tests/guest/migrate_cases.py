@@ -24,8 +24,9 @@ from one migration:
   gap              the worst interval between two ping replies, in the
                    guest's clock (each reply stamped by the guest's shell)
   lost             pings below the last answered one that got no answer
-  tcp              iperf3 ended without error and moved bytes after the
-                   switch-over
+  tcp              iperf3 (stopped by SIGINT tail s after the switch-over)
+                   reported no error but that interrupt, and moved bytes
+                   after the switch-over
   announce         RARP / gratuitous ARP frames from the guest's MAC on the
                    destination's tap, and the first one's delay after the
                    switch-over (ms)
@@ -46,10 +47,12 @@ GUEST, HOST = "198.18.0.2", "198.18.0.1"
 MAC = "52:54:00:12:34:56"
 BRIDGE, BRIDGE_MAC = "mbr0", "02:00:5e:00:00:01"
 LEAD = 2.0       # s of traffic before the migration starts
-TAIL = 4.0       # s of iperf3 at least after the switch-over
-# s of iperf3: a migration of this 512 MiB guest takes 4-15 s on 2 shared
-# cores under TCG (most of it QEMU's pass over the zero pages).
-STREAM = 20
+# s of the iperf3 stream after the switch-over: the stream is stopped then
+# (SIGINT: iperf3 reports what it moved), since a migration of this 512
+# MiB guest takes 5-20 s on 2 shared cores under TCG (most of it QEMU's
+# pass over the zero pages) and a fixed -t either wastes time or ends
+# before the switch-over.
+TAIL = 4.0
 MIGRATE_MAX = 60  # s: a migration that takes longer fails
 # QEMU's defaults but for the bandwidth: 128 MiB/s (QEMU 7.2's default)
 # makes a migration under iperf3 on TCG take 15 s; two processes on one
@@ -131,16 +134,16 @@ class Pair:
         log("%s: guest up in %.1f s; GUEST_ANNOUNCE %snegotiated" % (
             self.label(), time.monotonic() - t0, "" if self.guest_announce else "not "))
 
-    def migrate(self, direction, seconds=None):
+    def migrate(self, direction, tail=TAIL):
         """One migration under pings and an iperf3 stream (direction "h2g"
-        or "g2h"); returns its figures (see the module's doc).  Raises
-        Fail when the migration itself fails; the checks are the
-        caller's."""
+        or "g2h") that runs on for tail s after the switch-over; returns
+        its figures (see the module's doc).  Raises Fail when the
+        migration itself fails; the checks are the caller's."""
         src, src_end = self.g, self.end
         dst_end = "b" if src_end == "a" else "a"
         sb, db = self.backends.get(src_end), self.backend(dst_end)
         dst = self.guest(dst_end, True)
-        seconds = seconds or STREAM
+        seconds = LEAD + MIGRATE_MAX + tail + 10  # the stream's bound
         res = {"kind": self.kind, "mode": self.mode, "direction": direction,
                "from": src_end, "to": dst_end, "guest_announce": self.guest_announce}
         watch = vmlib.AnnounceWatch(self.ns, self.tap(dst_end), MAC, seconds + MIGRATE_MAX)
@@ -164,11 +167,10 @@ class Pair:
                    final_mib=ram.get("downtime-bytes", 0) / 2**20)
         self.g, self.end = dst, dst_end
         after = m["t_done"] - t_iperf
-        if after > seconds - TAIL:
-            log("migration ended %.1f s into a %.0f s iperf3: the stream after it is short"
-                % (after, seconds))
+        time.sleep(max(0.0, m["t_done"] + tail - time.monotonic()))
+        vmlib.iperf3_stop(iperf)
         try:
-            gbps, nbytes, j = vmlib.iperf3_result(iperf, seconds)
+            gbps, nbytes, j = vmlib.iperf3_result(iperf, seconds, stopped=True)
             moved = sum(iv["sum"]["bytes"] for iv in j["intervals"]
                         if iv["sum"]["start"] >= after)
             res.update(tcp=moved > 0, tcp_bytes=nbytes, tcp_after=moved, gbps=gbps,

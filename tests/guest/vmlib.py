@@ -764,13 +764,26 @@ def iperf3_bg(netns, server_ip, seconds, reverse=False, extra=""):
     return p
 
 
-def iperf3_result(p, seconds):
+def iperf3_stop(p):
+    """End an iperf3_bg client now (SIGINT: it reports what it measured);
+    read it with iperf3_result(p, s, stopped=True)."""
+    # iperf3 itself: timeout(1) runs it in a process group of its own.
+    for pid in tree_pids(p.pid):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "iperf3":
+                    os.kill(pid, signal.SIGINT)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+
+
+def iperf3_result(p, seconds, stopped=False):
     out, err = p.communicate(timeout=seconds + 40)
     try:
         j = json.loads(out)
     except ValueError:
         raise Fail("iperf3 gave no JSON (rc %d): %s %s" % (p.returncode, out[-500:], err[-500:]))
-    if "error" in j:
+    if "error" in j and not (stopped and j["error"].startswith("interrupt")):
         raise Fail("iperf3: %s" % j["error"])
     rcv = j["end"]["sum_received"]
     return rcv["bits_per_second"] / 1e9, rcv["bytes"], j
