@@ -173,14 +173,17 @@ static int mon_dirty_log_set(struct nic *n, const Vnic__Worker__WorkerMessage *m
 	if (failed) {
 		/* supervisor.h: the NIC's log is then none. */
 		snprintf(n->last_error, sizeof(n->last_error), "dirty log: %.160s", d->error);
-		log_warn("nic %s: the worker could not map the dirty log: %.160s", n->id, d->error);
+		log_ratelimited(nic_log_ratelimit(n, NIC_RL_DIRTY_LOG), LOG_LEVEL_WARN,
+				"nic %s: the worker could not map the dirty log: %.160s", n->id,
+				d->error);
 		close(n->log_fd);
 		n->log_fd = -1;
 		n->log_size = n->log_offset = 0;
 		nic_notify_dirty_log_set(n, NIC_RES_UNAVAILABLE, n->last_error);
 		return 0;
 	}
-	log_info("nic %s: dirty logging %s", n->id, d->on ? "on" : "off");
+	log_ratelimited(nic_log_ratelimit(n, NIC_RL_DIRTY_LOG), LOG_LEVEL_INFO,
+			"nic %s: dirty logging %s", n->id, d->on ? "on" : "off");
 	nic_notify_dirty_log_set(n, NIC_RES_OK, NULL);
 	return 0;
 }

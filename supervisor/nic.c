@@ -922,9 +922,10 @@ int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, cha
 	n->log_offset = n->log_fd >= 0 ? offset : 0;
 	n->log_pending = true;
 	n->log_in_config = false;
-	log_info("nic %s: dirty log %s (%llu bytes at offset %llu)", n->id,
-		 n->log_fd >= 0 ? "set" : "off", (unsigned long long)n->log_size,
-		 (unsigned long long)n->log_offset);
+	log_ratelimited(nic_log_ratelimit(n, NIC_RL_DIRTY_LOG), LOG_LEVEL_INFO,
+			"nic %s: dirty log %s (%llu bytes at offset %llu)", n->id,
+			n->log_fd >= 0 ? "set" : "off", (unsigned long long)n->log_size,
+			(unsigned long long)n->log_offset);
 	if (n->w.pid == 0) {
 		/* No worker (restart backoff, FAILED): nothing writes, and
 		 * the next Config carries the log. */

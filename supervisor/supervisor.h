@@ -157,11 +157,13 @@ struct nic_owner_ops {
 enum nic_rl {
 	NIC_RL_WORKER_LOG,   /* Log messages the worker relays: 50 per 5 s */
 	NIC_RL_QUEUE_BROKEN, /* QueueBroken reports: 10 per 5 s */
+	NIC_RL_DIRTY_LOG,    /* dirty log changes (an owner may toggle at will): 20 per 5 s */
 	NIC_RL_COUNT,
 };
 #define NIC_RL_WINDOW_MS 5000
 #define NIC_RL_WORKER_LOG_BURST 50
 #define NIC_RL_QUEUE_BROKEN_BURST 10
+#define NIC_RL_DIRTY_LOG_BURST 20
 
 struct nic_queue {
 	uint32_t index;   /* virtqueue index (slot from nic_queue_slot) */

@@ -82,8 +82,9 @@ static bool vu_always_answered(const struct vu_conn *c, const struct vu_row_spec
 }
 
 /* Is the waiting answer due? After the reap; a log change: once the
- * worker took the log, or (it could not map it) once it is reaped, so no
- * worker writes unlogged while the front end believes in its log. */
+ * worker took the log, or, when it could not map it, once it is reaped:
+ * this stops it (and forgets the log, so none starts on it), because no
+ * worker may write unlogged while the front end believes in its log. */
 static bool vu_wait_over(struct vu_endpoint *ep, struct vu_conn *c)
 {
 	if (!c->wait_log)

@@ -231,6 +231,7 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	}
 	ep->sup = s;
 	ep->cfg = *cfg;
+	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
 	ep->tap_fd = ep->listen_fd = -1;
 	if (!cfg->mac_set) {
 		/* Locally administered, unicast, stable per id (FNV-1a). */

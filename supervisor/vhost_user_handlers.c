@@ -86,8 +86,9 @@ static int set_log_all(struct vu_conn *c, struct vu_msg *m, uint64_t f, char *er
 	rc = vu_live_log(c, m, fd, c->log_size, c->log_offset, err, errlen);
 	if (rc < 0)
 		return rc;
-	log_info("vhost-user %s: VHOST_F_LOG_ALL %s: the worker %s logging, no restart",
-		 c->ep->cfg.id, on ? "acked" : "cleared", on ? "starts" : "stops");
+	log_ratelimited(&c->ep->msg_rl, LOG_LEVEL_INFO,
+			"vhost-user %s: VHOST_F_LOG_ALL %s: the worker %s logging, no restart",
+			c->ep->cfg.id, on ? "acked" : "cleared", on ? "starts" : "stops");
 	c->features = f;
 	return rc;
 }
@@ -240,8 +241,9 @@ static int set_vring_log_live(struct vu_conn *c, int i, const struct vu_vring_ad
 		    vring_log_addr_check(i, a->log, g[2], err, errlen)))
 		return -EINVAL;
 	if (r->log != log)
-		log_info("vhost-user %s: ring %d: used-ring logging %s (no restart)", c->ep->cfg.id,
-			 i, log ? "on" : "off");
+		log_ratelimited(&c->ep->msg_rl, LOG_LEVEL_INFO,
+				"vhost-user %s: ring %d: used-ring logging %s (no restart)",
+				c->ep->cfg.id, i, log ? "on" : "off");
 	r->log = log;
 	r->log_addr = a->log;
 	return 0;

@@ -325,8 +325,10 @@ int h_set_log_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 	c->log_size = l->mmap_size;
 	c->log_offset = l->mmap_offset;
 	m->fds[0] = -1;
-	log_info("vhost-user %s: dirty log of %llu bytes at offset %llu%s", ep->cfg.id,
-		 (unsigned long long)c->log_size, (unsigned long long)c->log_offset,
-		 live ? ": the worker switches to it" : vu_log_all(c) ? "" : " (LOG_ALL not acked)");
+	log_ratelimited(&ep->msg_rl, LOG_LEVEL_INFO,
+			"vhost-user %s: dirty log of %llu bytes at offset %llu%s", ep->cfg.id,
+			(unsigned long long)c->log_size, (unsigned long long)c->log_offset,
+			live ? ": the worker switches to it" :
+			vu_log_all(c) ? "" : " (LOG_ALL not acked)");
 	return rc;
 }

@@ -149,7 +149,8 @@ static void vu_nic_dirty_log_set(struct nic *n, enum nic_result r, const char *e
 	c->log_failed = r != NIC_RES_OK && c->log_want && n->log_size == 0;
 	if (c->log_failed) {
 		vu_errorf(ep, "dirty log: %s", error ? error : "failed");
-		log_warn("vhost-user %s: %s: stopping the worker", ep->cfg.id, ep->last_error);
+		log_ratelimited(&ep->msg_rl, LOG_LEVEL_WARN, "vhost-user %s: %s: stopping the worker",
+				ep->cfg.id, ep->last_error);
 	}
 	event_active(ep->ev_resume, EV_TIMEOUT, 0);
 }

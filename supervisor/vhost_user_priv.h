@@ -112,6 +112,9 @@ struct vu_endpoint {
 	bool rm_deadline;
 	uint64_t connects, messages, rejected, reconfigs;
 	char last_error[192];
+	/* Lines a front end triggers with accepted messages (dirty log
+	 * changes): its own bucket, so it hides no other endpoint's. */
+	struct log_ratelimit msg_rl;
 	/* Queue counters over the endpoint's life (issue 19): each NIC (a
 	 * worker session: front end, memory table, call fd ...) has its own
 	 * stats page, which a crash restart keeps. The endpoint maps the

@@ -1564,19 +1564,120 @@ static bool log_bit(const uint8_t *log, uint64_t gpa)
 	return __atomic_load_n(&log[p / 8], __ATOMIC_RELAXED) & (1u << (p % 8));
 }
 
-/* The end-to-end check: with logging on, RX and TX traffic, the worker
- * stopped (GET_VRING_BASE: its last bits flushed before the answer);
- * every guest page that changed after the snapshot has its bit, the
- * used-ring pages included. The driver's own writes all come before the
- * snapshot: buffers posted, frames queued; only kicks and reads after. */
+/* One round of the end-to-end check, with logging on: RX buffers posted,
+ * the snapshot, then TX frames queued (the driver writes only the TX
+ * descriptor table, avail ring and buffers, which the device never
+ * writes: those pages are left out) and kicked to the netns, RX from it,
+ * the used rings only read; the worker stopped (GET_VRING_BASE: its last
+ * bits are in the log before the answer); every other guest page that
+ * changed after the snapshot has its bit, the used-ring pages included.
+ * The log is cleared at the end, while no worker runs. */
+static bool driver_tx_page(uint64_t off)
+{
+	return off == ring_off(1, 0) || off == ring_off(1, 1) ||
+	       (off >= (BUF_OFF & ~4095ull) && off < BUF_OFF + 10 * BUF_SIZE);
+}
+
+static void logged_round(struct fe *f, struct ns_socks *s, uint8_t *log, const char *tag)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7777) };
+	uint8_t *snap = malloc(MEM);
+	int got = 0, changed = 0;
+	char text[32];
+
+	ck_assert_ptr_nonnull(snap);
+	guest_post_rx(f, 32);
+	memcpy(snap, f->mem, MEM);
+	for (int i = 0; i < 10; i++) {
+		uint64_t off = BUF_OFF + (uint64_t)i * BUF_SIZE;
+		struct vring_drv_buf b;
+
+		snprintf(text, sizeof(text), "%s-%d", tag, i);
+		b = (struct vring_drv_buf){ GPA + off, (uint32_t)build_frame(f->mem + off, text), false };
+		ck_assert_int_ge(vring_drv_add(&f->drv[1], &b, 1, NULL), 0);
+	}
+	vring_drv_publish(&f->drv[1]);
+	ck_assert_int_eq(write(f->kick[1], &(uint64_t){ 1 }, 8), 8);
+	expect_rx_in_ns(s, tag, 10);
+	snprintf(text, sizeof(text), "to-%s", tag);
+	inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_gt(sendto(s->tx, text, strlen(text), 0, (struct sockaddr *)&a,
+					sizeof(a)), 0);
+	for (int tries = 0; tries < 300 && got < 10; tries++) {
+		void *ck;
+		uint32_t len;
+
+		while (vring_drv_get_used(&f->drv[0], &ck, &len) == 1)
+			if (memmem(f->mem + (uintptr_t)ck, len, text, strlen(text)))
+				got++;
+		msleep(10);
+	}
+	ck_assert_msg(got == 10, "%s: %d of 10 frames reached the guest", tag, got);
+	for (uint32_t q = 0; q < 2; q++) {
+		struct vu_vring_state st = { q, 0 };
+
+		fe_send(f->fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+		ck_assert_int_eq(fe_recv(f->fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
+	}
+	for (uint64_t off = 0; off < MEM; off += 4096) {
+		if (driver_tx_page(off) || !memcmp(snap + off, f->mem + off, 4096))
+			continue;
+		changed++;
+		ck_assert_msg(log_bit(log, GPA + off), "%s: guest page 0x%llx changed, no bit in "
+			      "the log", tag, (unsigned long long)(GPA + off));
+	}
+	/* Both used rings and the RX buffers at least. */
+	ck_assert_int_ge(changed, 3);
+	ck_assert(memcmp(snap + ring_off(0, 2), f->mem + ring_off(0, 2), 4096));
+	ck_assert(memcmp(snap + ring_off(1, 2), f->mem + ring_off(1, 2), 4096));
+	/* No bit for memory the device never writes: the descriptor tables. */
+	ck_assert(!log_bit(log, GPA + ring_off(0, 0)) && !log_bit(log, GPA + ring_off(1, 0)));
+	free(snap);
+	memset(log, 0, LOG_SIZE); /* no worker runs: nothing races the clear */
+}
+
+/* The pid of id's worker once its NIC is RUNNING (READY seen). */
+static int wait_running(const char *id)
+{
+	for (int i = 0; i < 500; i++) {
+		struct vnic_status *st = NULL;
+		int pid = 0;
+
+		ck_assert_int_eq(vnic_status(ctl, &st), 0);
+		for (unsigned j = 0; j < st->nnics; j++)
+			if (!strcmp(st->nics[j].id, id) && st->nics[j].state == VNIC_NIC_RUNNING)
+				pid = st->nics[j].pid;
+		vnic_status_free(st);
+		if (pid > 0)
+			return pid;
+		msleep(10);
+	}
+	ck_abort_msg("%s not RUNNING within 5 s (log %s)", id, vd.log);
+	return -1;
+}
+
+/* The rings go again after GET_VRING_BASE: a new kick fd each, as
+ * QEMU's vhost_virtqueue_start sends; a new worker session. */
+static int rings_restart(struct fe *f)
+{
+	for (int q = 0; q < 2; q++) {
+		uint64_t v = (uint64_t)q;
+
+		ck_assert_int_eq(fe_ack(f->fd, VU_SET_VRING_KICK, &v, sizeof(v), &f->kick[q], 1), 0);
+	}
+	return wait_worker("vu0");
+}
+
+/* The end-to-end check (logged_round) on a worker that started logging
+ * live, on a new worker session started while logging (its spec carries
+ * the log), and on the crash restart of that one (its Config does). */
 START_TEST(t_dirty_log_e2e)
 {
 	struct fe f;
 	struct ns_socks s;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7777) };
-	uint8_t *snap, *log;
-	int logfd, got = 0, changed = 0;
-	struct vu_vring_state st;
+	uint8_t *log;
+	int logfd, pid;
 
 	NEED_PREREQS();
 	netns_setup(&s);
@@ -1584,60 +1685,19 @@ START_TEST(t_dirty_log_e2e)
 	fe_start(&f);
 	wait_worker("vu0");
 	logfd = log_memfd(LOG_SIZE, true);
-	log = mmap(NULL, LOG_SIZE, PROT_READ, MAP_SHARED, logfd, 0);
+	log = mmap(NULL, LOG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, logfd, 0);
 	ck_assert_ptr_ne(log, MAP_FAILED);
 	log_on(&f, logfd, LOG_SIZE);
-	guest_post_rx(&f, 32);
-	/* TX: 10 frames queued and published, not yet kicked. */
-	for (int i = 0; i < 10; i++) {
-		uint64_t off = BUF_OFF + (uint64_t)i * BUF_SIZE;
-		char text[32];
-		struct vring_drv_buf b;
-
-		snprintf(text, sizeof(text), "dirty-%d", i);
-		b = (struct vring_drv_buf){ GPA + off, (uint32_t)build_frame(f.mem + off, text), false };
-		ck_assert_int_ge(vring_drv_add(&f.drv[1], &b, 1, NULL), 0);
-	}
-	vring_drv_publish(&f.drv[1]);
-	snap = malloc(MEM);
-	ck_assert_ptr_nonnull(snap);
-	memcpy(snap, f.mem, MEM);
-	ck_assert_int_eq(write(f.kick[1], &(uint64_t){ 1 }, 8), 8);
-	expect_rx_in_ns(&s, "dirty", 10);
-	inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
-	for (int i = 0; i < 10; i++)
-		ck_assert_int_gt(sendto(s.tx, "to-a-logged-guest", 17, 0, (struct sockaddr *)&a,
-					sizeof(a)), 0);
-	for (int tries = 0; tries < 300 && got < 10; tries++) {
-		void *ck;
-		uint32_t len;
-
-		while (vring_drv_get_used(&f.drv[0], &ck, &len) == 1)
-			if (memmem(f.mem + (uintptr_t)ck, len, "to-a-logged-guest", 17))
-				got++;
+	logged_round(&f, &s, log, "live");
+	rings_restart(&f);
+	logged_round(&f, &s, log, "session");
+	rings_restart(&f);
+	pid = wait_running("vu0"); /* a crash, not a start that failed */
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 300 && ep_pid("vu0", NULL, 0) == pid; i++)
 		msleep(10);
-	}
-	ck_assert_int_eq(got, 10);
-	for (uint32_t q = 0; q < 2; q++) {
-		st = (struct vu_vring_state){ q, 0 };
-		fe_send(f.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
-		ck_assert_int_eq(fe_recv(f.fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
-	}
-	for (uint64_t off = 0; off < MEM; off += 4096) {
-		if (!memcmp(snap + off, f.mem + off, 4096))
-			continue;
-		changed++;
-		ck_assert_msg(log_bit(log, GPA + off), "guest page 0x%llx changed, no bit in the log",
-			      (unsigned long long)(GPA + off));
-	}
-	/* Both used rings and the RX buffers at least. */
-	ck_assert_int_ge(changed, 3);
-	ck_assert(memcmp(snap + ring_off(0, 2), f.mem + ring_off(0, 2), 4096));
-	ck_assert(memcmp(snap + ring_off(1, 2), f.mem + ring_off(1, 2), 4096));
-	ck_assert(log_bit(log, GPA + ring_off(0, 2)) && log_bit(log, GPA + ring_off(1, 2)));
-	/* No bit for memory nobody wrote: the descriptor tables. */
-	ck_assert(!log_bit(log, GPA + ring_off(0, 0)));
-	free(snap);
+	ck_assert_int_ne(wait_running("vu0"), pid);
+	logged_round(&f, &s, log, "crash");
 	munmap(log, LOG_SIZE);
 	close(logfd);
 	close(f.fd);
