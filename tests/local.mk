@@ -202,7 +202,7 @@ EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/
 dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
 	tests/dpdk_virtio_user.py tests/qemu_migrate.py
 # Live migration (issue 14): two QEMUs on one bridge, vnicd and QEMU's own
-# virtio-net side by side (about 3 minutes: 3 boots, 4 migrations).
+# virtio-net side by side (about 2 minutes: 3 boots, 4 migrations).
 if !SANITIZERS
 if !FAULT_INJECTION
 TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \

@@ -37,6 +37,7 @@ the switch-over's GET_VRING_BASE stopped reaped before ring 0 was answered
 (and the time between the two, vnicd's share of the downtime)."""
 import os
 import re
+import threading
 import time
 
 import backends
@@ -157,8 +158,23 @@ class Pair:
         t_iperf = time.monotonic()
         time.sleep(LEAD)
         c_before = queue_counts(db)
-        m = src.migrate_to(dst, "unix:" + os.path.join(self.dir, "mig.sock"), MIGRATE_MAX,
-                           **PARAMS)
+        # The source NIC's counters as the migration runs (it is gone after
+        # the switch-over): its last drops before the stop.
+        poll = {"last": {}, "run": True}
+
+        def watch_src_nic():
+            while poll["run"]:
+                d = queue_counts(sb, "drops")
+                if d:
+                    poll["last"] = d
+                time.sleep(0.2)
+        th = threading.Thread(target=watch_src_nic, daemon=True) if sb else None
+        if th:
+            th.start()
+        try:
+            m = self._migrate(src, dst)
+        finally:
+            poll["run"] = False
         c_dst0, c_src0 = queue_counts(db), queue_counts(sb)
         ram = m.get("ram") or {}
         res.update(downtime=m["downtime"], total=m["total-time"], setup=m["setup-time"],
@@ -200,7 +216,7 @@ class Pair:
             res.update(dst_before=c_before, dst_at_switch=c_dst0, dst_after=queue_counts(db),
                        dst_pid=db.worker_pid(), src_at_switch=c_src0,
                        src_after=queue_counts(sb), src_drops=src_drops0,
-                       src_drops_after=queue_counts(sb, "drops"),
+                       src_drops_after=poll["last"],
                        dst_drops=queue_counts(db, "drops"))
             text = sb.v.log()[src_log:]
             pids = {int(x) for x in re.findall(r"nic %s: worker pid (\d+) spawned" % sb.id,
@@ -216,6 +232,10 @@ class Pair:
         src.shutdown()
         log("%s" % summary(res))
         return res
+
+    def _migrate(self, src, dst):
+        return src.migrate_to(dst, "unix:" + os.path.join(self.dir, "mig.sock"), MIGRATE_MAX,
+                              **PARAMS)
 
     def tap_drops(self, *ends):
         return {self.tap(e): self.ns.dev_stat(self.tap(e), "tx_dropped") for e in ends}
@@ -305,7 +325,8 @@ def check(r):
         bad.append("%d pings lost (seq %s; on the taps, ms after the switch-over: %s; "
                    "frames the taps dropped towards the guest: %s%s)"
                    % (r["lost"], r["missing_seqs"], r["lost_trace"], r["tap_drops"],
-                      "; vnicd's drops counters: source %s -> %s, destination %s"
+                      "; vnicd's drops counters: source %s -> %s (last seen before the stop), "
+                      "destination %s"
                       % (r["src_drops"], r["src_drops_after"], r["dst_drops"])
                       if "src_drops" in r else ""))
     if not r["rarp"] + r["garp"]:
