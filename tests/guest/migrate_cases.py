@@ -152,6 +152,7 @@ class Pair:
         src_log = len(sb.v.log()) if sb else 0
         src_pid = sb.worker_pid() if sb else None
         drops0 = self.tap_drops(src_end, dst_end)
+        g0 = guest_rx_errors(src)
         src_drops0 = queue_counts(sb, "drops")
         ping = vmlib.GuestPing(src, HOST)
         iperf = vmlib.iperf3_bg(self.ns, GUEST, seconds, reverse=direction == "g2h")
@@ -160,13 +161,17 @@ class Pair:
         c_before = queue_counts(db)
         # The source NIC's counters as the migration runs (it is gone after
         # the switch-over): its last drops before the stop.
-        poll = {"last": {}, "run": True}
+        poll = {"last": {}, "rx": None, "run": True}
+        tap_tx0 = self.ns.dev_stat(self.tap(src_end), "tx_packets")
+        rx0 = queue_counts(sb).get("rx0")
 
         def watch_src_nic():
             while poll["run"]:
-                d = queue_counts(sb, "drops")
-                if d:
-                    poll["last"] = d
+                n = sb.nic() or {}
+                qs = {q["name"]: q for q in n.get("queues", [])}
+                if qs:
+                    poll["last"] = {k: q["drops"] for k, q in qs.items()}
+                    poll["rx"] = qs["rx0"]["packets"]
                 time.sleep(0.2)
         th = threading.Thread(target=watch_src_nic, daemon=True) if sb else None
         if th:
@@ -176,6 +181,13 @@ class Pair:
         finally:
             poll["run"] = False
         c_dst0, c_src0 = queue_counts(db), queue_counts(sb)
+        if sb and rx0 is not None and poll["rx"] is not None:
+            # Frames the kernel queued on the source's tap during the run
+            # against those the source worker took (last seen <= 0.2 s
+            # before the stop): what stayed in the tap's queue, or went
+            # missing between the two, at the switch-over.
+            res["src_tap_backlog"] = (self.ns.dev_stat(self.tap(src_end), "tx_packets") -
+                                      tap_tx0) - (poll["rx"] - rx0)
         ram = m.get("ram") or {}
         res.update(downtime=m["downtime"], total=m["total-time"], setup=m["setup-time"],
                    wall=m["wall_ms"], syncs=ram.get("dirty-sync-count"),
@@ -194,6 +206,9 @@ class Pair:
         except Fail as e:
             res.update(tcp=False, tcp_bytes=0, tcp_after=0, gbps=0.0, tcp_error=str(e))
         p = ping.result(dst)
+        g1 = guest_rx_errors(dst)
+        # What the guest itself threw away (bad lengths, checksums, ...).
+        res["guest_rx_errors"] = {k: g1[k] - g0.get(k, 0) for k in g1 if g1[k] != g0.get(k, 0)}
         drops1 = self.tap_drops(src_end, dst_end)
         # Frames the taps dropped on their way to the guest (a full queue:
         # the back end, or QEMU, did not read it in time).
@@ -284,6 +299,26 @@ def lost_trace(missing, watches, t0):
     return out
 
 
+_GUEST_ERRS = ("rx_errors", "rx_dropped", "rx_length_errors", "rx_crc_errors",
+               "rx_frame_errors", "rx_missed_errors", "rx_over_errors")
+
+
+def guest_rx_errors(g):
+    """{counter: value} of the guest's eth0 receive errors and its ICMP
+    InErrors/InCsumErrors."""
+    _, out = g.run("cd /sys/class/net/eth0/statistics && for f in %s; do echo $f $(cat $f); "
+                   "done; awk '/^Icmp:/ {n++; if (n == 1) split($0, k); else "
+                   "for (i = 2; i <= NF; i++) print \"icmp_\" k[i], $i}' /proc/net/snmp"
+                   % " ".join(_GUEST_ERRS))
+    r = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[1].isdigit() and (f[0] in _GUEST_ERRS or f[0] in (
+                "icmp_InErrors", "icmp_InCsumErrors")):
+            r[f[0]] = int(f[1])
+    return r
+
+
 def queue_counts(b, key="packets"):
     """{queue name: counter key} of the endpoint's NIC, {} without one."""
     if b is None:
@@ -323,11 +358,14 @@ def check(r):
         bad.append("TCP did not survive: %s" % r["tcp_error"])
     if r["lost"]:
         bad.append("%d pings lost (seq %s; on the taps, ms after the switch-over: %s; "
-                   "frames the taps dropped towards the guest: %s%s)"
+                   "frames the taps dropped towards the guest: %s; the guest's receive "
+                   "errors during the run: %s%s)"
                    % (r["lost"], r["missing_seqs"], r["lost_trace"], r["tap_drops"],
+                      r["guest_rx_errors"] or "none",
                       "; vnicd's drops counters: source %s -> %s (last seen before the stop), "
-                      "destination %s"
-                      % (r["src_drops"], r["src_drops_after"], r["dst_drops"])
+                      "destination %s; frames the source tap queued minus those its worker "
+                      "took: %s" % (r["src_drops"], r["src_drops_after"], r["dst_drops"],
+                                    r.get("src_tap_backlog"))
                       if "src_drops" in r else ""))
     if not r["rarp"] + r["garp"]:
         bad.append("no announcement (RARP or gratuitous ARP) from the guest's MAC on the "
