@@ -27,3 +27,5 @@ EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh
 EXTRA_DIST += tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring.sh
 # Real clients (issue 8): a Linux guest under QEMU and DPDK testpmd.
 EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py
+# Live migration (issue 14): vnicd against QEMU's own virtio-net.
+EXTRA_DIST += tools/bench_migrate.py

@@ -13,6 +13,7 @@ mode "server": the back end listens on sock, QEMU connects (its chardev has
 no server=on); mode "client": QEMU listens (server=on,wait=off), the back
 end connects."""
 import os
+import re
 import signal
 
 import vmlib
@@ -22,7 +23,7 @@ class VnicdBackend:
     name = "vnicd"
 
     def __init__(self, builddir, netns, sock, mode, nic_id="q0", tap="vq0", mtu=None,
-                 workdir=None, policy=None):
+                 workdir=None, policy=None, log_level=None):
         self.v = vmlib.Vnicd(builddir, workdir)
         self.ns, self.sock, self.mode = netns, sock, mode
         self.id, self.tap, self.mtu, self.policy = nic_id, tap, mtu, policy
@@ -30,7 +31,7 @@ class VnicdBackend:
         if "--vhost-user" not in r.stdout + r.stderr:
             vmlib.skip("this vnicctl has no 'add --vhost-user' (issue 8's front door is not "
                        "in this tree yet)")
-        self.v.start()
+        self.v.start(["--log-level", log_level] if log_level else [])
 
     def add(self):
         args = ["add", self.id, "--vhost-user", self.sock, "--" + self.mode, "--tap", self.tap,
@@ -76,6 +77,34 @@ class VnicdBackend:
         if self.v.proc and self.v.proc.poll() is None:
             self.v.ctl("remove", self.id, check=False)
         self.v.stop()
+
+
+def stop_events(text, nic_id):
+    """[(seconds, event)] of nic_id in text (vnicd's log; seconds of the
+    day, UTC): "spawned" (a worker), "stopping" (GET_VRING_BASE made vnicd
+    stop it), "reaped", "answered" (GET_VRING_BASE ring 0).  QEMU stops the
+    rings (device_del, a migration's switch-over) with GET_VRING_BASE, and
+    vnicd answers ring 0 only once the worker is reaped."""
+    pats = [("answered", r"vhost-user %s: GET_VRING_BASE ring 0 answered"),
+            ("stopping", r"nic %s: \S+ -> STOPPING: GET_VRING_BASE"),
+            ("reaped", r"nic %s: .*worker reaped"),
+            ("spawned", r"nic %s: worker pid \d+ spawned")]
+    ev = []
+    for line in text.splitlines():
+        for name, pat in pats:
+            if re.search(pat % nic_id, line):
+                m = re.match(r"\d{4}-\d\d-\d\dT(\d\d):(\d\d):(\d\d\.\d+)Z", line)
+                t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) \
+                    if m else None
+                ev.append((t, name))
+                break
+    return ev
+
+
+def unplug_order(text, nic_id):
+    """The order of vnicd's "worker reaped" and "GET_VRING_BASE ring 0
+    answered" lines for nic_id in text (its log)."""
+    return [e for _, e in stop_events(text, nic_id) if e in ("reaped", "answered")]
 
 
 class TestpmdBackend:

@@ -170,7 +170,7 @@ class Group:
         if self.kind != "vnicd":
             return
         self.b.v.status()  # vnicd answers
-        order = unplug_order(self.b.v.log()[log_at:], self.b.id)
+        order = backends.unplug_order(self.b.v.log()[log_at:], self.b.id)
         log("vnicd's log after device_del: %s" % " then ".join(order))
         if order[:2] != ["reaped", "answered"]:
             raise Fail("vnicd's log does not show the worker reaped before GET_VRING_BASE "
@@ -222,18 +222,6 @@ class Group:
     def close(self):
         self.g.shutdown()
         self.b.close()
-
-
-def unplug_order(text, nic_id):
-    """The order of vnicd's "worker reaped" and "GET_VRING_BASE ring 0
-    answered" lines for nic_id in text."""
-    ev = []
-    for line in text.splitlines():
-        if re.search(r"vhost-user %s: GET_VRING_BASE ring 0 answered" % nic_id, line):
-            ev.append("answered")
-        elif re.search(r"nic %s: .*worker reaped" % nic_id, line):
-            ev.append("reaped")
-    return ev
 
 
 def run(mode):

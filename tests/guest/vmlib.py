@@ -4,7 +4,12 @@
 - Guest: a Linux guest (tests/guest/mkguest.sh) under QEMU/TCG, with QMP, a
   console log, a pidfile and a command loop on its second serial port; its
   NIC is QEMU's own virtio-net on a tap (tx=bh or tx=timer) or vhost-user.
-- Netns: a private network namespace (198.18.0.0/15 only), removed on close.
+  Guest(..., incoming=True) is a live migration's destination and
+  migrate_to() moves a guest there (migrate_cases.py uses them).
+- Netns: a private network namespace (198.18.0.0/15 only), removed on close;
+  a bridge in it.
+- GuestPing: the guest's pings every 10 ms, each reply time-stamped in the
+  guest; AnnounceWatch: RARP and gratuitous ARP of a MAC on a tap.
 - Testpmd: DPDK testpmd as a vhost-user back end (net_vhost <-> net_tap) or
   as a front end (net_virtio_user), driven through its interactive prompt.
 - Vnicd: vnicd from a build tree on a private socket, and vnicctl.
@@ -213,6 +218,25 @@ class Netns:
         return self.run("busybox ping -c %d -W 5 %s %s" % (count, extra, addr),
                         timeout=count + 30, check=False)
 
+    def bridge(self, name, addr, mac):
+        """A bridge with the host's address: STP off, so a port forwards as
+        soon as it joins; a fixed MAC, so the host's address does not move
+        when a port joins or leaves."""
+        self.run("ip link add %s address %s type bridge stp_state 0 forward_delay 0 && "
+                 "ip addr add %s dev %s && ip link set %s up" % (name, mac, addr, name, name))
+
+    def enslave(self, dev, bridge):
+        self.run("ip link set %s master %s && ip link set %s up" % (dev, bridge, dev))
+
+    def fdb_port(self, bridge, mac):
+        """The bridge port the bridge has learnt mac on, or None."""
+        r = self.run("bridge fdb show br %s" % bridge, check=False)
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if f and f[0].lower() == mac.lower() and "dev" in f:
+                return f[f.index("dev") + 1]
+        return None
+
     def has_link(self, dev):
         return self.run("ip link show %s" % dev, check=False).returncode == 0
 
@@ -223,6 +247,12 @@ class Netns:
                        "/sys/class/net/%s/statistics/tx_bytes "
                        "/sys/class/net/%s/statistics/tx_packets" % ((dev,) * 4)).stdout
         return tuple(int(x) for x in out.split())
+
+    def dev_stat(self, dev, name):
+        """One counter of dev's statistics (e.g. tx_dropped), None when dev
+        is gone."""
+        r = self.run("cat /sys/class/net/%s/statistics/%s" % (dev, name), check=False)
+        return int(r.stdout) if r.returncode == 0 else None
 
     def close(self):
         if self.name:
@@ -248,12 +278,21 @@ class Guest:
     """
 
     def __init__(self, image, nic, ip="198.18.0.2/24", mtu=None, netns=None, mem="512M",
-                 workdir=None, name="vm", tso=True):
+                 workdir=None, name="vm", tso=True, incoming=False, mac=None, announce=None,
+                 memfd=None, console=None):
         self.image, self.nic, self.ip, self.mtu = image, nic, ip, mtu
         self.netns, self.mem, self.tso = netns, mem, tso
+        # incoming: a migration's destination (-incoming defer), the same
+        # guest-visible command line as its source.  mac: the NIC's MAC
+        # (both ends of a migration must agree).  announce: virtio-net's
+        # guest_announce on (True) or off (False), QEMU's default (None).
+        # memfd: the guest's memory in a shared memfd (always so on
+        # vhost-user; on a tap only when asked, to compare like with like).
+        self.incoming, self.mac, self.announce = incoming, mac, announce
+        self.memfd = memfd if memfd is not None else nic[0] == "vhost-user"
         self.dir = workdir or tmpdir()
         self.name = name
-        self.console = os.path.join(self.dir, name + ".console")
+        self.console = console or os.path.join(self.dir, name + ".console")
         self.qmp_path = os.path.join(self.dir, name + ".qmp")
         self.cmd_path = os.path.join(self.dir, name + ".cmd")
         self.pidfile = os.path.join(self.dir, name + ".pid")
@@ -271,31 +310,39 @@ class Guest:
              "-kernel", os.path.join(self.image, "vmlinux"),
              "-initrd", os.path.join(self.image, "initramfs.cpio.gz"),
              "-append", self.append(),
-             "-serial", "file:" + self.console,
+             # append: a migration's two QEMUs write one console file.
+             "-chardev", "file,id=con,path=%s,append=on" % self.console,
+             "-serial", "chardev:con",
              "-chardev", "socket,id=cmd,path=%s,server=on,wait=off" % self.cmd_path,
              "-serial", "chardev:cmd",
              "-qmp", "unix:%s,server=on,wait=off" % self.qmp_path,
              "-pidfile", self.pidfile]
         kind = self.nic[0]
-        off = ""
+        opts = ""
         if not self.tso:
-            off = ",host_tso4=off,host_tso6=off,host_ufo=off,guest_tso4=off,guest_tso6=off,guest_ufo=off"
+            opts = ",host_tso4=off,host_tso6=off,host_ufo=off,guest_tso4=off,guest_tso6=off,guest_ufo=off"
+        if self.mac:
+            opts += ",mac=" + self.mac
+        if self.announce is not None:
+            opts += ",guest_announce=" + ("on" if self.announce else "off")
+        if self.memfd:
+            # The issue's exact form: memfd guest memory, shared.
+            a += ["-object", "memory-backend-memfd,id=mem,size=%s,share=on" % self.mem,
+                  "-numa", "node,memdev=mem"]
+        if self.incoming:
+            a += ["-incoming", "defer"]
         if kind == "tap":
             _, ifname, tx = self.nic
             txo = {"bh": "tx=bh", "timer": "tx=timer,x-txtimer=150000,x-txburst=256"}[tx]
             a += ["-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,vhost=off" % ifname,
                   "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=,%s%s"
-                  % (txo, off)]
+                  % (txo, opts)]
         elif kind == "vhost-user":
             _, path, server = self.nic
-            # The issue's exact form: memfd guest memory, shared.
-            a[a.index("-m") + 1] = self.mem
-            a += ["-object", "memory-backend-memfd,id=mem,size=%s,share=on" % self.mem,
-                  "-numa", "node,memdev=mem",
-                  "-chardev", "socket,id=c,path=%s%s" % (path, ",server=on,wait=off"
+            a += ["-chardev", "socket,id=c,path=%s%s" % (path, ",server=on,wait=off"
                                                        if server else ""),
                   "-netdev", "vhost-user,id=n0,chardev=c",
-                  "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=%s" % off]
+                  "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=%s" % opts]
         else:
             raise ValueError(kind)
         return a
@@ -325,9 +372,57 @@ class Guest:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(self.cmd_path)
         self.sock.settimeout(0.2)
+        if self.incoming:
+            # A destination: the guest arrives running, its command loop
+            # waiting; connected before the switch-over, so no answer the
+            # guest writes right after it is dropped.
+            return self
         self._read_until(b"@@READY\n", boot_timeout, "the guest's command loop")
         self.t_ready = time.monotonic()
         return self
+
+    def migrate_to(self, dst, uri, seconds=120, poll=0.02, **params):
+        """Live-migrate this guest to dst (started with incoming=True) over
+        uri ("unix:PATH"), with QMP migrate-set-parameters params on the
+        source (e.g. max_bandwidth, downtime_limit: "_" for "-"); returns
+        QEMU's figures of the source's query-migrate (ms: downtime,
+        total-time, setup-time; status; ram: its RAM statistics) and
+        t_done, the monotonic time the source first reported completion.
+        dst then carries on the command loop where this one stopped."""
+        if params:
+            self.qmp("migrate-set-parameters",
+                     **{k.replace("_", "-"): v for k, v in params.items()})
+        dst.qmp("migrate-incoming", uri=uri)
+        self.t_migrate = time.monotonic()
+        self.qmp("migrate", uri=uri)
+        last = {}
+
+        def done():
+            nonlocal last
+            last = self.qmp("query-migrate")
+            if last.get("status") in ("failed", "cancelled"):
+                raise Fail("migration %s: %s; destination stderr: %s" % (
+                    last["status"], last.get("error-desc", "?"), dst.stderr()))
+            return last.get("status") == "completed"
+        try:
+            wait_for("the migration to complete", seconds, done, poll)
+        except Fail:
+            if last.get("status") not in ("failed", "cancelled", "completed"):
+                try:
+                    self.qmp("migrate_cancel")
+                except (Fail, OSError):
+                    pass
+            raise
+        t_done = time.monotonic()
+        wait_for("the destination to run", 30,
+                 lambda: dst.qmp("query-status")["status"] == "running", poll)
+        dst.seq, dst.buf = self.seq, dst.buf
+        dst.t_start, dst.t_ready = self.t_start, t_done
+        out = {k: last.get(k) for k in ("status", "downtime", "total-time", "setup-time",
+                                        "ram")}
+        out["t_done"] = t_done
+        out["wall_ms"] = (t_done - self.t_migrate) * 1000
+        return out
 
     def _alive(self):
         if self.proc.poll() is not None:
@@ -498,6 +593,129 @@ class Guest:
         return self.run("ping -c %d -W 5 %s" % (count, addr), timeout=timeout, check=False)
 
 
+# The guest's pings, each reply time-stamped by the guest's shell as it
+# reads ping's line ($EPOCHREALTIME: busybox ash, the guest's clock), and
+# summed up by awk in the guest (the serial command loop is slow).
+_PING_AWK = " ".join(r"""
+/ seq=/ { match($0, /seq=[0-9]+/); q = substr($0, RSTART + 4, RLENGTH - 4) + 0; t = $1;
+  if (q in seen) { dup++; next; };
+  seen[q] = 1; n++; if (q > mx) mx = q;
+  if (n > 1 && t - last > gap) { gap = t - last; ga = lq; gb = q; };
+  last = t; lq = q; }
+/packets transmitted/ { sent = $2; }
+END { miss = 0; ml = "";
+  for (i = 0; i <= mx; i++) if (!(i in seen)) { miss++; if (miss <= 30) ml = ml "," i; };
+  printf "@@PING replies=%d maxseq=%d missing=%d gap_ms=%.1f gap_after=%d gap_before=%d dup=%d sent=%d missing_seqs=%s\n", n, mx, miss, gap * 1000, ga, gb, dup, sent, substr(ml, 2); }
+""".split())  # one line: the command loop reads lines
+
+
+class GuestPing:
+    """The guest pings addr every interval s (at most count pings, at most
+    deadline s) in the background; result() stops it and returns the
+    replies, the pings lost (sequence numbers below the last answered one
+    that got no answer: the tail cut by the stop is not a loss) and the
+    worst gap between two replies in the guest's clock."""
+
+    def __init__(self, guest, addr, interval=0.01, count=6000, deadline=90,
+                 log="/tmp/tping.log"):
+        self.g, self.log = guest, log
+        guest.run("rm -f %s; (ping -i %s -c %d -w %d -W 2 %s 2>&1 | while read -r l; do "
+                  "echo \"$EPOCHREALTIME $l\"; done > %s) </dev/null >/dev/null 2>&1 &"
+                  % (log, interval, count, deadline, addr, log))
+
+    def result(self, guest=None, seconds=30):
+        g = guest or self.g
+        g.run("kill -INT $(pidof ping) 2>/dev/null; i=0; while pidof ping >/dev/null && "
+              "[ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; true")
+        _, out = g.run("awk '%s' %s" % (_PING_AWK.replace("'", "'\\''"), self.log),
+                       timeout=seconds)
+        m = re.search(r"@@PING (.*)", out)
+        if not m:
+            raise Fail("no ping summary from the guest: %s" % out[-500:])
+        r = {}
+        for kv in m.group(1).split():
+            k, v = kv.split("=", 1)
+            r[k] = v if k == "missing_seqs" else float(v) if "." in v else int(v)
+        if r["replies"] < 10:
+            raise Fail("the guest's ping got %d replies: %s" % (
+                r["replies"], g.run("tail -n 5 %s" % self.log, check=False)[1]))
+        r["lost"] = r["missing"]
+        return r
+
+
+_ANNOUNCE_PY = r"""
+import json, select, signal, socket, struct, sys, time
+class Stop(Exception):
+    pass
+def stop(*a):
+    raise Stop()
+signal.signal(signal.SIGTERM, stop)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+mac = bytes.fromhex(sys.argv[2].replace(":", ""))
+end = time.monotonic() + float(sys.argv[3])
+out = {"rarp": [], "garp": [], "first": None, "frames": 0, "icmp": []}
+print("ready", flush=True)
+while True:
+    left = end - time.monotonic()
+    try:
+        if left <= 0 or not select.select([s], [], [], left)[0]:
+            if left <= 0:
+                break
+            continue
+        d, a = s.recvfrom(65536)
+    except Stop:
+        break
+    except OSError as e:  # the tap went down (ENETDOWN): say when
+        out.setdefault("errors", []).append([time.monotonic(), e.strerror])
+        time.sleep(0.01)
+        continue
+    t = time.monotonic()
+    out_ = a[2] == socket.PACKET_OUTGOING
+    # ICMP echo to or from the guest: [t, "to"/"from" the guest, type, seq]
+    o = 14 + (d[14] & 15) * 4 if len(d) > 14 else 0
+    if len(d) >= o + 8 and d[12:14] == b"\x08\x00" and d[23] == 1 and d[o] in (0, 8) and \
+            (d[0:6] if out_ else d[6:12]) == mac:
+        seq = struct.unpack("!H", d[o + 6:o + 8])[0]
+        out["icmp"].append([t, "to" if out_ else "from", d[o], seq])
+    if out_ or d[6:12] != mac:
+        continue
+    out["frames"] += 1
+    if out["first"] is None:
+        out["first"] = t
+    et = struct.unpack("!H", d[12:14])[0]
+    if et == 0x8035:
+        out["rarp"].append(t)
+    elif et == 0x0806 and d[28:32] == d[38:42]:
+        out["garp"].append(t)
+print(json.dumps(out), flush=True)
+"""
+
+
+class AnnounceWatch:
+    """What the guest's MAC sends on dev (in netns) for seconds: the times
+    (host monotonic) of RARP frames (QEMU's or the back end's SEND_RARP),
+    of gratuitous ARPs (the guest's own announcement, GUEST_ANNOUNCE), and
+    of its first frame at all; and every ICMP echo to or from the guest
+    (where a lost ping went)."""
+
+    def __init__(self, netns, dev, mac, seconds):
+        self.proc = netns.popen(["python3", "-c", _ANNOUNCE_PY, dev, mac, str(seconds)],
+                                stdout=subprocess.PIPE, text=True)
+        self.seconds = seconds
+        on_exit(lambda: kill_tree(self.proc, 1))
+        if self.proc.stdout.readline().strip() != "ready":
+            raise Fail("cannot watch %s in %s" % (dev, netns.name))
+
+    def result(self):
+        """Stops the watch (at the latest after its seconds) and returns
+        {"rarp": [t], "garp": [t], "first": t or None, "frames": n}."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=self.seconds + 10)
+        return json.loads(out)
+
+
 _SIZES_PY = r"""
 import json, select, socket, sys, time
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
@@ -546,13 +764,26 @@ def iperf3_bg(netns, server_ip, seconds, reverse=False, extra=""):
     return p
 
 
-def iperf3_result(p, seconds):
+def iperf3_stop(p):
+    """End an iperf3_bg client now (SIGINT: it reports what it measured);
+    read it with iperf3_result(p, s, stopped=True)."""
+    # iperf3 itself: timeout(1) runs it in a process group of its own.
+    for pid in tree_pids(p.pid):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "iperf3":
+                    os.kill(pid, signal.SIGINT)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+
+
+def iperf3_result(p, seconds, stopped=False):
     out, err = p.communicate(timeout=seconds + 40)
     try:
         j = json.loads(out)
     except ValueError:
         raise Fail("iperf3 gave no JSON (rc %d): %s %s" % (p.returncode, out[-500:], err[-500:]))
-    if "error" in j:
+    if "error" in j and not (stopped and j["error"].startswith("interrupt")):
         raise Fail("iperf3: %s" % j["error"])
     rcv = j["end"]["sum_received"]
     return rcv["bits_per_second"] / 1e9, rcv["bytes"], j
