@@ -363,12 +363,20 @@ def check(r):
     bad = []
     if not r["tcp"]:
         bad.append("TCP did not survive: %s" % r["tcp_error"])
-    if r["lost"]:
+    # A reply the guest's ping socket dropped (full: busybox ping sets
+    # SO_RCVBUF to about 7 KiB, a burst of replies while the slow TCG guest
+    # does not run the ping overflows it) crossed the network and reached
+    # the guest: the guest's own loss, logged, not the back end's.
+    in_guest = min(r["lost"], r.get("ping_sock_drops") or 0)
+    if in_guest:
+        log("%d of the %d pings lost were dropped by the guest's ping socket (full), "
+            "not on the way to the guest" % (in_guest, r["lost"]))
+    if r["lost"] > in_guest:
         bad.append("%d pings lost (seq %s; on the taps, ms after the switch-over: %s; "
                    "frames the taps dropped towards the guest: %s; the guest's receive "
                    "errors during the run: %s; the guest's ICMP layer: %s; replies the "
                    "guest's ping socket dropped (full): %s%s)"
-                   % (r["lost"], r["missing_seqs"], r["lost_trace"], r["tap_drops"],
+                   % (r["lost"] - in_guest, r["missing_seqs"], r["lost_trace"], r["tap_drops"],
                       r["guest_rx_errors"] or "none", r.get("guest_echo"),
                       r.get("ping_sock_drops"),
                       "; vnicd's drops counters: source %s -> %s (last seen before the stop), "
