@@ -151,6 +151,18 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 	int rc;
 
 	ep->messages++;
+	if (log_get_level() >= LOG_LEVEL_DEBUG) {
+		/* The migration timeline (doc/benchmarks.md): every request,
+		 * with its first 8 payload bytes (ring index and number, or
+		 * the u64 argument). Debug only: never shown by default. */
+		uint64_t a = 0;
+		char nb[24];
+
+		memcpy(&a, m->p.bytes, m->hdr.size < sizeof(a) ? m->hdr.size : sizeof(a));
+		log_debug("vhost-user %s: <- %s size %u fds %u flags 0x%x arg 0x%llx", ep->cfg.id,
+			  vu_request_name(m->hdr.request, nb, sizeof(nb)), m->hdr.size, m->nfds,
+			  m->hdr.flags, (unsigned long long)a);
+	}
 	rc = vu_msg_check(m, err, sizeof(err));
 	row = vu_request_spec(m->hdr.request);
 	if (rc == 0 && row->proto_bit >= 0 && !(c->proto & (1ull << row->proto_bit))) {
@@ -169,6 +181,8 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 	if (rc == 0)
 		rc = row->handler(c, m, err, sizeof(err));
 	if (rc == VU_WAIT) {
+		log_debug("vhost-user %s: %s waits (answer and reading deferred)", ep->cfg.id,
+			  row->name);
 		event_del(c->ev_read);
 		return true;
 	}

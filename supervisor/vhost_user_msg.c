@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "vhost_user_msg.h"
 
 #define N VU_ROW_NEEDS_OWNER
@@ -217,6 +218,12 @@ int vu_send_reply(int fd, const struct vu_hdr *req, const void *payload, uint32_
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;
+	if (log_get_level() >= LOG_LEVEL_DEBUG) {
+		char nb[24];
+
+		log_debug("vhost-user fd %d: -> %s answer size %u", fd,
+			  vu_request_name(req->request, nb, sizeof(nb)), size);
+	}
 	/* Replies are tiny; a socket that cannot take 20 bytes is a peer that
 	 * does not read, and the connection is dropped. */
 	return (size_t)r == total ? 0 : -EAGAIN;

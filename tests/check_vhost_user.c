@@ -436,6 +436,25 @@ static void assert_no_leak(int want)
 	ck_assert_msg(n == want, "vnicd has %d fds, %d expected (log %s)", n, want, vd.log);
 }
 
+/* Does vnicd's log (--log-level debug, suptest) hold line? Up to 1 s:
+ * the log is written as vnicd goes. */
+static bool log_has(const char *line)
+{
+	for (int i = 0; i < 100; i++) {
+		static char buf[1 << 20];
+		FILE *fp = fopen(vd.log, "r");
+		size_t n = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+
+		if (fp)
+			fclose(fp);
+		buf[n] = '\0';
+		if (strstr(buf, line))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* ---------------------------------------------------------- tests */
 
 /* The handshake, a worker on the rings, GET_VRING_BASE after its reap. */
@@ -463,6 +482,13 @@ START_TEST(t_handshake_and_unplug)
 	fe_send(f.fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
 	ck_assert_int_eq(fe_recv(f.fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
 	ck_assert_uint_eq(st.index, 1);
+	/* The debug trace of the stop (the migration timeline of
+	 * doc/benchmarks.md): the request, its deferral, the answer. */
+	ck_assert_msg(log_has("vhost-user vu0: <- GET_VRING_BASE size 8 fds 0 flags 0x1 arg 0x0\n"),
+		      "no GET_VRING_BASE request line in %s", vd.log);
+	ck_assert_msg(log_has("vhost-user vu0: GET_VRING_BASE waits"), "no deferral line in %s",
+		      vd.log);
+	ck_assert_msg(log_has("-> GET_VRING_BASE answer size 8\n"), "no answer line in %s", vd.log);
 	fe_mem_free(&f);
 	assert_no_leak(with_ep);
 	ck_assert_int_eq(st_child_count(vd.pid), 0);

@@ -331,6 +331,16 @@ class Guest:
                   "-numa", "node,memdev=mem"]
         if self.incoming:
             a += ["-incoming", "defer"]
+        # Diagnosis (doc/benchmarks.md, the migration timeline):
+        # VNIC_QEMU_TRACE="vhost_user_*,migrat*" and VNIC_QEMU_TRACE_DIR=DIR
+        # write QEMU's trace events, stamped with the wall clock as vnicd's
+        # log is, to DIR/<name>.trace (kept: DIR is the caller's).
+        trace = os.environ.get("VNIC_QEMU_TRACE")
+        if trace and os.environ.get("VNIC_QEMU_TRACE_DIR"):
+            for t in trace.split(","):
+                a += ["-trace", "enable=" + t]
+            a += ["-msg", "timestamp=on",
+                  "-D", os.path.join(os.environ["VNIC_QEMU_TRACE_DIR"], self.name + ".trace")]
         if kind == "tap":
             _, ifname, tx = self.nic
             txo = {"bh": "tx=bh", "timer": "tx=timer,x-txtimer=150000,x-txburst=256"}[tx]
@@ -625,6 +635,13 @@ class GuestPing:
 
     def result(self, guest=None, seconds=30):
         g = guest or self.g
+        # Replies the ping's own socket dropped (busybox ping sets SO_RCVBUF
+        # to about 7 KiB: a burst of a few replies fills it while the ping
+        # process is not scheduled): the drops column of /proc/net/raw,
+        # read while the ping lives.
+        _, raw = g.run("cat /proc/net/raw", check=False)
+        sock_drops = sum(int(f[-1]) for f in (x.split() for x in raw.splitlines()[1:])
+                         if f and f[-1].isdigit())
         g.run("kill -INT $(pidof ping) 2>/dev/null; i=0; while pidof ping >/dev/null && "
               "[ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; true")
         _, out = g.run("awk '%s' %s" % (_PING_AWK.replace("'", "'\\''"), self.log),
@@ -640,6 +657,7 @@ class GuestPing:
             raise Fail("the guest's ping got %d replies: %s" % (
                 r["replies"], g.run("tail -n 5 %s" % self.log, check=False)[1]))
         r["lost"] = r["missing"]
+        r["sock_drops"] = sock_drops
         return r
 
 
