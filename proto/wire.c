@@ -782,6 +782,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS:
 		*ret = WIRE_PEER_SUPERVISOR;
 		return 0;
@@ -793,6 +794,7 @@ static int wire_worker_arm_sender(Vnic__Worker__WorkerMessage__MsgCase c,
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET:
 	case VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET:
+	case VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET:
 		*ret = WIRE_PEER_WORKER;
 		return 0;
 	default:
@@ -815,6 +817,8 @@ int wire_worker_expected_fds(const Vnic__Worker__WorkerMessage *m)
 	}
 	if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG)
 		return m->set_dirty_log && m->set_dirty_log->size > 0 ? 1 : 0;
+	if (m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD)
+		return 1; /* the new call eventfd */
 	if (m->msg_case != VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG)
 		return 0;
 	if (!m->config)

@@ -188,6 +188,20 @@ static int mon_dirty_log_set(struct nic *n, const Vnic__Worker__WorkerMessage *m
 	return 0;
 }
 
+/* CallFdSet: only as the answer to our SetCallFd (n->call_sent), for the
+ * queue we named. STOPPING too, as DirtyLogSet. */
+static int mon_call_fd_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
+{
+	if (!n->call_sent || m->call_fd_set->queue != n->call_queue) {
+		snprintf(n->last_error, sizeof(n->last_error),
+			 "worker sent CallFdSet that does not answer our SetCallFd");
+		return -1;
+	}
+	log_debug("nic %s: queue %u: new call eventfd in use", n->id, n->call_queue);
+	nic_notify_call_fd_set(n, NIC_RES_OK, NULL);
+	return 0;
+}
+
 /* A bit per row in n->mon_once. */
 static const struct mon_row mon_table[] = {
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_READY, "Ready", MON_STARTING | MON_RESTARTING | MON_ONCE, 0,
@@ -199,6 +213,8 @@ static const struct mon_row mon_table[] = {
 	  mon_policy_set },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET, "DirtyLogSet",
 	  MON_RUNNING | MON_STOPPING | MON_STALLED, 0, mon_dirty_log_set },
+	{ VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET, "CallFdSet",
+	  MON_RUNNING | MON_STOPPING | MON_STALLED, 0, mon_call_fd_set },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_LOG, "Log",
 	  MON_STARTING | MON_RUNNING | MON_STOPPING | MON_RESTARTING | MON_STALLED, 0, mon_log },
 	{ VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR, "Error",

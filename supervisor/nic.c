@@ -150,6 +150,15 @@ void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *erro
 		n->ops->dirty_log_set(n, r, error);
 }
 
+void nic_notify_call_fd_set(struct nic *n, enum nic_result r, const char *error)
+{
+	if (!n->call_pending)
+		return;
+	n->call_pending = n->call_sent = false;
+	if (n->owner && n->ops->call_fd_set)
+		n->ops->call_fd_set(n, r, error);
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0) {
@@ -241,6 +250,7 @@ static void nic_remove(struct nic *n, const char *why)
 	nic_set_state(n, NIC_GONE, why);
 	/* A log change no worker took: none of this NIC's writes will follow. */
 	nic_notify_dirty_log_set(n, NIC_RES_UNAVAILABLE, "the NIC is gone");
+	nic_notify_call_fd_set(n, NIC_RES_UNAVAILABLE, "the NIC is gone");
 	TAILQ_REMOVE(&s->nics, n, link);
 	s->nnics--;
 	if (n->ops->gone)
@@ -402,6 +412,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.log_size = n->log_fd >= 0 ? n->log_size : 0;
 	cfg.log_offset = n->log_fd >= 0 ? n->log_offset : 0;
 	n->log_in_config = true;
+	n->call_in_config = true; /* the queues' call fds, as they are now */
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG;
 	m.config = &cfg;
 
@@ -838,6 +849,7 @@ static void nic_worker_died(struct nic *n, int sig, int exit_status, int syscall
 		nic_set_state(n, NIC_FAILED, n->last_error);
 		nic_notify_failed(n, sig, exit_status, syscall_nr);
 		nic_notify_dirty_log_set(n, NIC_RES_UNAVAILABLE, n->last_error);
+		nic_notify_call_fd_set(n, NIC_RES_UNAVAILABLE, n->last_error);
 		return;
 	}
 	n->deaths[n->ndeaths++] = now;
@@ -943,6 +955,85 @@ int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, cha
 	return 0;
 }
 
+/* SetCallFd to the running worker: the pending queue's call fd (the NIC
+ * keeps its own; the worker gets a copy through SCM_RIGHTS). */
+static int nic_send_call_fd(struct nic *n)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__SetCallFd scf;
+	struct nic_queue *q = nic_vq(n, n->call_queue);
+	int fd = q->call_fd;
+	int rc;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__set_call_fd__init(&scf);
+	scf.queue = n->call_queue;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD;
+	m.set_call_fd = &scf;
+	rc = wire_worker_send(n->w.ctrl_fd, &m, &fd, 1);
+	if (rc) {
+		/* The worker is gone or going: the next worker's Config
+		 * carries the fd, its READY answers the owner. */
+		nic_errorf(n, "cannot send SetCallFd: %s", strerror(-rc));
+		return -1;
+	}
+	n->call_sent = true;
+	return 0;
+}
+
+/* READY while a call fd swap waits: as nic_dirty_log_ready. */
+static int nic_call_fd_ready(struct nic *n)
+{
+	if (!n->call_pending || n->call_sent)
+		return 0;
+	if (n->call_in_config) {
+		nic_notify_call_fd_set(n, NIC_RES_OK, NULL);
+		return 0;
+	}
+	return nic_send_call_fd(n);
+}
+
+/* Both changes a READY may owe: the dirty log's, the call fd's. */
+static int nic_changes_ready(struct nic *n)
+{
+	if (nic_dirty_log_ready(n) < 0)
+		return -1;
+	return nic_call_fd_ready(n);
+}
+
+int nic_set_call_fd(struct nic *n, uint32_t index, int fd, char *err, size_t errlen)
+{
+	struct nic_queue *q = nic_vq(n, index);
+
+	if (!q) {
+		snprintf(err, errlen, "nic %s: no queue %u", n->id, index);
+		return -ERANGE;
+	}
+	if (n->call_pending) {
+		snprintf(err, errlen, "nic %s: a call fd change is still in progress", n->id);
+		return -EBUSY;
+	}
+	close_fd(&q->call_fd);
+	q->call_fd = fd;
+	n->call_queue = index;
+	n->call_pending = true;
+	n->call_sent = false;
+	n->call_in_config = false;
+	if (n->w.pid == 0) {
+		/* No worker (restart backoff): the next Config carries it. */
+		nic_notify_call_fd_set(n, NIC_RES_OK, NULL);
+		return 0;
+	}
+	/* Before READY: SetCallFd follows its Start (nic_call_fd_ready).
+	 * Stopping or being killed: its reap resolves the change. */
+	if (n->state == NIC_RUNNING && n->ready_seen && nic_send_call_fd(n) < 0) {
+		log_warn("nic %s: %s: killing the worker", n->id, n->last_error);
+		n->kill_sent = true;
+		worker_kill(&n->w);
+	}
+	return 0;
+}
+
 int nic_worker_ready(struct nic *n, bool sandboxed)
 {
 	Vnic__Worker__WorkerMessage start_m;
@@ -977,7 +1068,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 		nic_notify_added(n, NIC_RES_OK, NULL);
 		n->announced = true;
 		nic_set_state(n, NIC_RUNNING, why);
-		return nic_dirty_log_ready(n);
+		return nic_changes_ready(n);
 	}
 	n->restarts++;
 	n->restart_us = us_between(&n->t_died, &now);
@@ -987,7 +1078,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 	nic_set_state(n, NIC_RUNNING, why);
 	if (n->owner && n->ops->restarted)
 		n->ops->restarted(n);
-	return nic_dirty_log_ready(n);
+	return nic_changes_ready(n);
 }
 
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -1067,6 +1158,8 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	/* A SetDirtyLog it never answered: the next worker's Config carries
 	 * the log, and its READY answers the owner (or FAILED, or GONE). */
 	n->log_sent = false;
+	/* The same for a SetCallFd: the next Config carries the new fd. */
+	n->call_sent = false;
 	/* A SetPolicy the dead worker never confirmed: n->policy already
 	 * holds it, so a replacement starts with it; say exactly that. */
 	nic_notify_policy_set(n, NIC_RES_UNAVAILABLE,

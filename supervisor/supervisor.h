@@ -131,6 +131,10 @@ enum nic_result {
  *  dirty_log_set - the owner's nic_set_dirty_log took effect (OK: the
  *                  worker logs into the new log, or logging stopped) or
  *                  failed (the NIC's log is then none)
+ *  call_fd_set   - the owner's nic_set_call_fd took effect: no interrupt
+ *                  of the queue goes to the old call fd any more (OK), or
+ *                  the NIC failed or went (UNAVAILABLE); either way the
+ *                  NIC's queue has the new fd for every later worker
  *  counters_base - optional: add to a queue's counters what the owner kept
  *                  of earlier NICs it stands for (vhost-user: a NIC per
  *                  worker session, one endpoint), so that status counters
@@ -151,6 +155,7 @@ struct nic_owner_ops {
 	void (*gone)(struct nic *n);
 	void (*counters_base)(const struct nic *n, int slot, struct stats_queue_snapshot *s);
 	void (*dirty_log_set)(struct nic *n, enum nic_result r, const char *error);
+	void (*call_fd_set)(struct nic *n, enum nic_result r, const char *error);
 };
 
 /* Per-NIC log buckets (nic_log.c). */
@@ -223,6 +228,13 @@ struct nic {
 	bool log_pending;           /* the owner awaits dirty_log_set() */
 	bool log_sent;              /* SetDirtyLog sent to this worker, DirtyLogSet awaited */
 	bool log_in_config;         /* this worker's Config carried the current log */
+
+	/* A call eventfd swapped under a running worker (nic_set_call_fd),
+	 * one at a time: the new fd is already the queue's call_fd. */
+	bool call_pending;          /* the owner awaits call_fd_set() */
+	bool call_sent;             /* SetCallFd sent to this worker, CallFdSet awaited */
+	bool call_in_config;        /* this worker's Config carried the new fd */
+	uint32_t call_queue;        /* the virtqueue index of the pending swap */
 
 	/* Worker. pid 0 when there is none. */
 	struct worker_proc w;
@@ -428,6 +440,15 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
  * still pending (fd not adopted, nothing changed). */
 int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, char *err,
 		      size_t errlen);
+/* nic_set_call_fd - adopt fd (an eventfd) as the call fd of virtqueue
+ * index, closing the old one, with no restart. A running worker gets
+ * SetCallFd, and the owner's call_fd_set() follows its CallFdSet; with no
+ * worker running the next Config carries the fd and call_fd_set() is
+ * called at once; a worker not yet READY gets SetCallFd after its Start.
+ * Every later worker of the NIC (crash restarts) gets the new fd.
+ * Returns: 0 (fd adopted), or -EBUSY (a swap still pending) or -ERANGE
+ * (no such queue) with err filled (fd not adopted, nothing changed). */
+int nic_set_call_fd(struct nic *n, uint32_t index, int fd, char *err, size_t errlen);
 /* nic_stop - begin a stop: Stop to the worker and a deadline, or a kill
  * for a worker not yet READY; a NIC with no worker is freed at once. */
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why);
@@ -438,6 +459,7 @@ void nic_notify_removed(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason);
 void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *error);
+void nic_notify_call_fd_set(struct nic *n, enum nic_result r, const char *error);
 /* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it
  * unless it exits within SUP_CTRL_GRACE_MS. */
 void nic_ctrl_closed(struct nic *n);

@@ -87,6 +87,8 @@ static bool vu_always_answered(const struct vu_conn *c, const struct vu_row_spec
  * worker may write unlogged while the front end believes in its log. */
 static bool vu_wait_over(struct vu_endpoint *ep, struct vu_conn *c)
 {
+	if (c->wait_call)
+		return c->call_done || !ep->nic;
 	if (!c->wait_log)
 		return !ep->nic;
 	if (!c->log_done)
@@ -117,7 +119,7 @@ void vu_resume_cb(evutil_socket_t fd, short what, void *arg)
 		uint64_t failed = c->wait_log && c->log_failed;
 		int rc;
 
-		c->waiting = c->wait_log = false;
+		c->waiting = c->wait_log = c->wait_call = false;
 		if (c->wait_ring >= 0) {
 			struct vu_vring_state st = { .index = (uint32_t)c->wait_ring,
 						     .num = c->r[c->wait_ring].base };

@@ -385,6 +385,50 @@ int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 	return live ? vu_reconfigure(c, m, "new kick fd") : 0;
 }
 
+/* A new call fd for a running ring (QEMU's interrupt mask/unmask, and its
+ * device start on a migration's destination): the worker swaps it live,
+ * no planned restart; the answer follows its CallFdSet (ev_resume), so
+ * messages stay in order. The NIC gets its own copy of fd. */
+static int set_vring_call_live(struct vu_conn *c, struct vu_msg *m, int i, int fd, char *err,
+			       size_t errlen)
+{
+	struct vu_endpoint *ep = c->ep;
+	char sub[160];
+	int dup_fd, rc;
+
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup_fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "SET_VRING_CALL: duplicating the fd: %s", strerror(errno));
+		close(fd);
+		return rc;
+	}
+	/* Set before the call: with no worker running, call_fd_set comes
+	 * at once, from inside it. */
+	c->waiting = true;
+	c->wait_hdr = m->hdr;
+	c->wait_ring = -1;
+	c->wait_call = true;
+	c->call_done = false;
+	rc = nic_set_call_fd(ep->nic, (uint32_t)i, dup_fd, sub, sizeof(sub));
+	if (rc) {
+		c->waiting = c->wait_call = false;
+		close(dup_fd);
+		close(fd);
+		snprintf(err, errlen, "SET_VRING_CALL: %s", sub);
+		return rc;
+	}
+	close_fd(&c->r[i].call_fd);
+	c->r[i].call_fd = fd;
+	log_ratelimited(&ep->msg_rl, LOG_LEVEL_DEBUG,
+			"vhost-user %s: ring %d: new call fd: the worker swaps it, no restart",
+			ep->cfg.id, i);
+	return VU_WAIT;
+}
+
+/* SET_VRING_CALL: a running ring with an fd swaps it live; without one
+ * (VHOST_USER_VRING_NOFD_MASK: the front end polls) it is a planned
+ * restart, as before (vu_try_start gives the NIC an eventfd nobody reads). */
 int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	int i, fd, rc = vring_fd(c, m, &i, &fd, err, errlen);
@@ -393,6 +437,8 @@ int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 	if (rc)
 		return rc;
 	live = c->ep->nic && c->r[i].started;
+	if (live && fd >= 0 && !c->ep->nic_stopping)
+		return set_vring_call_live(c, m, i, fd, err, errlen);
 	close_fd(&c->r[i].call_fd);
 	c->r[i].call_fd = fd; /* -1: vu_try_start makes one that nobody reads */
 	return live ? vu_reconfigure(c, m, "new call fd") : 0;

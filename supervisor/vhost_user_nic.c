@@ -155,6 +155,22 @@ static void vu_nic_dirty_log_set(struct nic *n, enum nic_result r, const char *e
 	event_active(ep->ev_resume, EV_TIMEOUT, 0);
 }
 
+/* The call fd swap a SET_VRING_CALL waits for is done (or the NIC went):
+ * ev_resume answers, as for the log. */
+static void vu_nic_call_fd_set(struct nic *n, enum nic_result r, const char *error)
+{
+	struct vu_endpoint *ep = n->owner;
+	struct vu_conn *c = ep->conn;
+
+	(void)error;
+	if (!c || ep->nic != n || !c->wait_call)
+		return;
+	if (r != NIC_RES_OK)
+		log_info("vhost-user %s: call fd swap: %s", ep->cfg.id, error ? error : "NIC gone");
+	c->call_done = true;
+	event_active(ep->ev_resume, EV_TIMEOUT, 0);
+}
+
 const struct nic_owner_ops vu_nic_owner = {
 	.kind = "vhost-user",
 	.added = vu_nic_added,
@@ -164,6 +180,7 @@ const struct nic_owner_ops vu_nic_owner = {
 	.gone = vu_nic_gone,
 	.counters_base = vu_nic_counters_base,
 	.dirty_log_set = vu_nic_dirty_log_set,
+	.call_fd_set = vu_nic_call_fd_set,
 };
 
 /* Stop the NIC (the answer to whatever waits follows its reap). */

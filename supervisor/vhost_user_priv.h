@@ -71,6 +71,10 @@ struct vu_conn {
 	bool wait_log;
 	bool log_want;                /* wait_log: logging asked for (not: stopped) */
 	bool log_done, log_failed;    /* dirty_log_set came; the worker could not map it */
+	/* wait_call: the answer to a SET_VRING_CALL on a running ring waits
+	 * for the NIC's call_fd_set (the worker swapped its call fd). */
+	bool wait_call;
+	bool call_done;               /* call_fd_set came */
 };
 
 /* The worker of this connection must log: LOG_ALL acked and a log set. */

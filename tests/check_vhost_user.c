@@ -1735,6 +1735,100 @@ START_TEST(t_dirty_log_e2e)
 }
 END_TEST
 
+/* What an eventfd counted since the last read: 0 when nothing. */
+static uint64_t evfd_drain(int fd)
+{
+	uint64_t v = 0;
+
+	if (read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return 0;
+	return v;
+}
+
+/* An interrupt on fd within 3 s (the worker's TX policy may hold one a
+ * little). */
+static bool evfd_signalled(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+
+	return poll(&p, 1, 3000) == 1 && evfd_drain(fd) > 0;
+}
+
+/* SET_VRING_CALL on running rings (QEMU's interrupt mask/unmask, its
+ * device start on a migration's destination): the worker swaps the fd
+ * live: the same worker, no planned restart (reconfigs does not move),
+ * every frame once; after the answer, interrupts come on the new fd and
+ * never on the old one; a crash restart after the swaps uses the new fds. */
+START_TEST(t_call_fd_live)
+{
+	struct fe f;
+	struct ns_socks s;
+	unsigned slot = 0;
+	int with_ep, pid, pid2;
+	uint64_t reconf;
+	char tag[16];
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_running("vu0");
+	reconf = ep_reconfigs("vu0");
+	guest_post_rx(&f, 64);
+	for (int round = 0; round < 4; round++) {
+		for (int q = 0; q < 2; q++) {
+			uint64_t v = (uint64_t)q;
+			int old = f.call[q];
+			int nfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+			ck_assert_int_ge(nfd, 0);
+			/* Frames in flight while the fd changes. */
+			snprintf(tag, sizeof(tag), "c%d-%d", round, q);
+			guest_tx(&f, tag, 20, &slot);
+			ck_assert_int_eq(fe_ack(f.fd, VU_SET_VRING_CALL, &v, sizeof(v), &nfd, 1), 0);
+			/* From the answer on, nothing more on the old fd. */
+			evfd_drain(old);
+			evfd_drain(nfd);
+			f.call[q] = nfd;
+			expect_rx_in_ns(&s, tag, 20);
+			host_to_guest(&f, &s, "after-a-call-swap");
+			guest_tx(&f, tag, 1, &slot);
+			expect_rx_in_ns(&s, tag, 1);
+			ck_assert_msg(evfd_signalled(nfd), "round %d ring %d: no interrupt on the "
+				      "new call fd (log %s)", round, q, vd.log);
+			ck_assert_msg(evfd_drain(old) == 0, "round %d ring %d: an interrupt on the "
+				      "old call fd after the answer (log %s)", round, q, vd.log);
+			close(old);
+			ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+			ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
+		}
+	}
+	/* A crash restart after the swaps: its Config has the new fds. */
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 300 && ep_pid("vu0", NULL, 0) == pid; i++)
+		msleep(10);
+	pid2 = wait_running("vu0");
+	ck_assert_int_ne(pid2, pid);
+	for (int q = 0; q < 2; q++)
+		evfd_drain(f.call[q]);
+	guest_tx(&f, "crash", 10, &slot);
+	expect_rx_in_ns(&s, "crash", 10);
+	host_to_guest(&f, &s, "after-the-crash");
+	for (int q = 0; q < 2; q++)
+		ck_assert_msg(evfd_signalled(f.call[q]), "ring %d: no interrupt on the new call "
+			      "fd after a crash restart (log %s)", q, vd.log);
+	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+	assert_no_leak(with_ep);
+}
+END_TEST
+
 /* One table, one row per request vnicd accepts, the handler in the row:
  * no row without a handler, each row's ranges sane, and a request with no
  * row is one vu_msg_check refuses before any handler (ENOSYS). */
@@ -1794,6 +1888,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_log_base_refused);
 	tcase_add_test(t, t_log_all_live);
 	tcase_add_test(t, t_dirty_log_e2e);
+	tcase_add_test(t, t_call_fd_live);
 	suite_add_tcase(s, t);
 	return s;
 }

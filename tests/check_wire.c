@@ -506,6 +506,8 @@ struct worker_store {
 	Vnic__Worker__QueueBroken qb;
 	Vnic__Worker__Log log;
 	Vnic__Worker__Error error;
+	Vnic__Worker__SetCallFd scf;
+	Vnic__Worker__CallFdSet cfs;
 };
 
 static void worker_config(struct worker_store *s, unsigned nreg, unsigned nq,
@@ -546,7 +548,7 @@ static void worker_config(struct worker_store *s, unsigned nreg, unsigned nq,
 	s->cfg.restarts = 1;
 }
 
-#define WORKER_CASES 10
+#define WORKER_CASES 12
 
 static void worker_case(struct worker_store *s, int i, enum wire_peer *ret_from,
 			unsigned *ret_nfds)
@@ -625,6 +627,21 @@ static void worker_case(struct worker_store *s, int i, enum wire_peer *ret_from,
 		s->cfg.inflight_size = 4096;
 		*ret_from = WIRE_PEER_SUPERVISOR;
 		*ret_nfds = 2 + 2 * 2 + 3;
+		break;
+	case 10:
+		/* A call eventfd swapped live: exactly its one fd. */
+		vnic__worker__set_call_fd__init(&s->scf);
+		s->scf.queue = 1;
+		s->env.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD;
+		s->env.set_call_fd = &s->scf;
+		*ret_from = WIRE_PEER_SUPERVISOR;
+		*ret_nfds = 1;
+		break;
+	case 11:
+		vnic__worker__call_fd_set__init(&s->cfs);
+		s->cfs.queue = 1;
+		s->env.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET;
+		s->env.call_fd_set = &s->cfs;
 		break;
 	default:
 		ck_abort_msg("no case %d", i);
@@ -1201,6 +1218,13 @@ START_TEST(c2_fds_on_fdless)
 		expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
 		ck_assert_int_eq(tu_fd_count(), before);
 	}
+	/* SetCallFd wants exactly one fd: none or two are rejected. */
+	worker_case(&w, 10, &from, &nfds);
+	send_packed(sv[0], &w.env.base, fds, 0);
+	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
+	send_packed(sv[0], &w.env.base, fds, 2);
+	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
+	ck_assert_int_eq(tu_fd_count(), before);
 	fdpass_close_all(fds, 3);
 	closepair(sv);
 }

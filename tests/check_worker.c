@@ -1998,6 +1998,102 @@ START_TEST(worker_dirty_log_live_on_replace_off)
 }
 END_TEST
 
+/* SetCallFd for queue q with the eventfd fd; the answer. */
+static Vnic__Worker__WorkerMessage *cf_send(unsigned q, int fd)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__SetCallFd s;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__set_call_fd__init(&s);
+	s.queue = q;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD;
+	m.set_call_fd = &s;
+	ck_assert_int_eq(wire_worker_send(S.ctrl, &m, &fd, 1), 0);
+	return recv_msg();
+}
+
+/* SetCallFd, answered by a CallFdSet naming q. */
+static void cf_swap(unsigned q, int fd)
+{
+	Vnic__Worker__WorkerMessage *a = cf_send(q, fd);
+
+	ck_assert_ptr_nonnull(a);
+	if (a->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR)
+		ck_abort_msg("worker error: %s", a->error->text);
+	ck_assert_int_eq(a->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET);
+	ck_assert_uint_eq(a->call_fd_set->queue, q);
+	wire_worker_free(a);
+}
+
+static uint64_t cf_drain(int fd)
+{
+	uint64_t n = 0;
+
+	if (read(fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+		return 0;
+	return n;
+}
+
+/*
+ * SetCallFd on a running worker (issue 14), with frames in flight at each
+ * swap, both queues, several times: the answer names the queue; the new
+ * fd is signalled at the swap (an interrupt owed is not lost) and by the
+ * traffic after it; the old fd never again after the answer (the worker
+ * runs sandboxed as root: its NOFILE has room for the incoming fd). Every
+ * frame exactly once. A SetCallFd for a queue it lacks is an Error.
+ */
+START_TEST(worker_set_call_fd_live)
+{
+	int status;
+
+	sim_init(F_V1 | F_MRG);
+	dl_rings_apart(DL_USED_ELEMS_APART);
+	start_worker();
+	dl_rx_post_all();
+	dl_traffic(20);
+	for (unsigned round = 0; round < 4; round++) {
+		for (unsigned q = 0; q < 2; q++) {
+			int old = S.call[q];
+			int nfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+			ck_assert_int_ge(nfd, 0);
+			dl_send(10); /* in flight at the swap */
+			cf_swap(q, nfd);
+			ck_assert_msg(cf_drain(nfd) > 0, "round %u queue %u: the new fd was not "
+				      "signalled at the swap", round, q);
+			cf_drain(old);
+			S.call[q] = nfd;
+			dl_rx_wait_all();
+			dl_traffic(20);
+			ck_assert_msg(cf_drain(nfd) > 0, "round %u queue %u: no interrupt on the "
+				      "new fd", round, q);
+			ck_assert_msg(cf_drain(old) == 0, "round %u queue %u: an interrupt on the old "
+				      "fd after the answer", round, q);
+			close(old);
+		}
+	}
+	dl_stop();
+	dl_finish();
+
+	/* No such queue: the worker refuses and exits. */
+	sim_init(F_V1);
+	start_worker();
+	{
+		int fd = eventfd(0, EFD_CLOEXEC);
+		Vnic__Worker__WorkerMessage *a = cf_send(7, fd);
+
+		close(fd);
+		ck_assert_ptr_nonnull(a);
+		ck_assert_int_eq(a->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
+		wire_worker_free(a);
+	}
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	sim_free();
+}
+END_TEST
+
 /*
  * Hostile logs: too small for guest memory (from Config, then live, one
  * of a single byte at the very end of its memfd), unsealed, shorter than
@@ -2178,6 +2274,7 @@ static Suite *worker_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, worker_dirty_log_config_every_written_page_marked, 0, 2);
 	tcase_add_test(tc, worker_dirty_log_live_on_replace_off);
+	tcase_add_test(tc, worker_set_call_fd_live);
 	tcase_add_test(tc, worker_dirty_log_hostile_logs);
 	tcase_add_test(tc, worker_dirty_log_survives_crash_restart);
 	suite_add_tcase(s, tc);

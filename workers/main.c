@@ -577,8 +577,8 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 
 /* One above the highest open fd: the NOFILE limit that still lets the
  * worker use everything it holds and nothing more (once running it
- * creates no fds and receives only SetDirtyLog's one, which the caller
- * adds). */
+ * creates no fds and receives only SetDirtyLog's or SetCallFd's one at a
+ * time, which the caller adds). */
 static unsigned fd_ceiling(void)
 {
 	unsigned top = 0;
@@ -628,7 +628,9 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 	 * write fails with EFBIG instead (log lines travel over fd 3). */
 	signal(SIGXFSZ, SIG_IGN);
 	/* One fd number more: a SetDirtyLog's log memfd arrives by
-	 * SCM_RIGHTS while we run (mapped and closed at once). */
+	 * SCM_RIGHTS while we run (mapped and closed at once), and so does
+	 * a SetCallFd's eventfd (the old call fd is closed once it is in:
+	 * one fd more for a moment, never two). */
 	r = sandbox_rlimits(fd_ceiling() + 1);
 	if (r < 0) {
 		snprintf(err, errlen, "rlimits: %s", strerror(-r));

@@ -173,6 +173,44 @@ static void worker_set_dirty_log(struct worker *w, const Vnic__Worker__SetDirtyL
 	(void)worker_send(w, &m);
 }
 
+/* -------------------------------------------- call fd swap (issue 14) */
+
+/* SetCallFd: the queue's interrupts go to the new eventfd (fds->fd[0],
+ * adopted) from now on. We run between two runs of the data path (one
+ * thread), so no interrupt is half-signalled: the old fd is closed, and
+ * the new one signalled once, because a used entry published before the
+ * swap may owe an interrupt that the old fd's reader no longer delivers
+ * (Linux vhost and QEMU's vhost_virtqueue_mask leave that to the back
+ * end). A spurious interrupt is harmless to a virtio driver. */
+static int worker_set_call_fd(struct worker *w, const Vnic__Worker__SetCallFd *s,
+			      struct wire_fds *fds)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__CallFdSet ans;
+	struct worker_queue *wq;
+	int r;
+
+	if (s->queue >= w->nqueues || fds->n != 1) {
+		worker_send_error(w, EINVAL, "SetCallFd for a queue this worker does not have");
+		return -1;
+	}
+	wq = &w->q[s->queue];
+	close(wq->call_fd);
+	wq->call_fd = fds->fd[0];
+	fds->fd[0] = -1; /* adopted */
+	r = worker_call_signal(wq->call_fd);
+	if (r < 0)
+		log_warn("nic %s: queue %u: new call eventfd: %s", w->nic_id, s->queue,
+			 strerror(-r));
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__call_fd_set__init(&ans);
+	ans.queue = s->queue;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET;
+	m.call_fd_set = &ans;
+	(void)worker_send(w, &m);
+	return 0;
+}
+
 /* ------------------------------------------------------ data path */
 
 static void queue_stop_events(struct worker_queue *wq)
@@ -517,6 +555,12 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 			break;
 		case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG:
 			worker_set_dirty_log(w, m->set_dirty_log, &fds);
+			break;
+		case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD:
+			if (worker_set_call_fd(w, m->set_call_fd, &fds) < 0) {
+				w->exit_code = 1;
+				event_base_loopbreak(w->base);
+			}
 			break;
 		default:
 			/* Config again, or anything else: unexpected now. */
