@@ -29,4 +29,4 @@ EXTRA_DIST += tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring
 EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py
 # Live migration (issue 14): vnicd against QEMU's own virtio-net.
 EXTRA_DIST += tools/bench_migrate.py tools/migrate_timeline.py
-EXTRA_DIST += tools/fuzz.sh
+EXTRA_DIST += tools/fuzz.sh tools/fuzz_cov.sh
