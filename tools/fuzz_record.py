@@ -159,6 +159,7 @@ class Recorder:
         os.makedirs(outdir, exist_ok=True)
         self.n = 0
         self.sessions = 0
+        self.seen = set()
         self.lock = threading.Lock()
 
     def new_session(self):
@@ -171,12 +172,18 @@ class Recorder:
         if nfds > REC_MAX_FDS:
             log("%s carried %d fds, recorded as %d" % (name, nfds, REC_MAX_FDS))
         with self.lock:
+            session.write(record)
+            session.flush()
             self.n += 1
+            # A message already recorded byte for byte (the same SET_VRING_CALL
+            # again, the next GetStatus) stays in the session only: a second
+            # copy adds nothing to a corpus.
+            if record in self.seen:
+                return
+            self.seen.add(record)
             fn = "%s%03d-%s" % (self.prefix, self.n, name)
             with open(os.path.join(self.dir, fn), "wb") as f:
                 f.write(record)
-            session.write(record)
-            session.flush()
         log("%s (%d bytes, %d fds)" % (fn, len(record), nfds))
 
 

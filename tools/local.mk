@@ -31,4 +31,4 @@ EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py
 EXTRA_DIST += tools/bench_migrate.py tools/migrate_timeline.py
 EXTRA_DIST += tools/fuzz.sh
 # Seed corpora from real QEMU, DPDK and libvnic sessions (issue 18).
-EXTRA_DIST += tools/fuzz_record.py
+EXTRA_DIST += tools/fuzz_record.py tools/fuzz_seeds.py
