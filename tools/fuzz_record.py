@@ -159,7 +159,13 @@ class Recorder:
         os.makedirs(outdir, exist_ok=True)
         self.n = 0
         self.sessions = 0
+        # Files already there (an earlier session's) count as recorded.
         self.seen = set()
+        for fn in os.listdir(outdir):
+            path = os.path.join(outdir, fn)
+            if "session" not in fn and os.path.isfile(path):
+                with open(path, "rb") as f:
+                    self.seen.add(f.read())
         self.lock = threading.Lock()
 
     def new_session(self):

@@ -111,14 +111,20 @@ def libvnic(builddir, out, ns):
                               (p.stdout + p.stderr).strip().splitlines()[-1:]))
     r.close()
     v.stop()
+    worker_seeds(trace, out, "worker-")
+
+
+def worker_seeds(trace, out, prefix):
+    """What vnicd's workers sent, from vnicd's strace log."""
     subprocess.run([sys.executable, RECORD, "strace-worker", trace, "--out",
-                    os.path.join(out, "worker_chan"), "--prefix", "worker-"], check=True)
+                    os.path.join(out, "worker_chan"), "--prefix", prefix], check=True)
 
 
 def dpdk(builddir, out, ns):
     d = vmlib.tmpdir()
     vsock, fsock = os.path.join(d, "vnicd.sock"), os.path.join(d, "front.sock")
-    b = vnicd_backend(builddir, ns, vsock, "server", d, "dp0", "dp0")
+    trace = os.path.join(d, "vnicd.strace")
+    b = vnicd_backend(builddir, ns, vsock, "server", d, "dp0", "dp0", strace_out=trace)
     b.add()
     r = Relay("vhost-user", fsock, vsock, os.path.join(out, "vhost_user"), "dpdk-")
     fe = vmlib.Testpmd(["net_virtio_user0,path=%s,queues=1,mac=52:54:00:12:34:56" % fsock],
@@ -134,6 +140,7 @@ def dpdk(builddir, out, ns):
     fe.kill()
     r.close()
     b.close()
+    worker_seeds(trace, out, "worker-dpdk-")
 
 
 def qemu(builddir, out, ns, image, client=False):
@@ -141,7 +148,8 @@ def qemu(builddir, out, ns, image, client=False):
     vsock, fsock = os.path.join(d, "vnicd.sock"), os.path.join(d, "front.sock")
     mode = "client" if client else "server"
     tap = "qc0" if client else "qs0"
-    b = vnicd_backend(builddir, ns, vsock, mode, d, tap, tap)
+    trace = os.path.join(d, "vnicd.strace")
+    b = vnicd_backend(builddir, ns, vsock, mode, d, tap, tap, strace_out=trace)
     prefix = "qemu-client-" if client else "qemu-"
     if client:
         # QEMU listens on fsock; vnicd connects to the relay's vsock.
@@ -171,6 +179,7 @@ def qemu(builddir, out, ns, image, client=False):
         g.qmp_event("DEVICE_DELETED", 60)
     g.shutdown()
     b.close()
+    worker_seeds(trace, out, "worker-" + prefix)
 
 
 def main():
