@@ -17,6 +17,9 @@ Sessions (default: all but migrate):
            OUT_DIR/vhost_user/qemu-*.
   qemu-client  the same with QEMU listening and vnicd connecting (the relay
            in --reverse): boot and ping: OUT_DIR/vhost_user/qemu-client-*.
+  migrate  the guest live-migrated between two QEMUs on two endpoints of
+           one vnicd: OUT_DIR/vhost_user/qemu-mig-{src,dst}-* (the source's
+           dirty log: SET_FEATURES with LOG_ALL, SET_LOG_BASE).
 
 Everything runs in private temporary directories and a private network
 namespace (198.18.0.0/15); run it under `chrt -i 0 nice -n 19`."""
@@ -77,10 +80,11 @@ class TracedVnicd(vmlib.Vnicd):
         return self
 
 
-def vnicd_backend(builddir, ns, sock, mode, d, nic_id, tap, **kw):
-    """A VnicdBackend whose vnicd is ours (TracedVnicd has the same interface)."""
+def vnicd_backend(builddir, ns, sock, mode, d, nic_id, tap, v=None, **kw):
+    """A VnicdBackend whose vnicd is ours (TracedVnicd has the same
+    interface), or v, another backend's."""
     b = backends.VnicdBackend.__new__(backends.VnicdBackend)
-    b.v = TracedVnicd(builddir, d, **kw).start()
+    b.v = v or TracedVnicd(builddir, d, **kw).start()
     b.ns, b.sock, b.mode, b.id, b.tap, b.mtu, b.policy = ns, sock, mode, nic_id, tap, None, None
     return b
 
@@ -182,15 +186,47 @@ def qemu(builddir, out, ns, image, client=False):
     worker_seeds(trace, out, "worker-" + prefix)
 
 
+def migrate(builddir, out, ns, image):
+    """A live migration between two endpoints of one vnicd: the source
+    gets the dirty log (SET_FEATURES with LOG_ALL, SET_LOG_BASE)."""
+    d = vmlib.tmpdir()
+    trace = os.path.join(d, "vnicd.strace")
+    ends = {}
+    for end in ("src", "dst"):
+        vsock, fsock = os.path.join(d, end + "-vnicd.sock"), os.path.join(d, end + ".sock")
+        b = vnicd_backend(builddir, ns, vsock, "server", d, "m" + end, "m" + end,
+                          v=ends["src"][0].v if ends else None, strace_out=trace)
+        b.add()
+        Relay("vhost-user", fsock, vsock, os.path.join(out, "vhost_user"),
+              "qemu-mig-%s-" % end)
+        g = vmlib.Guest(image, ("vhost-user", fsock, False), ip=GUEST + "/24", netns=ns,
+                        workdir=d, name=end, incoming=end == "dst", mac="52:54:00:12:34:56")
+        ends[end] = (b, g)
+        g.start(boot_timeout=180)
+        if end == "src":
+            b.wait_running(60)
+    src, dst = ends["src"][1], ends["dst"][1]
+    r = src.migrate_to(dst, "unix:" + os.path.join(d, "mig.sock"), seconds=300,
+                       max_bandwidth=4 << 30)
+    log("migration: %s, downtime %s ms" % (r["status"], r["downtime"]))
+    ends["dst"][0].wait_running(60)
+    dst.shutdown()
+    src.kill()
+    for b, _ in ends.values():
+        b.v.ctl("remove", b.id, check=False)
+    ends["src"][0].v.stop()
+    worker_seeds(trace, out, "worker-qemu-mig-")
+
+
 def main():
     vmlib.need_root()
     if len(sys.argv) < 3:
-        raise Fail("usage: fuzz_seeds.py BUILD_DIR OUT_DIR [libvnic|dpdk|qemu|qemu-client...]")
+        raise Fail("usage: fuzz_seeds.py BUILD_DIR OUT_DIR [libvnic|dpdk|qemu|qemu-client|migrate...]")
     builddir, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     which = sys.argv[3:] or ["libvnic", "dpdk", "qemu", "qemu-client"]
     ns = vmlib.Netns("fr")
     image = os.environ.get("VNIC_GUEST_IMAGE") or os.path.join(builddir, "tests/guest-image")
-    if "qemu" in which or "qemu-client" in which:
+    if set(which) & {"qemu", "qemu-client", "migrate"}:
         vmlib.need_qemu()
         image = vmlib.build_guest(image)
     for w in which:
@@ -200,6 +236,8 @@ def main():
         elif w == "dpdk":
             vmlib.need_testpmd()
             dpdk(builddir, out, ns)
+        elif w == "migrate":
+            migrate(builddir, out, ns, image)
         elif w in ("qemu", "qemu-client"):
             qemu(builddir, out, ns, image, client=w == "qemu-client")
         else:
