@@ -37,7 +37,6 @@ A relay serves connections one after the other until --seconds pass or it
 is killed (SIGINT, SIGTERM); each connection's session file is named
 session, session-2, ...  Python 3 standard library only."""
 import argparse
-import array
 import os
 import re
 import select
@@ -238,6 +237,8 @@ def dgram_pump(src, dst, rec, session, record_it):
     """Relays SOCK_SEQPACKET messages src -> dst, one datagram each."""
     while True:
         data, fds, flags, _ = socket.recv_fds(src, DGRAM_MAX, MAX_FDS)
+        # An empty datagram reads as the end of the connection: no client
+        # of vnicd sends one.
         try:
             if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC):
                 raise OSError("datagram or its fds truncated")
@@ -299,7 +300,6 @@ def serve(args, stype, pump):
     end = time.monotonic() + args.seconds if args.seconds else None
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     log("listening on %s, relaying to %s" % (args.listen, args.connect))
-    workers = []
     try:
         while end is None or time.monotonic() < end:
             r, _, _ = select.select([lsock], [], [], 0.2)
@@ -308,10 +308,8 @@ def serve(args, stype, pump):
             conn, _ = lsock.accept()
             # Connections are served side by side (vnicctl may query vnicd
             # while a VMM's connection is open) and recorded separately.
-            th = threading.Thread(target=relay_one, daemon=True,
-                                  args=(conn, args.connect, stype, pump, rec, args.reverse))
-            th.start()
-            workers.append(th)
+            threading.Thread(target=relay_one, daemon=True,
+                             args=(conn, args.connect, stype, pump, rec, args.reverse)).start()
     except KeyboardInterrupt:
         pass
     finally:
