@@ -3,7 +3,7 @@
 """fuzz_seeds.py BUILD_DIR OUT_DIR [SESSION...]: record the fuzz targets'
 seed corpora from real sessions with tools/fuzz_record.py (needs root).
 
-Sessions (default: all but migrate):
+Sessions (default: all six, about 6 minutes under TCG):
   libvnic  vnic-bench traffic (Hello, AddNic with a socket and a tap
            backend, SetPolicy, SetDirtyLog, GetStatus, RemoveNic) and vnicctl
            (status, set-policy, log-level, add/remove --vhost-user) through
@@ -20,6 +20,8 @@ Sessions (default: all but migrate):
   migrate  the guest live-migrated between two QEMUs on two endpoints of
            one vnicd: OUT_DIR/vhost_user/qemu-mig-{src,dst}-* (the source's
            dirty log: SET_FEATURES with LOG_ALL, SET_LOG_BASE).
+  hotplug  a DIMM hot-plugged and unplugged under the running guest:
+           OUT_DIR/vhost_user/qemu-hotplug-* (ADD_MEM_REG, REM_MEM_REG).
 
 Everything runs in private temporary directories and a private network
 namespace (198.18.0.0/15); run it under `chrt -i 0 nice -n 19`."""
@@ -218,15 +220,58 @@ def migrate(builddir, out, ns, image):
     worker_seeds(trace, out, "worker-qemu-mig-")
 
 
+class HotplugGuest(vmlib.Guest):
+    """A guest with room for a hot-plugged DIMM."""
+
+    def argv(self):
+        a = super().argv()
+        a[a.index("-m") + 1] = self.mem + ",slots=2,maxmem=2G"
+        return a
+
+
+def hotplug(builddir, out, ns, image):
+    """Guest memory plugged and unplugged under a running NIC: QEMU adds
+    and removes a region (ADD_MEM_REG, REM_MEM_REG with CONFIGURE_MEM_SLOTS)."""
+    d = vmlib.tmpdir()
+    vsock, fsock = os.path.join(d, "vnicd.sock"), os.path.join(d, "front.sock")
+    trace = os.path.join(d, "vnicd.strace")
+    b = vnicd_backend(builddir, ns, vsock, "server", d, "hp0", "hp0", strace_out=trace)
+    b.add()
+    Relay("vhost-user", fsock, vsock, os.path.join(out, "vhost_user"), "qemu-hotplug-")
+    g = HotplugGuest(image, ("vhost-user", fsock, False), ip=GUEST + "/24", netns=ns,
+                     workdir=d)
+    g.start(boot_timeout=180)
+    b.wait_running(60)
+    g.qmp("object-add", **{"qom-type": "memory-backend-memfd", "id": "hpmem", "size": 128 << 20,
+                           "share": True})
+    g.qmp("device_add", driver="pc-dimm", id="dimm0", memdev="hpmem")
+    time.sleep(2)
+    b.wait_running(60)
+    # The guest leaves hot-added memory offline (no udev rule onlines it),
+    # so it ejects the DIMM when asked.
+    g.qmp("device_del", id="dimm0")
+    try:
+        g.qmp_event("DEVICE_DELETED", 60)
+        g.qmp("object-del", id="hpmem")
+    except Fail as e:
+        log("hotplug: the DIMM did not go: %s" % e)
+    time.sleep(1)
+    b.wait_running(60)
+    g.shutdown()
+    b.close()
+    worker_seeds(trace, out, "worker-qemu-hotplug-")
+
+
 def main():
     vmlib.need_root()
     if len(sys.argv) < 3:
-        raise Fail("usage: fuzz_seeds.py BUILD_DIR OUT_DIR [libvnic|dpdk|qemu|qemu-client|migrate...]")
+        raise Fail("usage: fuzz_seeds.py BUILD_DIR OUT_DIR "
+                   "[libvnic|dpdk|qemu|qemu-client|migrate|hotplug...]")
     builddir, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    which = sys.argv[3:] or ["libvnic", "dpdk", "qemu", "qemu-client"]
+    which = sys.argv[3:] or ["libvnic", "dpdk", "qemu", "qemu-client", "migrate", "hotplug"]
     ns = vmlib.Netns("fr")
     image = os.environ.get("VNIC_GUEST_IMAGE") or os.path.join(builddir, "tests/guest-image")
-    if set(which) & {"qemu", "qemu-client", "migrate"}:
+    if set(which) & {"qemu", "qemu-client", "migrate", "hotplug"}:
         vmlib.need_qemu()
         image = vmlib.build_guest(image)
     for w in which:
@@ -236,6 +281,8 @@ def main():
         elif w == "dpdk":
             vmlib.need_testpmd()
             dpdk(builddir, out, ns)
+        elif w == "hotplug":
+            hotplug(builddir, out, ns, image)
         elif w == "migrate":
             migrate(builddir, out, ns, image)
         elif w in ("qemu", "qemu-client"):
