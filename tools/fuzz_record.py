@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """fuzz_record.py: seed corpora for the fuzz targets, taken from real sessions.
 
-The fuzz targets read their input as records (doc/fuzzing.md):
+The fuzz targets read their input as records (the header comments of
+fuzz/vhost_user.c, fuzz/vmm_proto.c and fuzz/worker_chan.c):
   vhost_user              record := u8 nfds, u8 fdkind, 12-byte vhost-user
                           header (u32 request, flags, size, LE), payload
   vmm_proto, worker_chan  record := u8 nfds, u8 fdkind, u16 len (LE),
@@ -33,9 +34,10 @@ Modes:
       Print the records of FILE (the format is guessed from the path when
       neither option is given: "vhost_user" in it means --vu).
 
-A relay serves connections one after the other until --seconds pass or it
+A relay serves every connection (side by side) until --seconds pass or it
 is killed (SIGINT, SIGTERM); each connection's session file is named
-session, session-2, ...  Python 3 standard library only."""
+session, session-2, ... in the order they came.  Python 3 standard library
+only."""
 import argparse
 import os
 import re
@@ -215,17 +217,18 @@ def vu_pump(src, dst, rec, session, record_it):
     message's fds with it."""
     while True:
         fds = []
-        hdr = recv_exact(src, 12, fds)
-        if hdr is None:
-            return
-        req, flags, size = struct.unpack("<III", hdr)
-        body = recv_exact(src, size, fds) if size else b""
-        if body is None:
-            return
-        msg = hdr + body
         try:
+            hdr = recv_exact(src, 12, fds)
+            if hdr is None:
+                return
+            req, _, size = struct.unpack("<III", hdr)
+            body = recv_exact(src, size, fds) if size else b""
+            if body is None:
+                return
+            msg = hdr + body
             socket.send_fds(dst, [msg], fds) if fds else dst.sendall(msg)
         finally:
+            # Passed on (or not, at an error): the relay's copies go.
             for fd in fds:
                 os.close(fd)
         if record_it:
