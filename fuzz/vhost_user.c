@@ -356,7 +356,8 @@ static bool fz_send(struct fz *f, const uint8_t *buf, size_t len, const int *fds
 			off += (size_t)r;
 		else if (r < 0 && errno != EAGAIN && errno != EINTR)
 			return false; /* the back end closed the connection */
-		fz_settle(f);
+		if (off < len)
+			fz_settle(f); /* the socket is full: let the back end read */
 	}
 	return off == len;
 }

@@ -128,6 +128,8 @@ START = HANDSHAKE + [get('GET_QUEUE_NUM'), get('GET_MAX_MEM_SLOTS'),
                      vring_fd('SET_VRING_CALL', 0), vring_fd('SET_VRING_CALL', 1),
                      u64('NET_SET_MTU', 1500), mem_table([region()])] + rings()
 STOP = [state('GET_VRING_BASE', 0, 0), state('GET_VRING_BASE', 1, 0)]
+MIGRATE = [log_base(), u64('SET_FEATURES', FEATURES | 1 << F['LOG_ALL']),
+           vring_addr(0, log=True), vring_addr(1, log=True)]
 
 SINGLE = {
     'get-features': [get('GET_FEATURES')],
@@ -193,12 +195,12 @@ SINGLE = {
 SESSIONS = {
     'session-qemu-start-2-rings': START,
     'session-qemu-start-stop': START + STOP,
-    'session-qemu-migration': START + [
-        u64('SET_FEATURES', FEATURES | 1 << F['LOG_ALL']),
-        log_base(),
-        vring_addr(0, log=True), vring_addr(1, log=True),
-        log_base(8192),
-    ] + STOP + [u64('SET_FEATURES', FEATURES), log_base()],
+    # QEMU's vhost_migration_log(): the log first, then LOG_ALL, then
+    # logged rings; a larger log as memory grows; the source stops.
+    'session-qemu-migration': START + MIGRATE + [log_base(8192)] + STOP,
+    # Migration cancelled: LOG_ALL off, rings unlogged, running on.
+    'session-qemu-migration-cancel': START + MIGRATE + [
+        u64('SET_FEATURES', FEATURES), vring_addr(0), vring_addr(1)] + STOP,
     'session-qemu-migration-log-first': HANDSHAKE[:4] + [
         u64('SET_FEATURES', FEATURES | 1 << F['LOG_ALL']),
         mem_table([region()]), log_base()] + rings(log=True) + STOP,
