@@ -13,8 +13,8 @@
  * the front end disconnects, vu_endpoint_remove tears the endpoint down,
  * and every NIC, byte and fd must be gone (fuzz_fd_check).
  *
- * Input: the records of /work/wt/VUREC.md's format (tools/fuzz_record.py
- * writes real QEMU and DPDK sessions in it, so they are seeds as they are):
+ * Input: records in the format tools/fuzz_record.py records real QEMU and
+ * DPDK sessions in (so a recorded session is a seed as it is):
  *   u8 nfds, u8 fdkind, 12-byte header (u32 request, flags, size; little-
  *   endian), then min(size, bytes left) payload bytes;
  * sent as one sendmsg, the fds in SCM_RIGHTS. nfds above 8 is taken mod 9.
@@ -77,6 +77,8 @@
 #define FZ_REQ_CRASH 0xffffffffu
 #define FZ_REQ_RECONNECT 0xfffffffeu
 #define FZ_REQ_HARNESS 0xffffff00u
+/* Not in vhost_user_msg.h (vnicd refuses it), but its fd is a memfd. */
+#define FZ_SET_INFLIGHT_FD 32u
 
 static char fz_dir[64];
 static char fz_tap[16];
@@ -127,8 +129,8 @@ static uint64_t fz_span(uint64_t offset, uint64_t size)
 	return end;
 }
 
-/* The memfd size fd i of this request naturally has, or 0 when its
- * natural fd is not a memfd. */
+/* Is fd i of this request naturally a memfd? Then *size is how large
+ * the payload says it is. */
 static bool fz_wants_memfd(uint32_t req, const uint8_t *p, size_t len, unsigned i,
 			   uint64_t *size)
 {
@@ -143,7 +145,7 @@ static bool fz_wants_memfd(uint32_t req, const uint8_t *p, size_t len, unsigned 
 		*size = fz_span(fz_le64(p, len, 8 + 24), fz_le64(p, len, 8 + 8));
 		return true;
 	case VU_SET_LOG_BASE:
-	case 32: /* SET_INFLIGHT_FD: u64 mmap_size, u64 mmap_offset, ... */
+	case FZ_SET_INFLIGHT_FD: /* u64 mmap_size, u64 mmap_offset, ... */
 		*size = fz_span(fz_le64(p, len, 8), fz_le64(p, len, 0));
 		return true;
 	default:
