@@ -212,6 +212,10 @@ SESSIONS = {
     'session-worker-crash': START + [harness(CRASH, 0)] + STOP,
     'session-worker-killed': START + [harness(CRASH, 1)] + STOP,
     'session-reconnect': START + [harness(RECONNECT)] + START + STOP,
+    'session-crash-while-logging': START + MIGRATE + [harness(CRASH, 2), log_base(8192)] + STOP,
+    'session-crash-twice-then-call-swap': START + [harness(CRASH, 3), harness(CRASH, 0),
+                                                   vring_fd('SET_VRING_CALL', 0)] + STOP,
+    'session-reconnect-while-running': START + [harness(RECONNECT)] + HANDSHAKE,
     'session-reply-ack': HANDSHAKE + [
         rec(REQ['SET_MEM_TABLE'], struct.pack('<II', 1, 0) + region(), nfds=1,
             flags=VERSION | NEED_REPLY)] + rings() + STOP,
