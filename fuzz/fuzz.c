@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,18 @@ void fuzz_setup(void)
 {
 	log_set_handler(drop_line, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+void fuzz_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fuzz: skip: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(77);
 }
 
 int fuzz_fd_count(void)

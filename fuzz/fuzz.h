@@ -48,6 +48,13 @@ const uint8_t *fuzz_rest(struct fuzz_in *in, size_t *ret_len);
  * runs), SIGPIPE ignored. Targets call it from LLVMFuzzerInitialize. */
 void fuzz_setup(void);
 
+/* fuzz_skip - this target cannot run here (no root, no /dev/net/tun):
+ * say why on stderr and exit 77, which the normal suite and make
+ * fuzz-smoke (smoke.sh) count as a skip, never as a pass. Called from
+ * LLVMFuzzerInitialize. */
+__attribute__((noreturn)) void fuzz_skip(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
 /* fuzz_fd_count - open fds of this process (/proc/self/fd). */
 int fuzz_fd_count(void);
 /* fuzz_fd_check - abort() naming @what when the process holds a

@@ -40,7 +40,7 @@
  * persistence, the harness keeps a dup of the endpoint's tap fd and sets
  * it persistent again after the removal. Nothing outside the process sees
  * the tap. Without CAP_NET_ADMIN or /dev/net/tun no endpoint can exist:
- * the inputs are then skipped with one line on stderr.
+ * the target then skips (fuzz_skip: exit 77, a SKIP in the suite).
  *
  * Seeds (fuzz/corpus/vhost_user/): fuzz/vu_seeds.py writes one file per
  * request of vhost_user_msg.c's table and whole sessions (QEMU's start-up
@@ -82,7 +82,6 @@
 
 static char fz_dir[64];
 static char fz_tap[16];
-static bool fz_ready;
 
 /* One input's world. */
 struct fz {
@@ -505,8 +504,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct fz f; /* struct vu_msg is large: not on the stack */
 	int tapdup;
 
-	if (!fz_ready)
-		return 0;
 	if (!fz_sup(&f))
 		abort();
 	tapdup = fz_endpoint(&f);
@@ -539,18 +536,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	atexit(fz_cleanup);
-	if (unshare(CLONE_NEWNET) < 0) {
-		fprintf(stderr, "fuzz: vhost_user: no network namespace (%s): inputs skipped "
-			"(needs CAP_SYS_ADMIN, CAP_NET_ADMIN and /dev/net/tun)\n", strerror(errno));
-		return 0;
-	}
-	if (tap_open("", "", 0, &fd, fz_tap, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz: vhost_user: %s: inputs skipped\n", err);
-		return 0;
-	}
+	if (unshare(CLONE_NEWNET) < 0)
+		fuzz_skip("vhost_user: no network namespace of its own (%s): needs root "
+			  "and /dev/net/tun", strerror(errno));
+	if (tap_open("", "", 0, &fd, fz_tap, err, sizeof(err)) < 0)
+		fuzz_skip("vhost_user: no tap (%s): needs root and /dev/net/tun", err);
 	if (tap_set_persist(fd, true) < 0)
 		abort();
 	close(fd);
-	fz_ready = true;
 	return 0;
 }
