@@ -23,7 +23,8 @@
  * where a Ready belongs); anything else picks one of those by its length.
  * A NIC not RUNNING has its timers fired (READY deadline, restart
  * backoff, stop deadline, the grace of a closed channel): time passes
- * only when nothing else happens. At the end the NIC is stopped, every
+ * only when nothing else happens; in a restart backoff the next record's
+ * length may first make a change no worker is there to answer. At the end the NIC is stopped, every
  * timer fired until it is gone, and the owner must have heard exactly one
  * answer to AddNic and to each change it asked for; fds and memory are
  * checked as for every target.
@@ -264,17 +265,43 @@ static void wc_act(struct nic *n, struct wc_owner *o, enum wc_act a, uint32_t ar
 	sim_worker_crash_all(arg & 1 ? SIGSEGV : SIGKILL);
 }
 
+/* Between two workers (restart backoff) no worker answers a change: it
+ * is answered at once and the next worker's Config carries it. Whether
+ * one is made, and which, the next record's length picks (its low byte
+ * mod 3: none, the dirty log, a call fd). Returns: whether one was. */
+static bool wc_change_between(struct nic *n, struct wc_owner *o, const struct fuzz_in *in,
+			      uint32_t arg)
+{
+	unsigned pick = in->n > 2 ? in->p[2] % 3u : 0;
+
+	if (pick == 1 && !n->log_pending) {
+		wc_act(n, o, WC_LOG, arg);
+		return true;
+	}
+	if (pick == 2 && !n->call_pending) {
+		wc_act(n, o, WC_CALL, arg);
+		return true;
+	}
+	return false;
+}
+
 static void wc_drive(struct sup *s, struct wc_owner *o, struct fuzz_in *in)
 {
+	bool between = false; /* a change was made in this backoff already */
+
 	for (unsigned step = 0; step < WC_STEPS && in->n > 0; step++) {
-		struct nic *n = TAILQ_FIRST(&s->nics);
+		struct nic *n;
 
 		sim_worker_settle(s, WC_SETTLE);
 		n = TAILQ_FIRST(&s->nics);
 		if (!n || n->state == NIC_FAILED || in->n == 0)
 			return;
+		if (n->w.pid != 0)
+			between = false;
 		if (n->state == NIC_RUNNING && !n->ctrl_closed)
 			wc_act(n, o, wc_choose(in), step);
+		else if (n->w.pid == 0 && !between && wc_change_between(n, o, in, step))
+			between = true;
 		else
 			sim_worker_expire_timers(s);
 	}
@@ -284,7 +311,7 @@ static void wc_drive(struct sup *s, struct wc_owner *o, struct fuzz_in *in)
  * must balance. */
 static void wc_teardown(struct sup *s, struct wc_owner *o)
 {
-	struct nic *n = TAILQ_FIRST(&s->nics);
+	struct nic *n;
 
 	sim_worker_settle(s, WC_SETTLE);
 	n = TAILQ_FIRST(&s->nics);
