@@ -12,7 +12,8 @@
  *
  * Fuzzed points. The real worker sends at these points, and a SIM_FUZZED
  * one sends records there instead of its own answer:
- *   - Config (and every RegionFds) read: Ready, or Error;
+ *   - Config read (with its last RegionFds, when regions were deferred):
+ *     Ready;
  *   - Start, and any settle round in which it has nothing to read: the
  *     unsolicited messages of a running worker (Log, QueueBroken);
  *   - Stop: Stopped, then exit 0;
