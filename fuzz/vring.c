@@ -381,10 +381,53 @@ static bool op_crash(struct harness *h, struct fuzz_in *in)
 	return ring_start(h, base);
 }
 
+/* guest_op - one write of the guest into its memory (or of a dead
+ * worker into the inflight region). */
+static void guest_op(struct harness *h, unsigned op, struct fuzz_in *in)
+{
+	uint16_t v;
+
+	switch (op) {
+	case OP_WRITE:
+		op_write(h, in);
+		break;
+	case OP_DESC:
+		v = fuzz_u16(in);
+		op_desc(h, in, h->desc + 16ull * (v & (h->num - 1)));
+		break;
+	case OP_AVAIL:
+		op_avail(h, in);
+		break;
+	case OP_AVAIL_IDX:
+		v = fuzz_u16(in);
+		guest_put(h, h->avail + 2, &v, 2);
+		break;
+	case OP_USED_EVENT:
+		v = fuzz_u16(in);
+		guest_put(h, h->avail + 4 + 2ull * h->num, &v, 2);
+		break;
+	case OP_DESC_AT: {
+		uint64_t off = fuzz_u32(in) % h->size;
+
+		/* Through the memfd offset: an indirect table anywhere. */
+		if (off + sizeof(struct vring_desc) <= h->size)
+			op_desc(h, in, off < h->split ? h->gpa[0] + off :
+				h->gpa[1] + off - h->split);
+		break;
+	}
+	case OP_IF_WRITE:
+		op_if_write(h, in);
+		break;
+	}
+}
+
 /* run_op - one operation. Returns false to end the input. */
 static bool run_op(struct harness *h, struct fuzz_in *in)
 {
-	switch (fuzz_u8(in) % OP_COUNT) {
+	unsigned op = fuzz_u8(in) % OP_COUNT;
+	uint16_t v;
+
+	switch (op) {
 	case OP_POP:
 		op_pop(h);
 		break;
@@ -409,57 +452,20 @@ static bool run_op(struct harness *h, struct fuzz_in *in)
 	case OP_PENDING:
 		(void)vring_avail_pending(&h->vq);
 		break;
-	case OP_SET_BASE: {
-		uint16_t base = fuzz_u16(in);
-
+	case OP_SET_BASE:
+		v = fuzz_u16(in);
 		/* The channels allow SET_VRING_BASE only on a stopped ring:
 		 * with tracking the region owns the index. */
 		if (!h->vq.inf) {
-			vring_set_base(&h->vq, base);
+			vring_set_base(&h->vq, v);
 			h->nheld = 0;
 			h->since_push = 0;
 		}
 		break;
-	}
-	case OP_WRITE:
-		op_write(h, in);
-		break;
-	case OP_DESC: {
-		uint16_t i = fuzz_u16(in);
-
-		op_desc(h, in, h->desc + 16ull * (i & (h->num - 1)));
-		break;
-	}
-	case OP_AVAIL:
-		op_avail(h, in);
-		break;
-	case OP_AVAIL_IDX: {
-		uint16_t v = fuzz_u16(in);
-
-		guest_put(h, h->avail + 2, &v, 2);
-		break;
-	}
-	case OP_USED_EVENT: {
-		uint16_t v = fuzz_u16(in);
-
-		guest_put(h, h->avail + 4 + 2ull * h->num, &v, 2);
-		break;
-	}
-	case OP_DESC_AT: {
-		uint64_t off = fuzz_u32(in) % h->size;
-
-		/* Through the memfd offset: an indirect table anywhere. */
-		if (off + sizeof(struct vring_desc) <= h->size) {
-			uint64_t gpa = off < h->split ? h->gpa[0] + off : h->gpa[1] + off - h->split;
-
-			op_desc(h, in, gpa);
-		}
-		break;
-	}
 	case OP_CRASH:
 		return op_crash(h, in);
-	case OP_IF_WRITE:
-		op_if_write(h, in);
+	default:
+		guest_op(h, op, in);
 		break;
 	}
 	check_ring(h);
