@@ -39,8 +39,8 @@
  * inside one mapped region (and is touched at both ends, so ASan and the
  * guard pages see a bad one), their lengths add up to out_len/in_len, it
  * walked at most num + VRING_MAX_SIZE descriptors; the chains in flight
- * are what the harness holds and never more than num; a flush publishes
- * used->idx; with inflight tracking the region's invariant (inflight.h)
+ * are what the harness holds and never more than num; a push writes its
+ * element at the device's own used index; a flush publishes used->idx; with inflight tracking the region's invariant (inflight.h)
  * holds after every operation and is clean after a recovery.
  *
  * Seeds: fuzz/gen_seeds.py vring DIR (python3, committed) writes
@@ -256,6 +256,15 @@ static void op_push(struct harness *h, struct fuzz_in *in)
 	h->nheld--;
 	h->since_push = 0;
 	vring_push(&h->vq, head, len);
+	if (!h->vq.broken) {
+		/* The element went to the used slot of the device's shadow
+		 * index, whatever the guest wrote into used->idx. */
+		const struct vring_used_elem *e =
+			&h->vq.used->ring[(uint16_t)(h->vq.used_idx - 1) & (h->num - 1)];
+
+		if (e->id != head || e->len != len)
+			abort();
+	}
 }
 
 static void op_flush(struct harness *h)
