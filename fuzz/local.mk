@@ -24,6 +24,8 @@ EXTRA_DIST += fuzz/smoke.sh fuzz/corpus fuzz/regress
 # FUZZ_SMOKE += fuzz/smoke_NAME.sh, its sources and libraries, its dict).
 include fuzz/vhost_user.mk
 include fuzz/worker_chan.mk
+include fuzz/vring.mk
+include fuzz/virtio_net_hdr.mk
 
 check_PROGRAMS += $(FUZZ_PROGS)
 EXTRA_DIST += $(FUZZ_SMOKE)
