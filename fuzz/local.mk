@@ -22,6 +22,7 @@ EXTRA_DIST += fuzz/smoke.sh fuzz/corpus fuzz/regress
 
 # The targets, one include each (fuzz/NAME.mk: FUZZ_PROGS += fuzz/fuzz_NAME,
 # FUZZ_SMOKE += fuzz/smoke_NAME.sh, its sources and libraries, its dict).
+include fuzz/vmm_proto.mk
 
 check_PROGRAMS += $(FUZZ_PROGS)
 EXTRA_DIST += $(FUZZ_SMOKE)

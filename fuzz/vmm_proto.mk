@@ -10,6 +10,7 @@ fuzz_fuzz_vmm_proto_SOURCES = fuzz/vmm_proto.c $(FUZZ_COMMON) $(FUZZ_MAIN) \
 	fuzz/sim_worker.c fuzz/sim_worker.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
 	supervisor/admin.c supervisor/admin.h
+fuzz_fuzz_vmm_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/supervisor
 fuzz_fuzz_vmm_proto_CFLAGS = $(FUZZ_CC_FLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 fuzz_fuzz_vmm_proto_LDFLAGS = $(FUZZ_LINK)
 fuzz_fuzz_vmm_proto_LDADD = libvnicsup.la libvnicproto.la libvnicshm.la libvniccommon.la \
