@@ -32,10 +32,14 @@
  * socket paths, /run/netns names): see contain(). Not root: tap backends
  * and endpoints just fail, as they do for an unprivileged vnicd.
  *
+ * (libFuzzer's -fork mode keeps its files in /tmp, read-only there: run
+ * jobs as separate processes instead.)
+ *
  * Seeds: fuzz/corpus/vmm_proto/, written by fuzz/vmm_proto_seeds.c (a
  * small program that packs real messages with the generated protobuf-c
- * code; how to build and run it is in its header), plus whole sessions
- * recorded from libvnic clients by tools/fuzz_record.py.
+ * code; how to build and run it is in its header): one file per request
+ * type, a few rejected frames, and whole sessions. Sessions recorded from
+ * real libvnic clients by tools/fuzz_record.py are in the same format.
  */
 #include "config.h"
 
@@ -83,6 +87,9 @@ static void keep_writable(const char *dir, char keep[][PATH_MAX], unsigned *n, u
 
 	if (*n >= max || !dir[0] || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    !realpath(dir, keep[*n]))
+		return;
+	/* Run from / (or given it): the root stays read-only regardless. */
+	if (!strcmp(keep[*n], "/"))
 		return;
 	if (mount(keep[*n], keep[*n], NULL, MS_BIND, NULL) == 0)
 		(*n)++;
