@@ -183,6 +183,66 @@ static void get_status(const char *id)
 	rec(0, 0, &r);
 }
 
+static void get_status_after(const char *id, const char *after)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__GetStatus g;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__get_status__init(&g);
+	r.version = VERSION;
+	g.id = (char *)id;
+	g.start_after = (char *)after;
+	r.body_case = VNIC__VMM__REQUEST__BODY_GET_STATUS;
+	r.get_status = &g;
+	rec(0, 0, &r);
+}
+
+/* A RemoveNic whose version is not the one Hello negotiated. */
+static void remove_nic_version(const char *id, unsigned version)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__RemoveNic rm;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__remove_nic__init(&rm);
+	r.version = version;
+	rm.id = (char *)id;
+	r.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_NIC;
+	r.remove_nic = &rm;
+	rec(0, 0, &r);
+}
+
+/* A Request with no body: a body this supervisor does not know. */
+static void no_body(void)
+{
+	Vnic__Vmm__Request r;
+
+	vnic__vmm__request__init(&r);
+	r.version = VERSION;
+	rec(0, 0, &r);
+}
+
+/* A Reply, which only vnicd may send. */
+static void reply(void)
+{
+	Vnic__Vmm__VmmMessage m;
+	Vnic__Vmm__Reply rep;
+	uint8_t buf[64];
+	size_t len;
+	uint32_t be;
+
+	vnic__vmm__vmm_message__init(&m);
+	vnic__vmm__reply__init(&rep);
+	rep.request_id = 7;
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
+	m.reply = &rep;
+	len = vnic__vmm__vmm_message__pack(&m, buf + 4);
+	be = htonl((uint32_t)len);
+	memcpy(buf, &be, 4);
+	raw(0, 0, buf, len + 4);
+}
+
 static void set_policy(const char *id, Vnic__Vmm__Mitigation mode)
 {
 	Vnic__Vmm__Request r;
@@ -301,5 +361,9 @@ int main(int argc, char **argv)
 		save(d, "session-two-nics");
 	hello(1, 1), add_nic("n0", BE_SOCKET, 0), add_nic("n0", BE_SOCKET, 0),
 		save(d, "session-add-nic-twice");
+	hello(1, 1), hello(1, 1), save(d, "hello-twice");
+	hello(1, 1), get_status_after("", "a"), get_status_after("", "n0"), save(d, "get-status-paged");
+	hello(1, 1), remove_nic_version("n0", 2), save(d, "remove-nic-wrong-version");
+	hello(1, 1), no_body(), reply(), save(d, "request-without-body-and-a-reply");
 	return 0;
 }
