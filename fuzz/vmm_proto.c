@@ -172,8 +172,9 @@ static void contain(int argc, char **argv)
 
 /* Delete every tap left in our namespace: endpoints make theirs
  * persistent (they outlive a vnicd restart by design), so freeing the
- * endpoint does not remove them. */
-static void taps_sweep(void)
+ * endpoint does not remove them. With @check, a tap still there is a
+ * leak: abort. */
+static void taps_sweep(bool check)
 {
 	struct if_nameindex *ifs, *i;
 
@@ -185,6 +186,11 @@ static void taps_sweep(void)
 
 		if (!strcmp(i->if_name, "lo"))
 			continue;
+		if (check) {
+			fprintf(stderr, "fuzz_vmm_proto: interface %s outlived its input\n",
+				i->if_name);
+			abort();
+		}
 		fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -491,7 +497,8 @@ static void sup_teardown(struct run *r)
 	nic_free_all(s);
 	vu_free_all(s);
 	sim_worker_reset();
-	taps_sweep();
+	taps_sweep(false);
+	taps_sweep(true);
 	if (s->ev_accept_retry)
 		event_free(s->ev_accept_retry);
 	if (s->ev_listen)
