@@ -362,7 +362,8 @@ int main(int argc, char **argv)
 	hello(1, 1), add_nic("n0", BE_SOCKET, 0), add_nic("n0", BE_SOCKET, 0),
 		save(d, "session-add-nic-twice");
 	hello(1, 1), hello(1, 1), save(d, "hello-twice");
-	hello(1, 1), get_status_after("", "a"), get_status_after("", "n0"), save(d, "get-status-paged");
+	hello(1, 1), get_status_after("", "a"), get_status_after("", "n0"),
+		save(d, "get-status-paged");
 	hello(1, 1), remove_nic_version("n0", 2), save(d, "remove-nic-wrong-version");
 	hello(1, 1), no_body(), reply(), save(d, "request-without-body-and-a-reply");
 	return 0;
