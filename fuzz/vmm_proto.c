@@ -143,7 +143,7 @@ static void contain(int argc, char **argv)
 {
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY };
-	static char keep[64][PATH_MAX];
+	static char keep[64][PATH_MAX], cwd[PATH_MAX];
 	unsigned n;
 
 	if (geteuid() != 0)
@@ -167,6 +167,13 @@ static void contain(int argc, char **argv)
 				strerror(errno));
 			abort();
 		}
+	/* The working directory is still the one under its new bind mount,
+	 * read-only: enter it again by name, so that relative corpus paths
+	 * resolve through the writable mount. */
+	if (!getcwd(cwd, sizeof(cwd)) || chdir(cwd) < 0) {
+		fprintf(stderr, "fuzz_vmm_proto: working directory: %s\n", strerror(errno));
+		abort();
+	}
 	privileged = true;
 }
 
