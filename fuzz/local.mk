@@ -26,6 +26,7 @@ include fuzz/vhost_user.mk
 include fuzz/worker_chan.mk
 include fuzz/vring.mk
 include fuzz/virtio_net_hdr.mk
+include fuzz/vmm_proto.mk
 
 check_PROGRAMS += $(FUZZ_PROGS)
 EXTRA_DIST += $(FUZZ_SMOKE)
