@@ -10,6 +10,10 @@
 # build/fuzz-campaign/TARGET-artifacts/. The last line sums it up:
 #   fuzz TARGET: S s, N execs (E/s), cov C edges, corpus K files, X findings
 # TARGET "all" runs every target in turn, SECONDS each.
+# VNIC_FUZZ_TIMEOUT (1): seconds an input may take. libFuzzer measures
+# wall-clock time, so on a loaded machine (or under chrt -i) a larger value
+# keeps a starved, not a slow, input from ending the campaign; say so when
+# you quote its figures.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 targets=(vhost_user vmm_proto worker_chan vring virtio_net_hdr)
@@ -36,9 +40,9 @@ run_one() {
 	seed=${VNIC_FUZZ_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 2000000000 + 1 ))}
 	local dirs=("$top/fuzz/corpus/$t")
 	[ -d "$top/fuzz/regress/$t" ] && dirs+=("$top/fuzz/regress/$t")
-	echo "fuzz $t: $secs s, seed $seed, log $log"
+	echo "fuzz $t: $secs s, seed $seed, timeout ${VNIC_FUZZ_TIMEOUT:-1} s, log $log"
 	local rc=0
-	"$b/fuzz/fuzz_$t" -seed="$seed" -max_total_time="$secs" -timeout=1 -rss_limit_mb=2048 \
+	"$b/fuzz/fuzz_$t" -seed="$seed" -max_total_time="$secs" -timeout="${VNIC_FUZZ_TIMEOUT:-1}" -rss_limit_mb=2048 \
 		-detect_leaks=1 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" "${extra[@]}" \
 		"$corpus" "${dirs[@]}" >"$log" 2>&1 || rc=$?
 	local execs eps cov files finds
