@@ -565,8 +565,10 @@ static void events_setup(struct sup *s)
 	cfg = event_config_new();
 	if (!cfg)
 		fatalx("event_config_new failed");
-	/* Single thread: no locking in libevent. */
-	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+	/* Single thread: no locking in libevent. A precise clock: with the
+	 * default (CLOCK_MONOTONIC_COARSE, 4 ms ticks here) a worker's stop
+	 * deadline could expire a tick before the time the VMM gave. */
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK | EVENT_BASE_FLAG_PRECISE_TIMER);
 	s->nic_gone = sup_maybe_exit;
 	s->base = event_base_new_with_config(cfg);
 	event_config_free(cfg);

@@ -333,10 +333,15 @@ static int inflight_create(struct nic *n, char *err, size_t errlen)
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void nic_exit_cb(evutil_socket_t fd, short what, void *arg);
 
+/* A deadline counts from now, not from when this loop pass began:
+ * libevent measures a relative timeout from its cached time, which lags
+ * by however long the callbacks before us took (a RemoveNic with 300 ms
+ * was answered "killed" after 292 ms, measured from its arrival). */
 static void arm_timer(struct nic *n, uint32_t ms)
 {
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 
+	event_base_update_cache_time(n->sup->base);
 	event_add(n->ev_timer, &tv);
 }
 
