@@ -220,8 +220,8 @@ static void shutdown_backstop_cb(evutil_socket_t fd, short what, void *arg)
 
 			log_warn("nic %s: worker pid %d still there at shutdown: SIGKILL and wait",
 				 n->id, (int)n->w.pid);
-			worker_kill(&n->w);
-			worker_reap(&n->w, true, &ex);
+			sup_wops(n->sup)->kill(&n->w);
+			sup_wops(n->sup)->reap(&n->w, true, &ex);
 		}
 	}
 	event_base_loopbreak(s->base);

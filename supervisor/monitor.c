@@ -235,7 +235,7 @@ static void mon_kill(struct nic *n, const char *why)
 	if (n->ev_ctrl)
 		event_del(n->ev_ctrl);
 	n->kill_sent = true;
-	worker_kill(&n->w);
+	sup_wops(n->sup)->kill(&n->w);
 }
 
 void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)

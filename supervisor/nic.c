@@ -523,7 +523,7 @@ static int nic_launch(struct nic *n)
 	n->ready_seen = n->stopped_seen = n->kill_sent = n->ctrl_closed = false;
 	n->mon_once = 0;
 	n->sandboxed = false;
-	rc = worker_spawn(s->worker_path, n->id, &o, &n->w, n->last_error, sizeof(n->last_error));
+	rc = sup_wops(s)->spawn(s->worker_path, n->id, &o, &n->w, n->last_error, sizeof(n->last_error));
 	if (rc)
 		return rc;
 	clock_gettime(CLOCK_MONOTONIC, &n->t_spawn);
@@ -533,8 +533,8 @@ static int nic_launch(struct nic *n)
 		struct worker_exit ex;
 
 		snprintf(n->last_error, sizeof(n->last_error), "out of memory");
-		worker_kill(&n->w);
-		worker_reap(&n->w, true, &ex);
+		sup_wops(n->sup)->kill(&n->w);
+		sup_wops(n->sup)->reap(&n->w, true, &ex);
 		nic_worker_release(n);
 		return -ENOMEM;
 	}
@@ -561,7 +561,7 @@ static int nic_launch(struct nic *n)
 	} else if (rc) {
 		/* The exit callback reports it once the worker is reaped. */
 		n->kill_sent = true;
-		worker_kill(&n->w);
+		sup_wops(n->sup)->kill(&n->w);
 	}
 	arm_timer(n, SUP_READY_TIMEOUT_MS);
 	return 0;
@@ -744,7 +744,7 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 				 "%s before the worker was ready", why);
 		nic_set_state(n, NIC_STOPPING, why);
 		n->kill_sent = true;
-		worker_kill(&n->w);
+		sup_wops(n->sup)->kill(&n->w);
 		return;
 	}
 	nic_set_state(n, NIC_STOPPING, why);
@@ -756,7 +756,7 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	if (rc) {
 		log_warn("nic %s: cannot send Stop (%s): killing the worker", n->id, strerror(-rc));
 		n->kill_sent = true;
-		worker_kill(&n->w);
+		sup_wops(n->sup)->kill(&n->w);
 		return;
 	}
 	arm_timer(n, deadline_ms);
@@ -955,7 +955,7 @@ int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, cha
 	if (n->state == NIC_RUNNING && n->ready_seen && nic_send_dirty_log(n) < 0) {
 		log_warn("nic %s: %s: killing the worker", n->id, n->last_error);
 		n->kill_sent = true;
-		worker_kill(&n->w);
+		sup_wops(n->sup)->kill(&n->w);
 	}
 	return 0;
 }
@@ -1034,7 +1034,7 @@ int nic_set_call_fd(struct nic *n, uint32_t index, int fd, char *err, size_t err
 	if (n->state == NIC_RUNNING && n->ready_seen && nic_send_call_fd(n) < 0) {
 		log_warn("nic %s: %s: killing the worker", n->id, n->last_error);
 		n->kill_sent = true;
-		worker_kill(&n->w);
+		sup_wops(n->sup)->kill(&n->w);
 	}
 	return 0;
 }
@@ -1111,7 +1111,7 @@ static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	n->kill_sent = true;
-	worker_kill(&n->w);
+	sup_wops(n->sup)->kill(&n->w);
 }
 
 /* After a SIGSYS death: the record the worker's sandbox handler wrote
@@ -1139,7 +1139,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	int syscall_nr = -1;
 	int rc;
 
-	rc = worker_reap(&n->w, false, &ex);
+	rc = sup_wops(n->sup)->reap(&n->w, false, &ex);
 	if (rc == 0) {
 		event_add(n->ev_exit, NULL); /* spurious: wait again */
 		return;
@@ -1232,5 +1232,5 @@ void nic_stalled(struct nic *n, uint64_t silent_ms)
 	if (n->owner && n->ops->stalled)
 		n->ops->stalled(n, silent_ms);
 	n->kill_sent = true;
-	worker_kill(&n->w);
+	sup_wops(n->sup)->kill(&n->w);
 }

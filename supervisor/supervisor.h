@@ -320,6 +320,7 @@ struct sup {
 	struct event_base *base;
 	const char *socket_path;
 	const char *worker_path;
+	const struct worker_ops *wops; /* NULL: worker_ops_process (sup_wops) */
 	bool have_group;
 	gid_t group;
 	const char *group_name;
@@ -372,6 +373,12 @@ struct sup {
 	char fault_nic[VALIDATE_ID_MAX + 1];
 #endif
 };
+
+/* sup_wops - how s starts, kills and reaps its workers (worker_spawn.h). */
+static inline const struct worker_ops *sup_wops(const struct sup *s)
+{
+	return s->wops ? s->wops : &worker_ops_process;
+}
 
 /* vmm_conn.c */
 void vmm_conn_accept(evutil_socket_t fd, short what, void *arg);

@@ -195,3 +195,9 @@ int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret
 	}
 	return 1;
 }
+
+const struct worker_ops worker_ops_process = {
+	.spawn = worker_spawn,
+	.kill = worker_kill,
+	.reap = worker_reap,
+};

@@ -66,4 +66,19 @@ struct worker_exit {
  */
 int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret);
 
+/*
+ * How the supervisor starts, kills and reaps workers: struct sup's wops,
+ * NULL for worker_ops_process (the three functions above, real
+ * processes). The fuzz targets put a simulated worker there
+ * (fuzz/sim_worker.c): an in-process peer on the same control socket, an
+ * eventfd for the pidfd, so a NIC's whole life runs without fork.
+ */
+struct worker_ops {
+	int (*spawn)(const char *path, const char *nic_id, const struct worker_opts *opts,
+		     struct worker_proc *ret, char *err, size_t errlen);
+	int (*kill)(const struct worker_proc *w);
+	int (*reap)(const struct worker_proc *w, bool block, struct worker_exit *ret);
+};
+extern const struct worker_ops worker_ops_process;
+
 #endif

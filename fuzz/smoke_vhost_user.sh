@@ -1,0 +1,3 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+exec "${VNIC_TOP_SRCDIR:?}/fuzz/smoke.sh" vhost_user

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vmm_proto_seeds: writes the seeds of fuzz/corpus/vmm_proto/ (the input
+ * format is in fuzz/vmm_proto.c): each file is a sequence of datagram
+ * records, every datagram a real frame (u32 big-endian length, then a
+ * vnic.vmm.VmmMessage packed by the generated protobuf-c code), so that
+ * the fuzzer starts from requests vnicd accepts and mutates from there.
+ * One file per request type, a few rejected cases, and whole sessions.
+ *
+ * Not built by make (it is a tool, run once when proto/vmm.proto
+ * changes). From the worktree root, with a configured build/plain:
+ *   make -C build/plain proto/vmm.pb-c.c
+ *   cc -Ibuild/plain/proto -o /tmp/vmm_proto_seeds fuzz/vmm_proto_seeds.c \
+ *      build/plain/proto/vmm.pb-c.c -lprotobuf-c
+ *   /tmp/vmm_proto_seeds fuzz/corpus/vmm_proto
+ */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmm.pb-c.h"
+
+#define VERSION 1 /* WIRE_VMM_VERSION */
+#define VERSION_1_BIT (1ull << 32)
+
+static uint8_t out[1 << 16];
+static size_t outlen;
+static uint64_t next_id;
+
+/* One record: nfds, fdkind, u16 le length, then the frame of @req. */
+static void rec(unsigned nfds, unsigned kind, Vnic__Vmm__Request *req)
+{
+	Vnic__Vmm__VmmMessage m;
+	size_t len;
+	uint32_t be;
+
+	vnic__vmm__vmm_message__init(&m);
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REQUEST;
+	m.request = req;
+	req->request_id = ++next_id;
+	len = vnic__vmm__vmm_message__get_packed_size(&m);
+	if (outlen + 8 + len > sizeof(out))
+		abort();
+	out[outlen++] = (uint8_t)nfds;
+	out[outlen++] = (uint8_t)kind;
+	out[outlen++] = (uint8_t)((len + 4) & 0xff);
+	out[outlen++] = (uint8_t)((len + 4) >> 8);
+	be = htonl((uint32_t)len);
+	memcpy(out + outlen, &be, 4);
+	vnic__vmm__vmm_message__pack(&m, out + outlen + 4);
+	outlen += 4 + len;
+}
+
+/* A raw record, for frames no encoder makes. */
+static void raw(unsigned nfds, unsigned kind, const void *p, size_t len)
+{
+	out[outlen++] = (uint8_t)nfds;
+	out[outlen++] = (uint8_t)kind;
+	out[outlen++] = (uint8_t)(len & 0xff);
+	out[outlen++] = (uint8_t)(len >> 8);
+	memcpy(out + outlen, p, len);
+	outlen += len;
+}
+
+static void save(const char *dir, const char *name)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(out, 1, outlen, f) != outlen || fclose(f)) {
+		perror(path);
+		exit(1);
+	}
+	outlen = 0;
+	next_id = 0;
+}
+
+static void hello(unsigned min, unsigned max)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__Hello h;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__hello__init(&h);
+	h.min_version = min;
+	h.max_version = max;
+	h.client = "fuzz seed";
+	r.body_case = VNIC__VMM__REQUEST__BODY_HELLO;
+	r.hello = &h;
+	rec(0, 0, &r);
+}
+
+enum be { BE_SOCKET, BE_TAP, BE_TAP_FD };
+
+/* AddNic as libvnic sends it: one 64 KiB region at gpa 0, rx0 and tx0
+ * of 256 entries inside it. fds: region, kick/call x2, backend. */
+static void add_nic(const char *id, enum be be, unsigned kind)
+{
+	static uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__AddNic a;
+	Vnic__Vmm__MemRegion reg, *regp = &reg;
+	Vnic__Vmm__Queue q[2], *qp[2] = { &q[0], &q[1] };
+	Vnic__Vmm__Backend b;
+	Vnic__Vmm__TapBackend tap;
+	Vnic__Vmm__SocketBackend sock;
+	Vnic__Vmm__TapFdBackend tapfd;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__add_nic__init(&a);
+	vnic__vmm__mem_region__init(&reg);
+	vnic__vmm__backend__init(&b);
+	r.version = VERSION;
+	a.id = (char *)id;
+	a.mac.data = mac;
+	a.mac.len = 6;
+	a.mtu = 1500;
+	a.features_offered = a.features_acked = VERSION_1_BIT;
+	reg.gpa = 0;
+	reg.size = 65536;
+	a.n_regions = 1;
+	a.regions = &regp;
+	for (unsigned j = 0; j < 2; j++) {
+		vnic__vmm__queue__init(&q[j]);
+		q[j].index = j;
+		q[j].size = 256;
+		q[j].desc_gpa = 0x4000 * j;
+		q[j].avail_gpa = 0x4000 * j + 0x1000;
+		q[j].used_gpa = 0x4000 * j + 0x2000;
+	}
+	a.n_queues = 2;
+	a.queues = qp;
+	if (be == BE_TAP) {
+		vnic__vmm__tap_backend__init(&tap);
+		tap.name = "vnicfz0";
+		b.kind_case = VNIC__VMM__BACKEND__KIND_TAP;
+		b.tap = &tap;
+	} else if (be == BE_TAP_FD) {
+		vnic__vmm__tap_fd_backend__init(&tapfd);
+		b.kind_case = VNIC__VMM__BACKEND__KIND_TAP_FD;
+		b.tap_fd = &tapfd;
+	} else {
+		vnic__vmm__socket_backend__init(&sock);
+		b.kind_case = VNIC__VMM__BACKEND__KIND_SOCKET;
+		b.socket = &sock;
+	}
+	a.backend = &b;
+	r.body_case = VNIC__VMM__REQUEST__BODY_ADD_NIC;
+	r.add_nic = &a;
+	rec(be == BE_TAP ? 5 : 6, kind, &r);
+}
+
+static void remove_nic(const char *id)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__RemoveNic rm;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__remove_nic__init(&rm);
+	r.version = VERSION;
+	rm.id = (char *)id;
+	rm.deadline_ms = 1000;
+	r.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_NIC;
+	r.remove_nic = &rm;
+	rec(0, 0, &r);
+}
+
+static void get_status(const char *id)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__GetStatus g;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__get_status__init(&g);
+	r.version = VERSION;
+	g.id = (char *)id;
+	r.body_case = VNIC__VMM__REQUEST__BODY_GET_STATUS;
+	r.get_status = &g;
+	rec(0, 0, &r);
+}
+
+static void get_status_after(const char *id, const char *after)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__GetStatus g;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__get_status__init(&g);
+	r.version = VERSION;
+	g.id = (char *)id;
+	g.start_after = (char *)after;
+	r.body_case = VNIC__VMM__REQUEST__BODY_GET_STATUS;
+	r.get_status = &g;
+	rec(0, 0, &r);
+}
+
+/* A RemoveNic whose version is not the one Hello negotiated. */
+static void remove_nic_version(const char *id, unsigned version)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__RemoveNic rm;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__remove_nic__init(&rm);
+	r.version = version;
+	rm.id = (char *)id;
+	r.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_NIC;
+	r.remove_nic = &rm;
+	rec(0, 0, &r);
+}
+
+/* A Request with no body: a body this supervisor does not know. */
+static void no_body(void)
+{
+	Vnic__Vmm__Request r;
+
+	vnic__vmm__request__init(&r);
+	r.version = VERSION;
+	rec(0, 0, &r);
+}
+
+/* A Reply, which only vnicd may send. */
+static void reply(void)
+{
+	Vnic__Vmm__VmmMessage m;
+	Vnic__Vmm__Reply rep;
+	uint8_t buf[64];
+	size_t len;
+	uint32_t be;
+
+	vnic__vmm__vmm_message__init(&m);
+	vnic__vmm__reply__init(&rep);
+	rep.request_id = 7;
+	m.msg_case = VNIC__VMM__VMM_MESSAGE__MSG_REPLY;
+	m.reply = &rep;
+	len = vnic__vmm__vmm_message__pack(&m, buf + 4);
+	be = htonl((uint32_t)len);
+	memcpy(buf, &be, 4);
+	raw(0, 0, buf, len + 4);
+}
+
+static void set_policy(const char *id, Vnic__Vmm__Mitigation mode)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__SetPolicy sp;
+	Vnic__Vmm__Policy p;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__set_policy__init(&sp);
+	vnic__vmm__policy__init(&p);
+	r.version = VERSION;
+	p.mode = mode;
+	p.timer_us = mode == VNIC__VMM__MITIGATION__MITIGATION_TIMER ? 150 : 0;
+	p.latency_us = mode == VNIC__VMM__MITIGATION__MITIGATION_ADAPTIVE ? 100 : 0;
+	sp.id = (char *)id;
+	sp.policy = &p;
+	r.body_case = VNIC__VMM__REQUEST__BODY_SET_POLICY;
+	r.set_policy = &sp;
+	rec(0, 0, &r);
+}
+
+static void set_dirty_log(const char *id, uint64_t size)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__SetDirtyLog d;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__set_dirty_log__init(&d);
+	r.version = VERSION;
+	d.id = (char *)id;
+	d.size = size;
+	r.body_case = VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG;
+	r.set_dirty_log = &d;
+	rec(size ? 1 : 0, 0, &r);
+}
+
+static void set_log_level(const char *level)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__SetLogLevel l;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__set_log_level__init(&l);
+	r.version = VERSION;
+	l.level = (char *)level;
+	r.body_case = VNIC__VMM__REQUEST__BODY_SET_LOG_LEVEL;
+	r.set_log_level = &l;
+	rec(0, 0, &r);
+}
+
+static void add_vhost_user(const char *id, const char *path, int server)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__AddVhostUser v;
+	Vnic__Vmm__TapBackend tap;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__add_vhost_user__init(&v);
+	vnic__vmm__tap_backend__init(&tap);
+	r.version = VERSION;
+	tap.name = "vnicfzvu0";
+	v.id = (char *)id;
+	v.path = (char *)path;
+	v.server = server;
+	v.tap = &tap;
+	r.body_case = VNIC__VMM__REQUEST__BODY_ADD_VHOST_USER;
+	r.add_vhost_user = &v;
+	rec(0, 0, &r);
+}
+
+static void remove_endpoint(const char *id)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__RemoveEndpoint e;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__remove_endpoint__init(&e);
+	r.version = VERSION;
+	e.id = (char *)id;
+	r.body_case = VNIC__VMM__REQUEST__BODY_REMOVE_ENDPOINT;
+	r.remove_endpoint = &e;
+	rec(0, 0, &r);
+}
+
+int main(int argc, char **argv)
+{
+	static const uint8_t short_prefix[] = { 0, 0, 0 };
+	static const uint8_t long_prefix[] = { 0, 0, 1, 0, 0x0a, 0x00 };
+	const char *d = argc > 1 ? argv[1] : ".";
+
+	hello(1, 1), save(d, "hello");
+	hello(2, 9), save(d, "hello-no-common-version");
+	add_nic("n0", BE_SOCKET, 0), save(d, "add-nic-before-hello");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), save(d, "add-nic-socket");
+	hello(1, 1), add_nic("n0", BE_TAP, 0), save(d, "add-nic-tap");
+	hello(1, 1), add_nic("n0", BE_TAP_FD, 0), save(d, "add-nic-tap-fd");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 3), save(d, "add-nic-unsealed-memfds");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), remove_nic("n0"), save(d, "remove-nic");
+	hello(1, 1), remove_nic("nothere"), save(d, "remove-nic-unknown");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0),
+		set_policy("n0", VNIC__VMM__MITIGATION__MITIGATION_ADAPTIVE),
+		save(d, "set-policy-adaptive");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), get_status(""), get_status("n0"),
+		save(d, "get-status");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), set_dirty_log("n0", 4096),
+		set_dirty_log("n0", 0), save(d, "set-dirty-log-on-off");
+	hello(1, 1), set_log_level("debug"), set_log_level("loud"), save(d, "set-log-level");
+	hello(1, 1), add_vhost_user("vu0", "/run/vnicfz-vu0.sock", 1), get_status(""),
+		remove_endpoint("vu0"), save(d, "add-vhost-user-server");
+	hello(1, 1), add_vhost_user("vu0", "/run/vnicfz-vu0.sock", 0), remove_endpoint("vu0"),
+		save(d, "add-vhost-user-client");
+	raw(0, 0, short_prefix, sizeof(short_prefix)), hello(1, 1), save(d, "frame-short-prefix");
+	raw(0, 0, long_prefix, sizeof(long_prefix)), hello(1, 1), save(d, "frame-prefix-too-long");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), add_nic("n1", BE_TAP, 0),
+		set_policy("n1", VNIC__VMM__MITIGATION__MITIGATION_TIMER), get_status(""),
+		set_dirty_log("n0", 8192), remove_nic("n1"), get_status(""),
+		save(d, "session-two-nics");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), add_nic("n0", BE_SOCKET, 0),
+		save(d, "session-add-nic-twice");
+	hello(1, 1), hello(1, 1), save(d, "hello-twice");
+	hello(1, 1), get_status_after("", "a"), get_status_after("", "n0"),
+		save(d, "get-status-paged");
+	hello(1, 1), remove_nic_version("n0", 2), save(d, "remove-nic-wrong-version");
+	hello(1, 1), no_body(), reply(), save(d, "request-without-body-and-a-reply");
+	return 0;
+}

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * worker_chan_seeds: writes the seeds of fuzz/worker_chan.c into DIR
+ * (usage: fuzz/worker_chan_seeds fuzz/corpus/worker_chan).
+ *
+ * Each seed is a sequence of datagram records (fuzz/sim_worker.h) whose
+ * frames are real WorkerMessages packed by the generated protobuf-c code,
+ * so a frame is exactly what a worker built from this tree sends. One
+ * seed per message type a worker sends, each first as a healthy worker
+ * sends it, then the hostile variants: a wrong state or answer, the wrong
+ * direction, broken framing, fds, report-pipe bytes, exits and silence.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox.h"
+#include "wire.h"
+
+/* fdkind bits (sim_worker.h). */
+#define K_EXIT1 0x20u
+#define K_SYS 0x40u
+#define K_CLOSE 0x60u
+#define K_HANG 0x70u
+#define K_REPORT 0x80u
+
+struct seed {
+	uint8_t buf[8192];
+	size_t len;
+};
+
+static void raw(struct seed *s, unsigned nfds, unsigned kind, const void *p, size_t n)
+{
+	if (s->len + 4 + n > sizeof(s->buf)) {
+		fprintf(stderr, "worker_chan_seeds: seed too long\n");
+		exit(1);
+	}
+	s->buf[s->len++] = (uint8_t)nfds;
+	s->buf[s->len++] = (uint8_t)kind;
+	s->buf[s->len++] = (uint8_t)(n & 0xff);
+	s->buf[s->len++] = (uint8_t)(n >> 8);
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+}
+
+/* A record of one packed WorkerMessage: u32 big-endian length, payload. */
+static void msg(struct seed *s, unsigned nfds, unsigned kind, const Vnic__Worker__WorkerMessage *m)
+{
+	uint8_t frame[4096];
+	size_t n = vnic__worker__worker_message__get_packed_size(m);
+
+	if (n + 4 > sizeof(frame)) {
+		fprintf(stderr, "worker_chan_seeds: message too long\n");
+		exit(1);
+	}
+	frame[0] = (uint8_t)(n >> 24);
+	frame[1] = (uint8_t)(n >> 16);
+	frame[2] = (uint8_t)(n >> 8);
+	frame[3] = (uint8_t)n;
+	vnic__worker__worker_message__pack(m, frame + 4);
+	raw(s, nfds, kind, frame, n + 4);
+}
+
+static void ready(struct seed *s, unsigned kind)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Ready r;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__ready__init(&r);
+	r.sandboxed = true;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
+	m.ready = &r;
+	msg(s, 0, kind, &m);
+}
+
+static void log_line(struct seed *s, unsigned nfds, unsigned kind, const char *text)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Log l;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__log__init(&l);
+	l.level = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO;
+	l.text = (char *)(uintptr_t)text;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_LOG;
+	m.log = &l;
+	msg(s, nfds, kind, &m);
+}
+
+/* Stopped for rx0 and tx0 (or a queue the NIC does not have). */
+static void stopped(struct seed *s, uint32_t bad_queue)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Stopped st;
+	Vnic__Vmm__QueueIndex qi[2], *qp[2];
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__stopped__init(&st);
+	for (unsigned j = 0; j < 2; j++) {
+		vnic__vmm__queue_index__init(&qi[j]);
+		qi[j].index = j == 1 && bad_queue ? bad_queue : j;
+		qi[j].avail_idx = 0;
+		qi[j].used_idx = 0;
+		qp[j] = &qi[j];
+	}
+	st.n_queues = 2;
+	st.queues = qp;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED;
+	m.stopped = &st;
+	msg(s, 0, 0, &m);
+}
+
+/* The answer to the harness's first SetPolicy: timer mode with the
+ * defaults nic_policy_resolve gives (or another mode: a wrong answer). */
+static void policy_set(struct seed *s, Vnic__Vmm__Mitigation mode)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__PolicySet ps;
+	Vnic__Vmm__Policy p;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__policy_set__init(&ps);
+	vnic__vmm__policy__init(&p);
+	p.mode = mode;
+	p.timer_us = 1000;
+	p.budget_packets = 256;
+	p.budget_bytes = 512 * 1024;
+	ps.policy = &p;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET;
+	m.policy_set = &ps;
+	msg(s, 0, 0, &m);
+}
+
+static void dirty_log_set(struct seed *s, bool on, const char *error)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__DirtyLogSet d;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__dirty_log_set__init(&d);
+	d.on = on;
+	d.error = (char *)(uintptr_t)(error ? error : "");
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET;
+	m.dirty_log_set = &d;
+	msg(s, 0, 0, &m);
+}
+
+static void call_fd_set(struct seed *s, uint32_t queue)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__CallFdSet c;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__call_fd_set__init(&c);
+	c.queue = queue;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET;
+	m.call_fd_set = &c;
+	msg(s, 0, 0, &m);
+}
+
+static void queue_broken(struct seed *s, uint32_t queue, const char *reason)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__QueueBroken b;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__queue_broken__init(&b);
+	b.queue = queue;
+	b.reason = (char *)(uintptr_t)reason;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN;
+	m.queue_broken = &b;
+	msg(s, 0, 0, &m);
+}
+
+static void error_msg(struct seed *s, unsigned kind, int errnum, const char *text)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Error e;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__error__init(&e);
+	e.errnum = errnum;
+	e.text = (char *)(uintptr_t)text;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR;
+	m.error = &e;
+	msg(s, 0, kind, &m);
+}
+
+static void fault_hit(struct seed *s)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__FaultHit f;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__fault_hit__init(&f);
+	f.point = (char *)(uintptr_t)"worker.stop";
+	f.action = (char *)(uintptr_t)"sigkill";
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT;
+	m.fault_hit = &f;
+	msg(s, 0, 0, &m);
+}
+
+/* Messages of the other direction, which a worker must never send. */
+static void wrong_direction(struct seed *s)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__Start st;
+	Vnic__Worker__RegionFds rf;
+
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__start__init(&st);
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_START;
+	m.start = &st;
+	msg(s, 0, 0, &m);
+	vnic__worker__region_fds__init(&rf);
+	rf.first = 0;
+	rf.count = 1;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS;
+	m.region_fds = &rf;
+	msg(s, 1, 3, &m);
+}
+
+/* What the worker's SIGSYS handler writes (sandbox.h). */
+static void report(struct seed *s, unsigned kind, int32_t nr)
+{
+	struct sandbox_report r = { .magic = SANDBOX_REPORT_MAGIC, .arch = AUDIT_ARCH_X86_64,
+				    .nr = nr, .reserved = 0, .ip = 0x401000 };
+
+	raw(s, 0, K_REPORT | kind, &r, sizeof(r));
+}
+
+static void put(const char *dir, const char *name, const struct seed *s)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(s->buf, 1, s->len, f) != s->len || fclose(f) != 0) {
+		fprintf(stderr, "worker_chan_seeds: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+}
+
+#define SEED(name, ...) do { struct seed s_ = { .len = 0 }; struct seed *s = &s_; \
+	__VA_ARGS__; put(dir, name, s); } while (0)
+
+static void healthy(const char *dir)
+{
+	SEED("ready-then-stopped", ready(s, 0); stopped(s, 0));
+	SEED("log-ready-log-stopped", log_line(s, 0, 0, "nic fz0: mapped 1 region");
+	     ready(s, 0); log_line(s, 0, 0, "nic fz0: started, 2 queues"); stopped(s, 0));
+	SEED("policy-set", ready(s, 0); policy_set(s, VNIC__VMM__MITIGATION__MITIGATION_TIMER);
+	     stopped(s, 0));
+	SEED("dirty-log-set-on-off", ready(s, 0); dirty_log_set(s, true, NULL);
+	     dirty_log_set(s, false, NULL); stopped(s, 0));
+	SEED("call-fd-set-rx0", ready(s, 0); call_fd_set(s, 0); stopped(s, 0));
+	SEED("queue-broken-tx0", ready(s, 0); queue_broken(s, 1, "descriptor chain loops");
+	     stopped(s, 0));
+	SEED("crash-restart-ready", ready(s, 0); ready(s, 0); stopped(s, 0));
+}
+
+static void hostile(const char *dir)
+{
+	static const uint8_t bad_prefix[] = { 0, 0, 0, 9, 0x52, 0x02, 0x08, 0x01 };
+	static const uint8_t not_pb[] = { 0, 0, 0, 3, 0xff, 0xff, 0xff };
+
+	SEED("policy-set-unasked", ready(s, 0); policy_set(s, VNIC__VMM__MITIGATION__MITIGATION_POLL));
+	SEED("dirty-log-set-error", ready(s, 0); dirty_log_set(s, false, "mmap: Cannot allocate memory"));
+	SEED("call-fd-set-wrong-queue", ready(s, 0); call_fd_set(s, 7));
+	SEED("queue-broken-no-such-queue", ready(s, 0); queue_broken(s, 9, "no such queue"));
+	SEED("stopped-no-such-queue", ready(s, 0); stopped(s, 5));
+	SEED("stopped-before-ready", stopped(s, 0));
+	SEED("error-before-ready-exit1", error_msg(s, K_EXIT1, EINVAL, "config: bad region"));
+	SEED("error-twice", ready(s, 0); error_msg(s, 0, 0, "one"); error_msg(s, 0, 0, "two"));
+	SEED("fault-hit", ready(s, 0); fault_hit(s));
+	SEED("wrong-direction-start-regionfds", wrong_direction(s));
+	SEED("bad-prefix", raw(s, 0, 0, bad_prefix, sizeof(bad_prefix)));
+	SEED("not-protobuf", ready(s, 0); raw(s, 0, 0, not_pb, sizeof(not_pb)));
+	SEED("empty-datagram-running", ready(s, 0); raw(s, 0, 0, "", 0));
+	SEED("log-with-fds", log_line(s, 3, 0, "fds"); log_line(s, 8, 5, "more fds"); ready(s, 0));
+	SEED("sigsys-with-report", ready(s, 0); report(s, K_SYS, 41); log_line(s, 0, 0, "x"));
+	SEED("sigsys-short-report", raw(s, 0, K_REPORT | K_SYS, "VSBX", 4); ready(s, 0));
+	SEED("hang-before-ready", log_line(s, 0, K_HANG, "hangs"));
+	SEED("close-ctrl-running", ready(s, 0); log_line(s, 0, K_CLOSE, "closes fd 3"));
+	SEED("crash-loop-to-failed", for (int i = 0; i < 8; i++) ready(s, 0));
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	dir = argv[1];
+	healthy(dir);
+	hostile(dir);
+	return 0;
+}
