@@ -28,7 +28,7 @@ rc=0
 "$bin" -seed="$seed" -max_total_time="$secs" -timeout=1 -rss_limit_mb=2048 \
 	-error_exitcode=1 -timeout_exitcode=1 -detect_leaks=1 -print_final_stats=1 \
 	-artifact_prefix="$work/" $dict "$work/corpus" $dirs >"$work/log" 2>&1 || rc=$?
-grep -E '^(INFO: seed|#[0-9]+ +(INITED|DONE)|stat::|==[0-9]+==|SUMMARY|fuzz:|Test unit written|.*ERROR)' \
+grep -E '^(INFO: seed|#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==[0-9]+==|SUMMARY|fuzz:|Test unit written|.*ERROR)' \
 	"$work/log" || true
 [ "$rc" -eq 77 ] && exit 77
 grep -q '^Done [0-9]* runs in' "$work/log" || rc=1
