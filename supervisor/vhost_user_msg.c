@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "log.h"
 #include "vhost_user_msg.h"
 
@@ -121,32 +122,24 @@ void vu_rx_reset(struct vu_rx *rx)
 	rx->have = 0;
 }
 
-/* Take the SCM_RIGHTS fds of one recvmsg; false when there were more than
- * room (all closed) or any arrived where none may. */
+/* Take the SCM_RIGHTS fds of one recvmsg (fdpass_cmsg_parse: every fd the
+ * kernel installed is kept or closed, however many came); false when
+ * there were more than room, any arrived where none may, or the kernel
+ * truncated the list (all closed then). */
 static bool take_fds(struct msghdr *mh, struct vu_rx *rx, bool allowed)
 {
-	bool ok = !(mh->msg_flags & MSG_CTRUNC);
+	int fds[VU_MAX_FDS];
+	unsigned n = 0;
 
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		size_t n;
-		int fds[VU_MAX_FDS + 1];
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (n > VU_MAX_FDS + 1)
-			n = VU_MAX_FDS + 1;
-		memcpy(fds, CMSG_DATA(c), n * sizeof(int));
-		for (size_t i = 0; i < n; i++) {
-			if (allowed && rx->m.nfds < VU_MAX_FDS)
-				rx->m.fds[rx->m.nfds++] = fds[i];
-			else {
-				close(fds[i]);
-				ok = false;
-			}
-		}
+	if (fdpass_cmsg_parse(mh, fds, allowed ? VU_MAX_FDS - rx->m.nfds : 0, &n) < 0)
+		return false;
+	if (mh->msg_flags & MSG_CTRUNC) {
+		fdpass_close_all(fds, n);
+		return false;
 	}
-	return ok;
+	memcpy(rx->m.fds + rx->m.nfds, fds, n * sizeof(int));
+	rx->m.nfds += n;
+	return true;
 }
 
 int vu_recv(int fd, struct vu_rx *rx)

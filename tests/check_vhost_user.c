@@ -126,7 +126,7 @@ static void fe_send(int fd, uint32_t req, uint32_t flags, const void *p, uint32_
 	struct vu_hdr h = { req, VU_VERSION | flags, size };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)(uintptr_t)p, size } };
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		char buf[CMSG_SPACE(sizeof(int) * 253)]; /* SCM_MAX_FD */
 		struct cmsghdr a;
 	} cm;
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
@@ -676,6 +676,20 @@ START_TEST(t_bad_messages)
 			many[i] = evfd;
 		fe_send(f.fd, VU_SET_VRING_CALL, VU_FLAG_NEED_REPLY, &(uint64_t){ 0 }, 8, many, 9);
 		ck_assert_int_eq(fe_recv(f.fd, VU_SET_VRING_CALL, &v, 8), -1);
+	}
+	close(f.fd);
+	f.fd = fe_connect();
+	{
+		/* 250 fds in one message (the kernel passes up to 253): the
+		 * connection closes and every one of them is closed too. The
+		 * receive buffer has room for more fds than a message may
+		 * carry, so this once leaked the one past VU_MAX_FDS + 1. */
+		int many[250];
+
+		for (int i = 0; i < 250; i++)
+			many[i] = evfd;
+		fe_send(f.fd, VU_SET_VRING_KICK, VU_FLAG_NEED_REPLY, &(uint64_t){ 0 }, 8, many, 250);
+		ck_assert_int_eq(fe_recv(f.fd, VU_SET_VRING_KICK, &v, 8), -1);
 	}
 	close(f.fd);
 	f.fd = fe_connect();
