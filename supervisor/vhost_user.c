@@ -15,8 +15,10 @@
  * A refused message: with NEED_REPLY, the u64 failure answer (1); a
  * request that always has an answer (GET_*) cannot be answered wrongly,
  * so the connection is closed; SET_LOG_BASE (VU_ROW_ANSWERED) gets the
- * failure answer even without NEED_REPLY (QEMU waits for one, C11);
- * otherwise the message is dropped. Each
+ * failure answer even without NEED_REPLY (QEMU waits for one, C11); a
+ * request with no row whose answer the spec makes mandatory gets the
+ * failure in its own reply type, or the connection closes
+ * (vu_unrowed_refusal); otherwise the message is dropped. Each
  * gets one rate-limited log line and counts in status (vhost_rejected).
  * A framing error closes the connection (one log line). Every fd of a
  * message that a handler did not adopt is closed after it.
@@ -150,6 +152,7 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 	struct vu_endpoint *ep = c->ep;
 	const struct vu_row_spec *row;
 	char err[256];
+	bool answer;
 	int rc;
 
 	ep->messages++;
@@ -192,21 +195,29 @@ static bool vu_dispatch(struct vu_conn *c, struct vu_msg *m)
 		vu_conn_close(ep, "cannot send a reply");
 		return false;
 	}
+	answer = (m->hdr.flags & VU_FLAG_NEED_REPLY) || vu_always_answered(c, row);
 	if (rc < 0) {
+		enum vu_refusal how = row ? VU_REFUSE_PLAIN : vu_unrowed_refusal(m->hdr.request);
+
 		ep->rejected++;
 		vu_errorf(ep, "%s", err);
 		log_ratelimited(&vu_rl, LOG_LEVEL_WARN, "vhost-user %s: refused: %s", ep->cfg.id, err);
-		if (rc == -EPROTO || (row && (row->flags & VU_ROW_REPLIES))) {
+		if (rc == -EPROTO || (row && (row->flags & VU_ROW_REPLIES)) ||
+		    how == VU_REFUSE_CLOSE) {
 			/* Nothing we could answer is right: drop the peer. */
 			vu_conn_close(ep, err);
 			return false;
 		}
+		if (how == VU_REFUSE_EMPTY && vu_send_reply(c->fd, &m->hdr, NULL, 0)) {
+			vu_conn_close(ep, "cannot send a reply");
+			return false;
+		}
+		answer = how == VU_REFUSE_U64 || (answer && how == VU_REFUSE_PLAIN);
 	} else if (!(row->flags & VU_ROW_REPLIES)) {
 		/* Something changed: a start that failed may work now. */
 		ep->start_failed = false;
 	}
-	if (((m->hdr.flags & VU_FLAG_NEED_REPLY) || vu_always_answered(c, row)) &&
-	    !(row && (row->flags & VU_ROW_REPLIES))) {
+	if (answer && !(row && (row->flags & VU_ROW_REPLIES))) {
 		uint64_t v = rc < 0 ? 1 : 0;
 
 		if (vu_send_reply(c->fd, &m->hdr, &v, sizeof(v))) {

@@ -25,7 +25,8 @@
 
 /* What a well-formed message of each request we know looks like. A
  * request not in this table (or not offered: packed rings, SET_LOG_FD, IOTLB,
- * config space, inflight fds, back-end requests) gets the failure answer.
+ * config space, inflight fds, back-end requests) is refused as
+ * vu_unrowed_refusal says.
  * A request vnicd accepts is one with a row; a row is a handler. */
 static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
 	ROW(GET_FEATURES, h_get_features, 0, 8, 0, 0, -1, R),
@@ -67,6 +68,27 @@ static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
 #undef R
 #undef A
 #undef ROW
+
+/* The requests of QEMU's docs/interop/vhost-user.rst with an answer the
+ * front end always waits for, and no row here. */
+static const uint8_t unrowed[VU_REQUEST_MAX] = {
+	[VU_IOTLB_MSG] = VU_REFUSE_U64,           /* "zero for success, non-zero otherwise" */
+	[VU_GET_CONFIG] = VU_REFUSE_EMPTY,        /* "zero length of payload ... an error" */
+	[VU_CREATE_CRYPTO_SESSION] = VU_REFUSE_CLOSE, /* a session id */
+	[VU_POSTCOPY_ADVISE] = VU_REFUSE_CLOSE,   /* a userfaultfd */
+	[VU_POSTCOPY_END] = VU_REFUSE_U64,        /* "an error indication; 0 is success" */
+	[VU_GET_INFLIGHT_FD] = VU_REFUSE_CLOSE,   /* an inflight description and its fd */
+	[VU_GET_SHARED_OBJECT] = VU_REFUSE_CLOSE, /* a dma-buf fd */
+	[VU_SET_DEVICE_STATE_FD] = VU_REFUSE_U64, /* error code in bits 0-7 */
+	[VU_CHECK_DEVICE_STATE] = VU_REFUSE_U64,  /* 0 success, non-zero failure */
+};
+
+enum vu_refusal vu_unrowed_refusal(uint32_t request)
+{
+	if (request >= VU_REQUEST_MAX || rows[request].name)
+		return VU_REFUSE_PLAIN;
+	return (enum vu_refusal)unrowed[request];
+}
 
 const struct vu_row_spec *vu_request_spec(uint32_t request)
 {

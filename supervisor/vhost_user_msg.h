@@ -44,6 +44,9 @@ enum vu_request {
 	VU_IOTLB_MSG = 22,
 	VU_GET_CONFIG = 24,
 	VU_SET_CONFIG = 25,
+	VU_CREATE_CRYPTO_SESSION = 26,
+	VU_POSTCOPY_ADVISE = 28,
+	VU_POSTCOPY_END = 30,
 	VU_GET_INFLIGHT_FD = 31,
 	VU_SET_INFLIGHT_FD = 32,
 	VU_RESET_DEVICE = 34,
@@ -52,7 +55,10 @@ enum vu_request {
 	VU_REM_MEM_REG = 38,
 	VU_SET_STATUS = 39,
 	VU_GET_STATUS = 40,
-	VU_REQUEST_MAX = 41,
+	VU_GET_SHARED_OBJECT = 41,
+	VU_SET_DEVICE_STATE_FD = 42,
+	VU_CHECK_DEVICE_STATE = 43,
+	VU_REQUEST_MAX = 44,
 };
 
 /* Header flags. */
@@ -202,6 +208,19 @@ int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 
 /* vu_request_spec - the row for a request, or NULL: not one vnicd knows. */
 const struct vu_row_spec *vu_request_spec(uint32_t request);
+
+/* A request vnicd has no row for, refused: what its front end is owed.
+ * Some requests have an answer the spec makes mandatory, so the front end
+ * waits for it whatever NEED_REPLY says; it must get one that says
+ * "failed" in that request's own reply type or, where no value of the
+ * type says so, see the connection close. Never a peer left waiting. */
+enum vu_refusal {
+	VU_REFUSE_PLAIN, /* nothing owed: the u64 failure answer with NEED_REPLY only */
+	VU_REFUSE_U64,   /* a u64 status reply: the failure answer (1), always */
+	VU_REFUSE_EMPTY, /* GET_CONFIG: a zero-length reply is its error */
+	VU_REFUSE_CLOSE, /* a value or fd reply that nothing can fake: close */
+};
+enum vu_refusal vu_unrowed_refusal(uint32_t request);
 /* Name for logs ("SET_MEM_TABLE", or "request 99"). */
 const char *vu_request_name(uint32_t request, char *buf, size_t len);
 
