@@ -719,6 +719,63 @@ START_TEST(t_bad_messages)
 }
 END_TEST
 
+static uint32_t fe_get_base(struct fe *f, uint32_t q)
+{
+	struct vu_vring_state st = { q, 0 };
+
+	fe_send(f->fd, VU_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+	ck_assert_int_eq(fe_recv(f->fd, VU_GET_VRING_BASE, &st, sizeof(st)), 8);
+	ck_assert_uint_eq(st.index, q);
+	return st.num;
+}
+
+/* SET_VRING_BASE is the front end's word: a worker starts there even when
+ * the used ring in guest memory says otherwise. The one exception is a
+ * base of 0 on a ring that has moved (DPDK virtio-user, which always
+ * sends 0): the worker resumes at used->idx. avail->idx is set to the
+ * expected start, so the worker finds no work either way and its final
+ * index (GET_VRING_BASE) is where it started. */
+START_TEST(t_base_honoured)
+{
+	static const struct {
+		uint16_t base, used, expect;
+	} cases[] = { { 5, 7, 5 }, { 0, 7, 7 }, { 9, 0, 9 } };
+	int with_ep;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fe f;
+
+		fe_mem_init(&f, true);
+		for (int q = 0; q < 2; q++) {
+			uint16_t *avail_idx = (uint16_t *)(void *)(f.mem + ring_off(q, 1) + 2);
+			uint16_t *used_idx = (uint16_t *)(void *)(f.mem + ring_off(q, 2) + 2);
+
+			*avail_idx = cases[i].expect;
+			*used_idx = cases[i].used;
+		}
+		fe_negotiate(&f);
+		ck_assert_int_eq(fe_mem_table(&f), 0);
+		for (int q = 0; q < 2; q++)
+			fe_ring(&f, q, cases[i].base);
+		for (int q = 0; q < 2; q++)
+			ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+		wait_worker("vu0");
+		for (uint32_t q = 0; q < 2; q++) {
+			uint32_t got = fe_get_base(&f, q);
+
+			ck_assert_msg(got == cases[i].expect, "base %u, used->idx %u: ring %u "
+				      "resumed at %u, %u expected", cases[i].base, cases[i].used, q,
+				      got, cases[i].expect);
+		}
+		fe_mem_free(&f);
+		wait_no_worker("vu0");
+		assert_no_leak(with_ep);
+	}
+}
+END_TEST
+
 /* A request vnicd has no row for whose answer the spec makes mandatory:
  * the front end waits for that answer without NEED_REPLY, so vnicd
  * answers "failed" in the request's own reply type, or closes. None may
@@ -1945,6 +2002,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_handshake_and_unplug);
 	tcase_add_test(t, t_bad_messages);
 	tcase_add_test(t, t_mandatory_answers);
+	tcase_add_test(t, t_base_honoured);
 	tcase_add_test(t, t_data_path);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);

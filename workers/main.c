@@ -329,12 +329,14 @@ static void resume_queue(struct worker *w, const Vnic__Worker__Config *c, unsign
 
 	if (q->avail_idx)
 		vring_set_base(net_queue_vring(w->net, j), (uint16_t)q->avail_idx);
-	if (c->base_from_used_idx && c->restarts == 0) {
-		/* vhost-user: a front end that lost track (DPDK
-		 * virtio-user reconnecting to a restarted vnicd asks us
-		 * and we cannot know) resumes where the used ring says;
-		 * chains in flight then may be sent again (TX) or lost
-		 * (RX), as with DPDK's own back end. */
+	if (c->base_from_used_idx && c->restarts == 0 && q->avail_idx == 0) {
+		/* vhost-user: a base of 0 on a ring that has moved is a
+		 * front end that lost track (DPDK virtio-user always sends
+		 * 0, also when it reconnects to a restarted vnicd): resume
+		 * where the used ring says; chains in flight then may be
+		 * sent again (TX) or lost (RX), as with DPDK's own back end.
+		 * Any other base is the front end's word (SET_VRING_BASE,
+		 * or our last worker's final index) and is kept. */
 		uint16_t u = vring_guest_used_idx(net_queue_vring(w->net, j));
 
 		if (u != (uint16_t)q->avail_idx) {
