@@ -165,19 +165,20 @@ void vu_conn_forget_device(struct vu_conn *c)
 	c->mtu = 0;
 }
 
-/* RESET_OWNER (deprecated, still sent by old front ends): back to a fresh
- * connection; the worker is stopped first. */
+/* RESET_OWNER (deprecated; old QEMU sent it when it stopped the device):
+ * the spec recommends ignoring it or disabling every ring, and warns that
+ * reading it as "forget the connection" leads to bugs. vnicd disables and
+ * stops every ring: the worker stops (the answer, with REPLY_ACK, waits
+ * for its reap) and each ring keeps its final index as its base; the
+ * owner, features, memory table and ring layout stay. A ring runs again
+ * after a new SET_VRING_KICK and, with PROTOCOL_FEATURES, SET_VRING_ENABLE 1. */
 int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	(void)m;
 	(void)err;
 	(void)errlen;
-	/* No answer is defined, so nothing waits: the worker stops on its
-	 * own fds; a new configuration starts once it is reaped. */
-	vu_stop_nic(c->ep, SUP_STOP_DEFAULT_MS, "RESET_OWNER");
-	vu_conn_forget_device(c);
-	c->owner = false;
-	return 0;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		c->r[i].started = c->r[i].enabled = false;
+	return vu_reconfigure(c, m, "RESET_OWNER: every ring disabled");
 }
 
 /* A ring's layout may change only while no worker uses it. */
@@ -518,20 +519,38 @@ int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	return vu_reconfigure(c, m, "new MTU");
 }
 
+/* SET_STATUS 0 is the driver's device reset (virtio 1.x, 2.1.2; QEMU
+ * sends it after GET_VRING_BASE when it stops the device): the worker
+ * stops (the answer waits for its reap) and the device is forgotten as at
+ * connect: features, memory table, rings (their bases back to 0), the
+ * dirty log and NEEDS_RESET. The owner and the protocol features belong
+ * to the connection and stay. Any other value is the driver's status. */
 int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
+	int rc;
+
 	if (m->p.u64 > 0xff) {
 		snprintf(err, errlen, "SET_STATUS: 0x%llx is not a status byte",
 			 (unsigned long long)m->p.u64);
 		return -EINVAL;
 	}
-	c->status = m->p.u64;
-	return 0;
+	if (m->p.u64 != 0) {
+		c->status = m->p.u64;
+		return 0;
+	}
+	rc = vu_reconfigure(c, m, "SET_STATUS 0: device reset");
+	c->ep->nic_gen = 0; /* its reap sets no base on the reset rings */
+	vu_conn_forget_device(c);
+	c->needs_reset = false;
+	c->ep->start_failed = false;
+	return rc;
 }
 
 int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
+	uint64_t st = c->status | (c->needs_reset ? VU_STATUS_NEEDS_RESET : 0);
+
 	(void)err;
 	(void)errlen;
-	return vu_send_reply(c->fd, &m->hdr, &c->status, sizeof(c->status));
+	return vu_send_reply(c->fd, &m->hdr, &st, sizeof(st));
 }

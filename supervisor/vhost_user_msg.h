@@ -86,6 +86,9 @@ enum vu_request {
 
 /* SET_VRING_KICK/CALL/ERR payload: ring index in bits 0-7; bit 8: no fd
  * follows (polling, which vnicd does not do for kicks). */
+/* Device status bits (virtio 1.x, 2.1): the one vnicd sets itself. */
+#define VU_STATUS_NEEDS_RESET 0x40u
+
 #define VU_VRING_IDX_MASK 0xffull
 #define VU_VRING_NOFD (1ull << 8)
 

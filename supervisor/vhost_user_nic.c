@@ -71,6 +71,8 @@ static void vu_nic_added(struct nic *n, enum nic_result r, const char *error)
 		log_info("vhost-user %s: worker stopped before it was ready", ep->cfg.id);
 	} else if (r != NIC_RES_OK) {
 		ep->start_failed = true;
+		if (ep->conn && ep->nic_gen == ep->conn_gen)
+			ep->conn->needs_reset = true;
 		vu_errorf(ep, "worker did not start: %s", error ? error : "failed");
 		log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
 	} else {
@@ -107,6 +109,9 @@ static void vu_nic_failed(struct nic *n, int sig, int exit_status, int syscall_n
 	(void)exit_status;
 	(void)syscall_nr;
 	vu_errorf(ep, "%s", n->last_error);
+	/* No more restarts: the driver must reset the device. */
+	if (n->state == NIC_FAILED && ep->conn && ep->nic_gen == ep->conn_gen)
+		ep->conn->needs_reset = true;
 }
 
 /* A broken queue: the spec's error eventfd, when the front end gave one. */
@@ -116,6 +121,8 @@ static void vu_nic_queue_reset(struct nic *n, uint32_t queue, const char *reason
 	uint64_t one = 1;
 
 	vu_errorf(ep, "queue %u broken: %s", queue, reason);
+	if (ep->conn && ep->nic_gen == ep->conn_gen)
+		ep->conn->needs_reset = true;
 	if (ep->conn && queue < NIC_NUM_QUEUES && ep->conn->r[queue].err_fd >= 0 &&
 	    write(ep->conn->r[queue].err_fd, &one, sizeof(one)) < 0)
 		log_debug("vhost-user %s: error eventfd: %s", ep->cfg.id, strerror(errno));
@@ -347,6 +354,7 @@ out_errno:
 	vu_errorf(ep, "duplicating fds: %s", strerror(errno));
 out_log:
 	ep->start_failed = true;
+	c->needs_reset = true;
 	log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
 out_close:
 	for (unsigned i = 0; i < ndups; i++)

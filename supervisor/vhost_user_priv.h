@@ -57,7 +57,11 @@ struct vu_conn {
 	struct vu_region *reg;        /* MEMTABLE_MAX_REGIONS entries */
 	unsigned nreg;
 	struct vu_ring r[NIC_NUM_QUEUES];
-	uint64_t status;
+	uint64_t status;              /* SET_STATUS: the driver's bits */
+	/* DEVICE_NEEDS_RESET, ORed into GET_STATUS: the device hit an error
+	 * it cannot recover from (a broken queue, a configuration no worker
+	 * starts on, a NIC that exhausted its restarts). SET_STATUS 0 clears it. */
+	bool needs_reset;
 	uint32_t mtu;                 /* NET_SET_MTU, 0: the endpoint's */
 	/* The dirty log (SET_LOG_BASE; issue 14): fd owned, -1 none. A
 	 * worker logs into it while VHOST_F_LOG_ALL is acked (vu_logging). */

@@ -776,6 +776,80 @@ START_TEST(t_base_honoured)
 }
 END_TEST
 
+/* RESET_OWNER disables and stops every ring and keeps the device; SET_STATUS
+ * 0 resets the device; DEVICE_NEEDS_RESET shows in GET_STATUS once the
+ * guest broke a queue, until that reset. */
+START_TEST(t_reset_semantics)
+{
+	struct fe f;
+	struct vring_drv_buf bad = { 0xdead00000ull, 100, false };
+	uint64_t st = 0;
+	int with_ep, pid, pid2;
+	uint64_t v;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	/* RESET_OWNER: answered (REPLY_ACK) after the worker's reap ... */
+	ck_assert_int_eq(fe_ack(f.fd, VU_RESET_OWNER, NULL, 0, NULL, 0), 0);
+	ck_assert_msg(!st_pid_alive(pid), "worker %d alive at RESET_OWNER's answer", pid);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), 0);
+	/* ... the rings are disabled: enabling alone starts nothing (a
+	 * stopped ring needs a kick, as after GET_VRING_BASE) ... */
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), 0);
+	/* ... and the owner, features, memory table and layout stayed: new
+	 * kick fds alone bring a worker back. */
+	for (int q = 0; q < 2; q++) {
+		v = (uint64_t)q;
+		ck_assert_int_eq(fe_ack(f.fd, VU_SET_VRING_KICK, &v, sizeof(v), &f.kick[q], 1), 0);
+	}
+	pid2 = wait_worker("vu0");
+	ck_assert_int_ne(pid2, pid);
+
+	/* The guest breaks the TX queue (a buffer outside its memory):
+	 * DEVICE_NEEDS_RESET joins the driver's status bits. */
+	fe_send(f.fd, VU_SET_STATUS, 0, &(uint64_t){ 0xf }, 8, NULL, 0);
+	ck_assert_uint_eq(fe_get_u64(f.fd, VU_GET_STATUS), 0xf);
+	ck_assert_int_ge(vring_drv_add(&f.drv[1], &bad, 1, NULL), 0);
+	vring_drv_publish(&f.drv[1]);
+	ck_assert_int_eq(write(f.kick[1], &(uint64_t){ 1 }, 8), 8);
+	for (int i = 0; i < 500 && !(st & VU_STATUS_NEEDS_RESET); i++) {
+		st = fe_get_u64(f.fd, VU_GET_STATUS);
+		msleep(10);
+	}
+	ck_assert_uint_eq(st, 0xf | VU_STATUS_NEEDS_RESET);
+
+	/* SET_STATUS 0: answered after the reap, the device forgotten (vnicd
+	 * holds the connection's socket and no other fd of it), the status 0. */
+	pid2 = ep_pid("vu0", NULL, 0);
+	ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_STATUS, 0), 0);
+	if (pid2 > 0)
+		ck_assert_msg(!st_pid_alive(pid2), "worker %d alive at SET_STATUS 0's answer", pid2);
+	ck_assert_uint_eq(fe_get_u64(f.fd, VU_GET_STATUS), 0);
+	assert_no_leak(with_ep + 1);
+	/* Still the owner, with its protocol features: a full setup runs. */
+	vring_drv_fini(&f.drv[0]);
+	vring_drv_fini(&f.drv[1]);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(vring_drv_init(&f.drv[q], QS, f.mem + ring_off(q, 0),
+						f.mem + ring_off(q, 1), f.mem + ring_off(q, 2), false), 0);
+	ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	ck_assert_int_ne(wait_worker("vu0"), pid2);
+	fe_mem_free(&f);
+	wait_no_worker("vu0");
+	assert_no_leak(with_ep);
+}
+END_TEST
+
 /* A request vnicd has no row for whose answer the spec makes mandatory:
  * the front end waits for that answer without NEED_REPLY, so vnicd
  * answers "failed" in the request's own reply type, or closes. None may
@@ -1579,9 +1653,9 @@ START_TEST(t_log_base_refused)
 	ck_assert_int_eq(errno, EPERM);
 	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
 	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
-	/* RESET_OWNER forgets the device, its log too: vnicd keeps the
-	 * connection's socket and nothing else. */
-	fe_send(f.fd, VU_RESET_OWNER, 0, NULL, 0, NULL, 0);
+	/* SET_STATUS 0 (a device reset) forgets the device, its log too:
+	 * vnicd keeps the connection's socket and nothing else. */
+	fe_send(f.fd, VU_SET_STATUS, 0, &(uint64_t){ 0 }, 8, NULL, 0);
 	wait_no_worker("vu0");
 	assert_no_leak(with_ep + 1);
 	ck_assert_int_eq(fe_log_base(f.fd, LOG_SIZE, 0, &good, 1), 0);
@@ -2003,6 +2077,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_bad_messages);
 	tcase_add_test(t, t_mandatory_answers);
 	tcase_add_test(t, t_base_honoured);
+	tcase_add_test(t, t_reset_semantics);
 	tcase_add_test(t, t_data_path);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);
