@@ -228,6 +228,54 @@ void nic_close_vmm_fds(struct nic *n)
 	close_fd(&n->log_fd);
 }
 
+/* The u16 at gpa in the NIC's guest memory, read with pread: nothing is
+ * mapped, so memory the front end shrank gives a short read, not SIGBUS. */
+static int nic_read_guest_u16(const struct nic *n, uint64_t gpa, uint16_t *v)
+{
+	for (unsigned i = 0; i < n->nregions; i++) {
+		const struct memtable_region_desc *d = &n->regions[i];
+		ssize_t k;
+
+		if (d->fd < 0 || d->size < 2 || gpa < d->gpa || gpa - d->gpa > d->size - 2)
+			continue;
+		k = pread(d->fd, v, sizeof(*v), (off_t)(d->offset + (gpa - d->gpa)));
+		return k == (ssize_t)sizeof(*v) ? 0 : -EIO;
+	}
+	return -EFAULT;
+}
+
+/* A vhost-user worker that ended while stopping without its Stopped
+ * message (killed at the stop deadline, or dead): each queue's final index
+ * is the guest's used->idx, so that GET_VRING_BASE answers where the ring
+ * really is and not the base the worker started from. Chains it had in
+ * flight are redone by whoever runs the ring next, as when QEMU's own back
+ * end fails (virtio_queue_restore_last_avail_idx). A RemoveNic that
+ * missed its deadline still answers "final indices unknown": AddNic's
+ * VMMs read the used ring themselves. */
+static void nic_final_from_used_ring(struct nic *n)
+{
+	if (!n->base_from_used_idx)
+		return;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+		struct nic_queue *q = &n->q[i];
+		uint16_t idx;
+		int rc;
+
+		if (q->final_valid || q->size == 0)
+			continue;
+		rc = nic_read_guest_u16(n, q->used + 2, &idx);
+		if (rc < 0) {
+			log_warn("nic %s: queue %u: no final index from the worker, and used->idx "
+				 "cannot be read: %s", n->id, q->index, strerror(-rc));
+			continue;
+		}
+		q->final_valid = true;
+		q->final_avail = q->final_used = idx;
+		log_info("nic %s: queue %u: no final index from the worker: used->idx %u from "
+			 "guest memory", n->id, q->index, idx);
+	}
+}
+
 static struct nic *nic_free(struct nic *n)
 {
 	if (!n)
@@ -1199,6 +1247,7 @@ static void nic_exit_cb(evutil_socket_t fd, short what, void *arg)
 	case NIC_STOPPING:
 		/* Never restarted: its reap completes the stop. The fds go
 		 * before the reply that says they are free (guarantee 1). */
+		nic_final_from_used_ring(n);
 		nic_close_vmm_fds(n);
 		if (n->add_pending) {
 			nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);

@@ -194,6 +194,8 @@ static int64_t fe_ack_state(int fd, uint32_t req, uint32_t idx, uint32_t num)
 	return fe_ack(fd, req, &st, sizeof(st), NULL, 0);
 }
 
+static uint32_t fe_get_base(struct fe *f, uint32_t q);
+
 static void fe_mem_init(struct fe *f, bool seal)
 {
 	memset(f, 0, sizeof(*f));
@@ -1156,6 +1158,43 @@ END_TEST
  * time while the NIC runs (each a planned restart), more than one
  * message to the worker can carry; traffic passes at the end; then
  * every added region is removed again. */
+/* A worker that misses its stop deadline is killed; GET_VRING_BASE then
+ * answers where the ring is (the guest's used->idx, read from guest
+ * memory), not the stale base the worker started from. The worker is
+ * frozen with SIGSTOP so that it cannot answer the stop: the deadline
+ * (5 s) is made to pass, not hoped for. */
+START_TEST(t_base_after_kill)
+{
+	struct fe f;
+	struct ns_socks s;
+	unsigned slot = 0;
+	volatile uint16_t *used_idx;
+	int with_ep, pid;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_worker("vu0");
+	guest_tx(&f, "k", 7, &slot);
+	expect_rx_in_ns(&s, "k", 7);
+	used_idx = (volatile uint16_t *)(void *)(f.mem + ring_off(1, 2) + 2);
+	for (int i = 0; i < 300 && *used_idx != 7; i++)
+		msleep(10);
+	ck_assert_uint_eq(*used_idx, 7);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	ck_assert_uint_eq(fe_get_base(&f, 1), 7);
+	ck_assert_msg(!st_pid_alive(pid), "worker %d alive at GET_VRING_BASE's answer", pid);
+	ck_assert(log_has("vu0: queue 1: no final index from the worker: used->idx 7 from guest memory"));
+	ck_assert_uint_eq(fe_get_base(&f, 0), 0);
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+	assert_no_leak(with_ep);
+}
+END_TEST
+
 START_TEST(t_many_regions)
 {
 	struct fe f;
@@ -2078,6 +2117,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_mandatory_answers);
 	tcase_add_test(t, t_base_honoured);
 	tcase_add_test(t, t_reset_semantics);
+	tcase_add_test(t, t_base_after_kill);
 	tcase_add_test(t, t_data_path);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);
