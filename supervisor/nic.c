@@ -460,6 +460,9 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	cfg.base_from_used_idx = n->base_from_used_idx;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		if (n->q[i].polled && n->q[i].index < 64)
+			cfg.polled_queues |= 1ull << n->q[i].index;
 	/* A restarted worker keeps logging (issue 14): the NIC's log, as
 	 * the last nic_set_dirty_log left it. */
 	cfg.log_size = n->log_fd >= 0 ? n->log_size : 0;
@@ -710,6 +713,7 @@ static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wir
 		q->avail_idx = spec->queues[j].avail_idx;
 		q->kick_fd = spec->queues[j].kick_fd;
 		q->call_fd = spec->queues[j].call_fd;
+		q->polled = spec->queues[j].polled;
 		if (fds) {
 			fds->fd[wire_fd_kick(lay, j)] = -1;
 			fds->fd[wire_fd_call(lay, j)] = -1;

@@ -176,6 +176,7 @@ struct nic_queue {
 	uint64_t desc, avail, used;
 	uint32_t avail_idx;
 	int kick_fd, call_fd;       /* owned */
+	bool polled;                /* no kicks come: the worker polls (worker.proto) */
 	/* Final indices from the worker's Stopped message. */
 	bool final_valid;
 	uint32_t final_avail, final_used;

@@ -51,6 +51,7 @@ struct nic_queue_spec {
 	uint64_t desc, avail, used;   /* guest physical addresses */
 	uint32_t avail_idx;           /* first avail index, <= 0xffff */
 	int kick_fd, call_fd;         /* borrowed */
+	bool polled;                  /* vhost-user: no kicks come (worker.proto polled_queues) */
 };
 
 /* An AddNic request in plain C. Every fd is borrowed from the frame. */

@@ -374,14 +374,12 @@ int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 
 	if (rc)
 		return rc;
-	if (fd < 0) {
-		snprintf(err, errlen, "SET_VRING_KICK: ring %d without a kick fd: vnicd does not "
-			 "poll rings", i);
-		return -ENOTSUP;
-	}
+	/* No fd (VHOST_USER_VRING_NOFD_MASK): the front end will not kick,
+	 * and the ring starts now; its worker polls it (vu_try_start). */
 	live = c->ep->nic && c->r[i].started;
 	close_fd(&c->r[i].kick_fd);
 	c->r[i].kick_fd = fd;
+	c->r[i].kick_polled = fd < 0;
 	c->r[i].started = true;
 	return live ? vu_reconfigure(c, m, "new kick fd") : 0;
 }

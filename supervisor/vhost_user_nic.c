@@ -205,7 +205,7 @@ static bool vu_ring_ready(const struct vu_conn *c, const struct vu_ring *r)
 {
 	bool need_enable = c->features & (1ull << VU_F_PROTOCOL_FEATURES);
 
-	return r->num_set && r->addr_set && r->kick_fd >= 0 && r->started &&
+	return r->num_set && r->addr_set && (r->kick_fd >= 0 || r->kick_polled) && r->started &&
 	       (r->enabled || !need_enable);
 }
 
@@ -292,8 +292,11 @@ void vu_try_start(struct vu_endpoint *ep)
 				goto out_errno;
 		}
 		qs[i] = (struct nic_queue_spec){ .index = (uint32_t)i, .size = r->num, .desc = g[0],
-						 .avail = g[1], .used = g[2], .avail_idx = r->base };
-		qs[i].kick_fd = dups[ndups++] = dup_cloexec(r->kick_fd);
+						 .avail = g[1], .used = g[2], .avail_idx = r->base,
+						 .polled = r->kick_polled };
+		/* A polled ring: an eventfd nobody writes, as the NIC needs one. */
+		qs[i].kick_fd = dups[ndups++] = r->kick_polled ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
+							       : dup_cloexec(r->kick_fd);
 		qs[i].call_fd = dups[ndups++] = dup_cloexec(r->call_fd);
 		if (qs[i].kick_fd < 0 || qs[i].call_fd < 0)
 			goto out_errno;

@@ -33,6 +33,7 @@ struct vu_ring {
 	uint64_t desc, used, avail;   /* front-end virtual addresses */
 	uint16_t base;                /* next avail index (SET_VRING_BASE or final) */
 	int kick_fd, call_fd, err_fd; /* owned; -1 none */
+	bool kick_polled;             /* SET_VRING_KICK without an fd: the worker polls */
 	bool started;                 /* kick received, no GET_VRING_BASE since */
 	bool enabled;
 	bool log;                     /* SET_VRING_ADDR's VHOST_VRING_F_LOG */

@@ -368,6 +368,10 @@ static int adopt_queues(struct worker *w, const Vnic__Worker__Config *c,
 		wq->idx = j;
 		wq->kick_fd = fds->fd[wire_fd_kick(lay, j)];
 		wq->call_fd = fds->fd[wire_fd_call(lay, j)];
+		wq->polled = j < 64 && (c->polled_queues >> j) & 1u;
+		if (wq->polled)
+			log_info("nic %s: queue %u is polled: its front end does not kick",
+				 w->nic_id, j);
 		r = set_nonblock(wq->kick_fd);
 		if (r < 0) {
 			snprintf(err, errlen, "kick fd of queue %u: %s", j, strerror(-r));

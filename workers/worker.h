@@ -35,6 +35,7 @@ struct worker_queue {
 	bool tx_blocked;          /* TX: waiting for the backend to be writable */
 	bool rx_nobuf;            /* RX: backend read off until this queue is kicked */
 	bool broken;
+	bool polled;              /* never kicked (Config.polled_queues): never waits for one */
 };
 
 /* Per queue pair: the backend fd (a multiqueue tap has one per pair). */

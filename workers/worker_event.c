@@ -277,6 +277,10 @@ static void run_tx(struct worker_queue *wq, enum tx_hook hook)
 		r = net_tx_resume(w->net, wq->idx);
 		break;
 	}
+	/* A polled queue is never kicked: whatever the policy decided, it
+	 * looks again after the other events. */
+	if (wq->polled && r == NET_IDLE)
+		r = NET_POLL;
 	tx_next(wq, r);
 	/* Stores after the run's last flush (avail_event, used->flags). */
 	net_log_flush_all(w->net);
@@ -300,9 +304,12 @@ static void run_rx(struct worker_queue *wq)
 		pair_read(p, true);
 		break;
 	case NET_RX_NOBUF:
-		/* G20: the guest kicks this queue when it adds buffers. */
+		/* G20: the guest kicks this queue when it adds buffers; a
+		 * polled queue is looked at again after the other events. */
 		wq->rx_nobuf = true;
 		pair_read(p, false);
+		if (wq->polled)
+			event_add(wq->resched_ev, &zero_tv);
 		break;
 	case NET_BROKEN:
 		wq->broken = true;
