@@ -454,9 +454,18 @@ int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errle
 	return 0;
 }
 
+/* GET_QUEUE_NUM: front ends read the answer two ways. QEMU and DPDK
+ * virtio-user count queue pairs (QEMU 7.2 net/vhost-user.c: "you are
+ * asking more queues than supported" when its queues= is larger);
+ * cloud-hypervisor counts virtqueues (virtio-devices/src/vhost_user/net.rs:
+ * "requested too many queues" when 2 x pairs is larger), as libvhost-user
+ * and rust-vmm's vhost-user-backend answer. vnicd answers virtqueues:
+ * every front end then attaches with its default and with as many pairs
+ * as vnicd serves; one that reads pairs may ask for more than that, and
+ * then its first ring past the last gets a clear refusal (ring_index). */
 int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	uint64_t v = 1; /* queue pairs, until multiqueue exists */
+	uint64_t v = NIC_NUM_QUEUES;
 
 	(void)err;
 	(void)errlen;

@@ -267,7 +267,7 @@ static void fe_negotiate(struct fe *f)
 	ck_assert_uint_eq(feat & VU_F_TAP_OFFLOADS, VU_F_TAP_OFFLOADS);
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_PROTOCOL_FEATURES), PROTO_ALL);
 	fe_send(f->fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL }, 8, NULL, 0);
-	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_QUEUE_NUM), 1);
+	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_QUEUE_NUM), 2); /* virtqueues: t_queue_num */
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_MAX_MEM_SLOTS), 509);
 	fe_send(f->fd, VU_SET_OWNER, 0, NULL, 0, NULL, 0);
 	ck_assert_int_eq(fe_ack_u64(f->fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
@@ -848,6 +848,39 @@ START_TEST(t_reset_semantics)
 	fe_mem_free(&f);
 	wait_no_worker("vu0");
 	assert_no_leak(with_ep);
+}
+END_TEST
+
+/* GET_QUEUE_NUM as each front end reads it, written from their sources:
+ * with the answer q, asking for p pairs (no control queue: QEMU handles it),
+ * QEMU 7.2 (net/vhost-user.c vhost_user_start) and DPDK virtio-user refuse
+ * p > q; cloud-hypervisor (virtio-devices/src/vhost_user/net.rs) refuses
+ * 2p > q. Every one must attach with its default, one pair; a front end
+ * that asks for more pairs than vnicd serves (QEMU's queues=2 today) must
+ * get a clear refusal of its first ring past the last, not a hang. */
+START_TEST(t_queue_num)
+{
+	const unsigned pairs_served = 1, p_default = 1;
+	struct fe f;
+	uint64_t q;
+	char state[32];
+
+	NEED_PREREQS();
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	q = fe_get_u64(f.fd, VU_GET_QUEUE_NUM);
+	ck_assert_msg(p_default <= q, "QEMU/DPDK refuse their default of %u pair with %llu",
+		      p_default, (unsigned long long)q);
+	ck_assert_msg(2 * p_default <= q, "cloud-hypervisor refuses its default of %u pair "
+		      "(%u virtqueues) with %llu", p_default, 2 * p_default, (unsigned long long)q);
+	/* QEMU with queues=q passes its check; its rings past the last pair
+	 * are refused by name, and the connection goes on. */
+	ck_assert_uint_gt(q, pairs_served);
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 2 * pairs_served, QS),
+		    "the first ring past the last pair");
+	ck_assert(log_has("ring 2 does not exist (one queue pair: 0, 1)"));
+	fe_mem_free(&f);
+	ck_assert_int_eq(ep_pid("vu0", state, sizeof(state)), 0);
 }
 END_TEST
 
@@ -2171,6 +2204,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_reset_semantics);
 	tcase_add_test(t, t_base_after_kill);
 	tcase_add_test(t, t_polled_kick);
+	tcase_add_test(t, t_queue_num);
 	tcase_add_test(t, t_data_path);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);
