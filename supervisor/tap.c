@@ -69,56 +69,109 @@ int tap_configure(int fd, uint64_t features, char *err, size_t errlen)
 	return 0;
 }
 
-static int tap_open_here(const char *name, uint64_t features, int *ret_fd,
-			 char *ret_name, char *err, size_t errlen)
+/* One TUNSETIFF on a new fd: create or attach to ifname ("" lets the
+ * kernel name it), configured; its name back in ifname. */
+static int tap_attach_fd(char *ifname, uint64_t features, bool mq, int *ret_fd, char *err,
+			 size_t errlen)
 {
 	struct ifreq ifr;
-	int fd, sock, rc;
+	int fd, rc;
 
 	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return tfail(err, errlen, -errno, "open /dev/net/tun: %s", strerror(errno));
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (mq ? IFF_MULTI_QUEUE : 0);
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-		rc = tfail(err, errlen, -errno, "TUNSETIFF %s: %s", name[0] ? name : "(new)",
-			   strerror(errno));
-		goto out_close_fd;
+		rc = -errno;
+		close(fd);
+		return tfail(err, errlen, rc, "TUNSETIFF %s%s: %s", ifname[0] ? ifname : "(new)",
+			     mq ? " (multi-queue)" : "", strerror(-rc));
 	}
 	rc = tap_configure(fd, features, err, errlen);
-	if (rc)
-		goto out_close_fd;
-	/* Up, in the namespace the tap lives in (we are in it now). */
-	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (sock < 0) {
-		rc = tfail(err, errlen, -errno, "socket: %s", strerror(errno));
-		goto out_close_fd;
+	if (rc) {
+		close(fd);
+		return rc;
 	}
-	if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0 ||
-	    (ifr.ifr_flags |= IFF_UP, ioctl(sock, SIOCSIFFLAGS, &ifr) < 0)) {
-		rc = tfail(err, errlen, -errno, "set %s up: %s", ifr.ifr_name, strerror(errno));
-		close(sock);
-		goto out_close_fd;
-	}
-	close(sock);
-	snprintf(ret_name, IFNAMSIZ, "%s", ifr.ifr_name);
+	snprintf(ifname, IFNAMSIZ, "%s", ifr.ifr_name);
 	*ret_fd = fd;
 	return 0;
+}
 
-out_close_fd:
+/* A persistent single-queue tap of that name (left by a vnicd before
+ * multiqueue) refuses IFF_MULTI_QUEUE: attach to it as it is, make it not
+ * persistent and close, which deletes it. Returns 0 when one was deleted. */
+static int tap_delete_single(const char *name)
+{
+	char ifname[IFNAMSIZ], err[16];
+	int fd;
+
+	snprintf(ifname, sizeof(ifname), "%s", name);
+	if (tap_attach_fd(ifname, 0, false, &fd, err, sizeof(err)) < 0)
+		return -1;
+	(void)ioctl(fd, TUNSETPERSIST, 0);
 	close(fd);
+	return 0;
+}
+
+static int tap_set_up(const char *ifname, char *err, size_t errlen)
+{
+	struct ifreq ifr;
+	int sock, rc = 0;
+
+	/* Up, in the namespace the tap lives in (we are in it now). */
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return tfail(err, errlen, -errno, "socket: %s", strerror(errno));
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(sock, SIOCSIFFLAGS, &ifr) < 0))
+		rc = tfail(err, errlen, -errno, "set %s up: %s", ifname, strerror(errno));
+	close(sock);
 	return rc;
 }
 
-int tap_open(const char *name, const char *netns, uint64_t features,
-	     int *ret_fd, char *ret_name, char *err, size_t errlen)
+static int tap_open_here(const char *name, uint64_t features, unsigned nq, bool mq, int *fds,
+			 char *ret_name, bool *recreated, char *err, size_t errlen)
+{
+	char ifname[IFNAMSIZ];
+	unsigned i;
+	int rc = 0;
+
+	snprintf(ifname, sizeof(ifname), "%s", name);
+	for (i = 0; i < nq; i++) {
+		rc = tap_attach_fd(ifname, features, mq, &fds[i], err, errlen);
+		if (rc == -EINVAL && mq && i == 0 && ifname[0] && tap_delete_single(ifname) == 0) {
+			if (recreated)
+				*recreated = true;
+			rc = tap_attach_fd(ifname, features, mq, &fds[i], err, errlen);
+		}
+		if (rc)
+			break;
+	}
+	if (!rc)
+		rc = tap_set_up(ifname, err, errlen);
+	if (rc) {
+		while (i > 0)
+			close(fds[--i]);
+		return rc;
+	}
+	snprintf(ret_name, IFNAMSIZ, "%s", ifname);
+	return 0;
+}
+
+/* Run tap_open_here inside netns ("" or NULL: here), and come back. */
+static int tap_open_in(const char *name, const char *netns, uint64_t features, unsigned nq,
+		       bool mq, int *fds, char *ret_name, bool *recreated, char *err,
+		       size_t errlen)
 {
 	char path[128];
 	int self, target, rc;
 
 	if (!netns || !netns[0])
-		return tap_open_here(name, features, ret_fd, ret_name, err, errlen);
+		return tap_open_here(name, features, nq, mq, fds, ret_name, recreated, err, errlen);
 
 	rc = validate_netns_name(netns, err, errlen);
 	if (rc)
@@ -136,7 +189,7 @@ int tap_open(const char *name, const char *netns, uint64_t features,
 		rc = tfail(err, errlen, -errno, "setns %s: %s", netns, strerror(errno));
 		goto out_close_target;
 	}
-	rc = tap_open_here(name, features, ret_fd, ret_name, err, errlen);
+	rc = tap_open_here(name, features, nq, mq, fds, ret_name, recreated, err, errlen);
 	if (setns(self, CLONE_NEWNET) < 0) {
 		/* We cannot be left in the guest's namespace: every later
 		 * tap and the control socket's meaning would change. */
@@ -149,6 +202,32 @@ out_close_target:
 out_close_self:
 	close(self);
 	return rc;
+}
+
+int tap_open(const char *name, const char *netns, uint64_t features,
+	     int *ret_fd, char *ret_name, char *err, size_t errlen)
+{
+	return tap_open_in(name, netns, features, 1, false, ret_fd, ret_name, NULL, err, errlen);
+}
+
+int tap_open_queues(const char *name, const char *netns, uint64_t features, unsigned nq,
+		    int *fds, char *ret_name, bool *recreated, char *err, size_t errlen)
+{
+	if (recreated)
+		*recreated = false;
+	if (nq == 0 || nq > TAP_MAX_QUEUES)
+		return tfail(err, errlen, -EINVAL, "%u tap queues (1..%u)", nq, TAP_MAX_QUEUES);
+	return tap_open_in(name, netns, features, nq, true, fds, ret_name, recreated, err,
+			   errlen);
+}
+
+int tap_queue_attach(int fd, bool on)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = on ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE;
+	return ioctl(fd, TUNSETQUEUE, &ifr) < 0 ? -errno : 0;
 }
 
 int tap_set_persist(int fd, bool on)

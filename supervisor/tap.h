@@ -34,6 +34,27 @@ int tap_configure(int fd, uint64_t features, char *err, size_t errlen);
 int tap_open(const char *name, const char *netns, uint64_t features,
 	     int *ret_fd, char *ret_name, char *err, size_t errlen);
 
+/* Queues of one multi-queue tap: the kernel's limit (MAX_TAP_QUEUES). */
+#define TAP_MAX_QUEUES 256u
+
+/*
+ * tap_open_queues - as tap_open, with IFF_MULTI_QUEUE and @nq queue fds
+ * (1..TAP_MAX_QUEUES) in @fds: the first TUNSETIFF creates the interface
+ * or attaches to it, each further one adds a queue. A multi-queue tap
+ * also takes more queues later: call it again with the name. A persistent
+ * single-queue tap of that name (an older vnicd's) refuses the flag; it is
+ * deleted and made again, and *recreated (may be NULL) says so: its
+ * addresses and routes are gone with it.
+ * Returns: 0; or a negative errno with err filled and no fd left open.
+ */
+int tap_open_queues(const char *name, const char *netns, uint64_t features, unsigned nq,
+		    int *fds, char *ret_name, bool *recreated, char *err, size_t errlen);
+
+/* tap_queue_attach - put a queue fd of a multi-queue tap in or out of the
+ * kernel's steering (TUNSETQUEUE): a detached queue gets no frame, for a
+ * queue pair nobody serves. Returns 0 or a negative errno. */
+int tap_queue_attach(int fd, bool on);
+
 /* tap_set_mtu - the interface's MTU (SIOCSIFMTU), in @netns ("" or NULL:
  * ours). */
 int tap_set_mtu(const char *ifname, const char *netns, unsigned mtu, char *err, size_t errlen);

@@ -85,6 +85,15 @@ $(tests_check_worker_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h workers/vnic
 TESTS += tests/check_worker
 
 # Supervisor, libvnic and vnicctl: against real vnicd processes.
+# Multi-queue taps (issue 15): real taps in a private namespace.
+check_PROGRAMS += tests/check_tap
+tests_check_tap_SOURCES = tests/check_tap.c tests/testutil.c tests/testutil.h
+tests_check_tap_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/supervisor
+tests_check_tap_LDADD = libvnicsup.la libvnicshm.la libvnicproto.la libvniccommon.la \
+	$(LIBEVENT_LIBS) $(PROTOBUF_C_LIBS) $(TEST_LIBS)
+$(tests_check_tap_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+TESTS += tests/check_tap
+
 check_PROGRAMS += tests/check_addnic tests/check_supervisor
 tests_check_addnic_SOURCES = tests/check_addnic.c tests/suptest.c tests/suptest.h \
 	tests/testutil.c tests/testutil.h
