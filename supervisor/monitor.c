@@ -68,21 +68,22 @@ static int mon_queue_broken(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 {
 	const Vnic__Worker__QueueBroken *b = m->queue_broken;
 	struct nic_queue *q = nic_vq(n, b->queue);
+	char name[16];
 
 	if (!q) {
 		snprintf(n->last_error, sizeof(n->last_error),
 			 "worker reported queue %u broken, which it does not have", b->queue);
 		return -1;
 	}
+	virtio_net_queue_name(b->queue, name, sizeof(name));
 	/* The guest caused this: rate-limited log, first reason sticks. */
 	log_ratelimited(nic_log_ratelimit(n, NIC_RL_QUEUE_BROKEN), LOG_LEVEL_WARN,
-			"nic %s: queue %s broken: %s", n->id,
-			nic_queue_name(nic_queue_slot(b->queue)), b->reason);
+			"nic %s: queue %s broken: %s", n->id, name, b->reason);
 	if (!q->broken) {
 		q->broken = true;
 		snprintf(q->broken_reason, sizeof(q->broken_reason), "%s", b->reason);
-		snprintf(n->last_error, sizeof(n->last_error), "queue %s broken: %s",
-			 nic_queue_name(nic_queue_slot(b->queue)), b->reason);
+		snprintf(n->last_error, sizeof(n->last_error), "queue %s broken: %s", name,
+			 b->reason);
 	}
 	nic_notify_queue_reset(n, b->queue, b->reason);
 	return 0;

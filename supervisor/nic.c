@@ -67,7 +67,7 @@ struct nic *nic_find(struct sup *s, const char *id)
 /* The one way from a virtqueue index to a queue (STYLE habit 4). */
 struct nic_queue *nic_vq(struct nic *n, uint32_t index)
 {
-	int slot = nic_queue_slot(index);
+	int slot = nic_queue_slot(n->pair, index);
 
 	return slot < 0 ? NULL : &n->q[slot];
 }
@@ -460,9 +460,10 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	cfg.base_from_used_idx = n->base_from_used_idx;
+	cfg.pair = n->pair;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
-		if (n->q[i].polled && n->q[i].index < 64)
-			cfg.polled_queues |= 1ull << n->q[i].index;
+		if (n->q[i].polled)
+			cfg.polled_queues |= 1ull << i;
 	/* A restarted worker keeps logging (issue 14): the NIC's log, as
 	 * the last nic_set_dirty_log left it. */
 	cfg.log_size = n->log_fd >= 0 ? n->log_size : 0;
@@ -641,6 +642,7 @@ static struct nic *nic_new(struct sup *s, const struct nic_owner_ops *ops, void 
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		n->q[i].kick_fd = n->q[i].call_fd = -1;
 	snprintf(n->id, sizeof(n->id), "%s", spec->id);
+	n->pair = spec->pair;
 	memcpy(n->mac, spec->mac, 6);
 	n->mtu = spec->mtu;
 	n->features = spec->features;

@@ -191,6 +191,7 @@ struct nic {
 	const struct nic_owner_ops *ops; /* the owner's callbacks */
 	void *owner;                /* the owner's object; NULL once detached */
 	char id[VALIDATE_ID_MAX + 1];
+	uint32_t pair;              /* the queue pair it serves (issue 15): nic_vq */
 	enum nic_state state;
 
 	/* Configuration, as validated. */

@@ -55,21 +55,12 @@ uint64_t validate_nic_offered(enum nic_backend_type backend)
 	return f;
 }
 
-int nic_queue_slot(uint32_t idx)
+int nic_queue_slot(uint32_t pair, uint32_t idx)
 {
 	/* Compare the full 32 bits: 0x10000 must not alias queue 0 (C4). */
-	if (idx >= NIC_NUM_QUEUES)
+	if (pair >= NIC_MAX_PAIRS || idx < 2 * pair || idx - 2 * pair >= NIC_NUM_QUEUES)
 		return -1;
-	return (int)idx;
-}
-
-const char *nic_queue_name(int slot)
-{
-	switch (slot) {
-	case NIC_QUEUE_RX0: return "rx0";
-	case NIC_QUEUE_TX0: return "tx0";
-	default: return "?";
-	}
+	return (int)(idx - 2 * pair);
 }
 
 int validate_nic_id(const char *id, size_t len, bool has_nul, char *err, size_t errlen)
@@ -390,32 +381,37 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 	if (rc)
 		return fail(err, errlen, rc, "memory table: %s", sub);
 
+	if (s->pair >= NIC_MAX_PAIRS)
+		return fail(err, errlen, -EINVAL, "queue pair %u: at most %u pairs", s->pair,
+			    NIC_MAX_PAIRS);
 	if (s->nqueues != NIC_NUM_QUEUES)
-		return fail(err, errlen, -EINVAL, "%u queues given, exactly %d (rx0, tx0) required",
-			    s->nqueues, NIC_NUM_QUEUES);
+		return fail(err, errlen, -EINVAL, "%u queues given, exactly %d (rx%u, tx%u) required",
+			    s->nqueues, NIC_NUM_QUEUES, s->pair, s->pair);
 	for (unsigned i = 0; i < s->nqueues; i++) {
 		const struct nic_queue_spec *q = &s->queues[i];
-		int slot = nic_queue_slot(q->index);
+		int slot = nic_queue_slot(s->pair, q->index);
+		char qn[16];
 
 		if (slot < 0)
-			return fail(err, errlen, -EINVAL, "queue index %u is out of range (0..%d)",
-				    q->index, NIC_NUM_QUEUES - 1);
+			return fail(err, errlen, -EINVAL, "queue index %u is out of range (%u..%u)",
+				    q->index, 2 * s->pair, 2 * s->pair + NIC_NUM_QUEUES - 1);
 		if (seen[slot])
 			return fail(err, errlen, -EINVAL, "queue index %u given twice", q->index);
 		seen[slot] = true;
+		virtio_net_queue_name(q->index, qn, sizeof(qn));
 		if (q->avail_idx > 0xffff)
 			return fail(err, errlen, -EINVAL, "queue %s: avail_idx %u does not fit 16 bits",
-				    nic_queue_name(slot), q->avail_idx);
+				    qn, q->avail_idx);
 		rc = validate_ring_addrs(s->regions, s->nregions, q->size,
 					 q->desc, q->avail, q->used, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "queue %s: %s", nic_queue_name(slot), sub);
+			return fail(err, errlen, rc, "queue %s: %s", qn, sub);
 		rc = validate_eventfd(q->kick_fd, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "queue %s kick: %s", nic_queue_name(slot), sub);
+			return fail(err, errlen, rc, "queue %s kick: %s", qn, sub);
 		rc = validate_eventfd(q->call_fd, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "queue %s call: %s", nic_queue_name(slot), sub);
+			return fail(err, errlen, rc, "queue %s call: %s", qn, sub);
 	}
 
 	/* The dirty log (vhost-user, issue 14): the rules of a log from the

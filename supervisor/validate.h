@@ -66,6 +66,8 @@ struct nic_spec {
 	uint64_t features;           /* what the guest acked */
 	unsigned nregions;
 	struct memtable_region_desc *regions; /* nregions, borrowed */
+	uint32_t pair;               /* the queue pair this NIC serves (issue 15): its
+				      * queues are virtqueues 2 x pair, 2 x pair + 1 */
 	unsigned nqueues;
 	struct nic_queue_spec *queues;        /* nqueues, borrowed */
 	enum nic_backend_type backend;
@@ -90,12 +92,11 @@ struct nic_spec {
 uint64_t validate_nic_offered(enum nic_backend_type backend);
 
 /* nic_queue_slot - the one lookup from a queue index as sent to the slot
- * in a NIC's queue array (STYLE habit 4). Returns: 0..NIC_NUM_QUEUES-1,
- * or -1 when idx is not a queue of this NIC (C4: any u32 at all). */
-int nic_queue_slot(uint32_t idx);
-
-/* Queue name for status ("rx0", "tx0"); "?" for a bad slot. */
-const char *nic_queue_name(int slot);
+ * in the queue array of a NIC that is queue pair @pair (issue 15: its
+ * queues are virtqueues 2 x pair and 2 x pair + 1; STYLE habit 4).
+ * Returns: 0..NIC_NUM_QUEUES-1, or -1 when idx is not a queue of this NIC
+ * (C4: any u32 at all). */
+int nic_queue_slot(uint32_t pair, uint32_t idx);
 
 int validate_nic_id(const char *id, size_t len, bool has_nul, char *err, size_t errlen);
 int validate_mac(const uint8_t *mac, size_t len, char *err, size_t errlen);

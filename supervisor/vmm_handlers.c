@@ -307,7 +307,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 
 		nic_read_queue(n, i, sn);
 		vnic__vmm__queue_status__init(q);
-		snprintf(b->names[i], sizeof(b->names[i]), "%s", nic_queue_name(i));
+		virtio_net_queue_name(n->q[i].index, b->names[i], sizeof(b->names[i]));
 		q->name = b->names[i];
 		pbconv_queue_counters(sn, q);
 		/* Broken from either source: the page or a QueueBroken message. */

@@ -210,12 +210,20 @@ END_TEST
 
 START_TEST(c4_queue_slot_lookup)
 {
-	ck_assert_int_eq(nic_queue_slot(0), 0);
-	ck_assert_int_eq(nic_queue_slot(1), 1);
-	ck_assert_int_eq(nic_queue_slot(2), -1);
-	ck_assert_int_eq(nic_queue_slot(0x10000), -1);
-	ck_assert_int_eq(nic_queue_slot(0x10001), -1);
-	ck_assert_int_eq(nic_queue_slot(UINT32_MAX), -1);
+	ck_assert_int_eq(nic_queue_slot(0, 0), 0);
+	ck_assert_int_eq(nic_queue_slot(0, 1), 1);
+	ck_assert_int_eq(nic_queue_slot(0, 2), -1);
+	ck_assert_int_eq(nic_queue_slot(0, 0x10000), -1);
+	ck_assert_int_eq(nic_queue_slot(0, 0x10001), -1);
+	ck_assert_int_eq(nic_queue_slot(0, UINT32_MAX), -1);
+	/* Issue 15: pair k's NIC has virtqueues 2k and 2k + 1 only. */
+	ck_assert_int_eq(nic_queue_slot(3, 6), 0);
+	ck_assert_int_eq(nic_queue_slot(3, 7), 1);
+	ck_assert_int_eq(nic_queue_slot(3, 5), -1);
+	ck_assert_int_eq(nic_queue_slot(3, 8), -1);
+	ck_assert_int_eq(nic_queue_slot(3, 0x10006), -1);
+	ck_assert_int_eq(nic_queue_slot(NIC_MAX_PAIRS, 2 * NIC_MAX_PAIRS), -1);
+	ck_assert_int_eq(nic_queue_slot(UINT32_MAX, UINT32_MAX - 1), -1);
 }
 END_TEST
 

@@ -211,11 +211,15 @@ static int config_check(const Vnic__Worker__Config *c, const struct wire_fds *fd
 		snprintf(err, errlen, "%zu queues: this worker serves one queue pair", c->n_queues);
 		return -EOPNOTSUPP;
 	}
+	if (c->pair >= NIC_MAX_PAIRS) {
+		snprintf(err, errlen, "queue pair %u: at most %u pairs", c->pair, NIC_MAX_PAIRS);
+		return -EINVAL;
+	}
 	for (size_t j = 0; j < c->n_queues; j++) {
-		if (c->queues[j]->index != j || c->queues[j]->avail_idx > 0xffff) {
-			snprintf(err, errlen, "queue %zu: index %u / avail_idx %u (queues must come "
-				 "in virtqueue order, indices fit 16 bits)", j,
-				 c->queues[j]->index, c->queues[j]->avail_idx);
+		if (c->queues[j]->index != 2 * c->pair + j || c->queues[j]->avail_idx > 0xffff) {
+			snprintf(err, errlen, "queue %zu: index %u / avail_idx %u (pair %u's queues "
+				 "must come in virtqueue order, indices fit 16 bits)", j,
+				 c->queues[j]->index, c->queues[j]->avail_idx, c->pair);
 			return -EINVAL;
 		}
 	}
@@ -303,6 +307,7 @@ static int open_backend(struct worker *w, const Vnic__Worker__Config *c, int bac
 	int r;
 
 	w->nqueues = (unsigned)c->n_queues;
+	w->vq_base = 2 * c->pair;
 	w->npairs = w->nqueues / 2;
 	for (unsigned k = 0; k < w->npairs; k++) {
 		w->p[k].backend_fd = backend_fd;
@@ -315,6 +320,7 @@ static int open_backend(struct worker *w, const Vnic__Worker__Config *c, int bac
 	}
 	np->features = c->features;
 	np->npairs = w->npairs;
+	np->vq_base = w->vq_base;
 	np->backend_fds = backend_fds;
 	np->stats = w->stats;
 	np->ops = &worker_net_ops;
@@ -371,7 +377,7 @@ static int adopt_queues(struct worker *w, const Vnic__Worker__Config *c,
 		wq->polled = j < 64 && (c->polled_queues >> j) & 1u;
 		if (wq->polled)
 			log_info("nic %s: queue %u is polled: its front end does not kick",
-				 w->nic_id, j);
+				 w->nic_id, w->vq_base + j);
 		r = set_nonblock(wq->kick_fd);
 		if (r < 0) {
 			snprintf(err, errlen, "kick fd of queue %u: %s", j, strerror(-r));

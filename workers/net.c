@@ -81,6 +81,7 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 	d->backend = p->backend;
 	d->sock_type = first_type;
 	d->npairs = p->npairs;
+	d->vq_base = p->vq_base;
 	for (unsigned i = 0; i < p->npairs; i++)
 		d->backend_fd[i] = p->backend_fds[i];
 	d->stats = p->stats;
@@ -318,7 +319,7 @@ void net_drop(struct net_dev *d, struct net_queue *q, const char *why)
 	char name[16];
 
 	stats_add(&q->st->drops, 1);
-	virtio_net_queue_name(q->idx, name, sizeof(name));
+	virtio_net_queue_name(d->vq_base + q->idx, name, sizeof(name));
 	net_guest_log(d, q, "%s: frame dropped: %s", name, why);
 }
 

@@ -171,6 +171,7 @@ struct net_params {
 	uint64_t features;                 /* negotiated, VIRTIO_F_VERSION_1 required */
 	enum net_backend_type backend;
 	unsigned npairs;                   /* 1..NET_MAX_PAIRS */
+	unsigned vq_base;                  /* virtqueue index of queue 0, for names (2 x pair) */
 	const int *backend_fds;            /* npairs fds, non-blocking; not owned */
 	struct stats_page *stats;          /* checked page of 2*npairs queues */
 	const struct net_ops *ops;

@@ -14,6 +14,7 @@ struct net_dev {
 	uint64_t features;
 	enum net_backend_type backend;
 	unsigned npairs;
+	unsigned vq_base;  /* virtqueue index of queue 0 (names only) */
 	int backend_fd[NET_MAX_PAIRS];
 	int sock_type;  /* SOCK_DGRAM or SOCK_SEQPACKET for a socket backend */
 	struct stats_page *stats;

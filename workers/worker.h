@@ -63,6 +63,7 @@ struct worker {
 	unsigned restarts;        /* Config.restarts, for log lines */
 	struct dirtylog *log;     /* live migration's dirty log, NULL: off */
 	struct net_dev *net;
+	unsigned vq_base;         /* virtqueue index of q[0]: 2 x Config.pair */
 	unsigned nqueues;
 	unsigned npairs;
 	struct worker_queue q[STATS_MAX_QUEUES];

@@ -76,7 +76,8 @@ static void worker_notify(void *opaque, unsigned qidx)
 	 * blocking write, whatever the VMM did to its flags (worker_fds.c). */
 	r = worker_call_signal(w->q[qidx].call_fd);
 	if (r < 0)
-		log_warn("nic %s: queue %u: call eventfd: %s", w->nic_id, qidx, strerror(-r));
+		log_warn("nic %s: queue %u: call eventfd: %s", w->nic_id, w->vq_base + qidx,
+			 strerror(-r));
 }
 
 static void worker_broken(void *opaque, unsigned qidx, const char *reason)
@@ -86,11 +87,11 @@ static void worker_broken(void *opaque, unsigned qidx, const char *reason)
 	Vnic__Worker__QueueBroken qb;
 	char name[16];
 
-	virtio_net_queue_name(qidx, name, sizeof(name));
+	virtio_net_queue_name(w->vq_base + qidx, name, sizeof(name));
 	log_warn("nic %s: %s broken: %s", w->nic_id, name, reason);
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__queue_broken__init(&qb);
-	qb.queue = qidx;
+	qb.queue = w->vq_base + qidx; /* the virtqueue index */
 	qb.reason = (char *)(uintptr_t)reason;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN;
 	m.queue_broken = &qb;
@@ -190,11 +191,12 @@ static int worker_set_call_fd(struct worker *w, const Vnic__Worker__SetCallFd *s
 	struct worker_queue *wq;
 	int r;
 
-	if (s->queue >= w->nqueues || fds->n != 1) {
+	/* s->queue is a virtqueue index: this worker's are vq_base + j. */
+	if (s->queue < w->vq_base || s->queue - w->vq_base >= w->nqueues || fds->n != 1) {
 		worker_send_error(w, EINVAL, "SetCallFd for a queue this worker does not have");
 		return -1;
 	}
-	wq = &w->q[s->queue];
+	wq = &w->q[s->queue - w->vq_base];
 	close(wq->call_fd);
 	wq->call_fd = fds->fd[0];
 	fds->fd[0] = -1; /* adopted */
@@ -402,7 +404,7 @@ static void worker_recover(struct worker *w)
 		char name[16];
 		int r = net_queue_recover(w->net, j, &n);
 
-		virtio_net_queue_name(j, name, sizeof(name));
+		virtio_net_queue_name(w->vq_base + j, name, sizeof(name));
 		if (r == 1)
 			log_info("nic %s: %s: resumed after a worker restart (restarts %u): %u "
 				 "chain(s) left in flight completed with length 0", w->nic_id, name,
@@ -489,7 +491,7 @@ static void worker_stop(struct worker *w)
 		queue_stop_events(&w->q[j]);
 		net_queue_stop(w->net, j, &a, &u);
 		vnic__vmm__queue_index__init(&qi[j]);
-		qi[j].index = j;
+		qi[j].index = w->vq_base + j; /* the virtqueue index */
 		qi[j].avail_idx = a;
 		qi[j].used_idx = u;
 		qp[j] = &qi[j];
