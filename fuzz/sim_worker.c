@@ -47,6 +47,7 @@
 #include "fdpass.h"
 #include "supervisor.h"
 #include "wire.h"
+#include "worker_msg.h"
 
 #include "sim_worker.h"
 
@@ -380,33 +381,20 @@ static void sim_send(struct sim_worker *w, const Vnic__Worker__WorkerMessage *m)
 /* Error, then exit 1: what the real worker does with what it cannot take. */
 static void sim_fail(struct sim_worker *w, int errnum, const char *text)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Error e;
+	struct wmsg m;
 	struct worker_exit ex;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__error__init(&e);
-	e.errnum = errnum;
-	e.text = (char *)(uintptr_t)text;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR;
-	m.error = &e;
-	sim_send(w, &m);
+	sim_send(w, wmsg_error(&m, errnum, text));
 	exit_status(&ex, 1);
 	sim_exit_later(w, &ex);
 }
 
 static void sim_ready(struct sim_worker *w)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Ready r;
+	struct wmsg m;
 
 	w->phase = SIM_CONFIGURED;
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__ready__init(&r);
-	r.sandboxed = true;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
-	m.ready = &r;
-	sim_send(w, &m);
+	sim_send(w, wmsg_ready(&m, true));
 }
 
 /* Config: the queues' indexes are kept for Stopped; its fds are closed
@@ -443,65 +431,42 @@ static void sim_region_fds(struct sim_worker *w, const Vnic__Worker__RegionFds *
 /* Stop: the indexes it was given (nothing moved), then exit 0. */
 static void sim_stop(struct sim_worker *w)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Stopped st;
+	struct wmsg m;
 	Vnic__Vmm__QueueIndex qi[NIC_NUM_QUEUES], *qp[NIC_NUM_QUEUES];
 	struct worker_exit ex;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__stopped__init(&st);
 	for (unsigned j = 0; j < w->nq; j++) {
-		vnic__vmm__queue_index__init(&qi[j]);
-		qi[j].index = w->q_index[j];
-		qi[j].avail_idx = w->q_avail[j];
-		qi[j].used_idx = w->q_avail[j];
+		wmsg_queue_index(&qi[j], w->q_index[j], w->q_avail[j], w->q_avail[j]);
 		qp[j] = &qi[j];
 	}
-	st.n_queues = w->nq;
-	st.queues = qp;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED;
-	m.stopped = &st;
-	sim_send(w, &m);
+	sim_send(w, wmsg_stopped(&m, qp, w->nq));
 	exit_status(&ex, 0);
 	sim_exit_later(w, &ex);
 }
 
 static void sim_set_policy(struct sim_worker *w, Vnic__Vmm__Policy *p)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__PolicySet ps;
+	struct wmsg m;
 
 	if (!p) {
 		sim_fail(w, EPROTO, "SetPolicy without a policy");
 		return;
 	}
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__policy_set__init(&ps);
-	ps.policy = p; /* applied as asked */
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET;
-	m.policy_set = &ps;
-	sim_send(w, &m);
+	sim_send(w, wmsg_policy_set(&m, p)); /* applied as asked */
 }
 
 static void sim_set_dirty_log(struct sim_worker *w, const Vnic__Worker__SetDirtyLog *s,
 			      const struct wire_fds *fds)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__DirtyLogSet d;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__dirty_log_set__init(&d);
-	d.on = s->size > 0 && fds->n == 1;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET;
-	m.dirty_log_set = &d;
-	sim_send(w, &m);
+	sim_send(w, wmsg_dirty_log_set(&m, s->size > 0 && fds->n == 1, NULL));
 }
 
 static void sim_set_call_fd(struct sim_worker *w, const Vnic__Worker__SetCallFd *s,
 			    const struct wire_fds *fds)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__CallFdSet c;
+	struct wmsg m;
 	bool have = false;
 
 	for (unsigned j = 0; j < w->nq; j++)
@@ -510,12 +475,7 @@ static void sim_set_call_fd(struct sim_worker *w, const Vnic__Worker__SetCallFd 
 		sim_fail(w, EINVAL, "SetCallFd for a queue this worker does not have");
 		return;
 	}
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__call_fd_set__init(&c);
-	c.queue = s->queue;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET;
-	m.call_fd_set = &c;
-	sim_send(w, &m);
+	sim_send(w, wmsg_call_fd_set(&m, s->queue));
 }
 
 /* Start: nothing owed; a fuzzed worker may say what a running one says. */

@@ -157,30 +157,16 @@ static int wc_nic_start(struct sup *s, struct wc_owner *o, int *peer)
 	return nic_start(s, &wc_ops, o, 1, &spec, NULL, NULL, err, sizeof(err));
 }
 
-/* SetPolicy to a running worker, as vmm_handle_set_policy sends it
- * (that handler needs a VMM connection as owner; what is under test here
- * is the worker's answer): switch between bh and timer. */
+/* SetPolicy to a running worker, through nic_set_policy as
+ * vmm_handle_set_policy sends it: switch between bh and timer. */
 static void wc_set_policy(struct nic *n, struct wc_owner *o)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__SetPolicy wsp;
-	Vnic__Vmm__Policy pol;
 	struct vnic_policy p = n->policy;
+	char err[128];
 
 	p.mode = p.mode == VNIC_MITIGATION_BH ? VNIC_MITIGATION_TIMER : VNIC_MITIGATION_BH;
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__set_policy__init(&wsp);
-	vnic__vmm__policy__init(&pol);
-	policy_to_pb(&p, &pol);
-	wsp.policy = &pol;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
-	m.set_policy = &wsp;
-	if (wire_worker_send(n->w.ctrl_fd, &m, NULL, 0))
-		return;
-	n->policy = p;
-	n->policy_new = p;
-	n->policy_pending = true;
-	o->policy_asked++;
+	if (nic_set_policy(n, &p, 0, 0, err, sizeof(err)) == 0)
+		o->policy_asked++;
 }
 
 static void wc_set_dirty_log(struct nic *n, struct wc_owner *o)

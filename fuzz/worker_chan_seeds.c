@@ -20,6 +20,7 @@
 
 #include "sandbox.h"
 #include "wire.h"
+#include "worker_msg.h"
 
 /* fdkind bits (sim_worker.h). */
 #define K_EXIT1 0x20u
@@ -67,142 +68,79 @@ static void msg(struct seed *s, unsigned nfds, unsigned kind, const Vnic__Worker
 
 static void ready(struct seed *s, unsigned kind)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Ready r;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__ready__init(&r);
-	r.sandboxed = true;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
-	m.ready = &r;
-	msg(s, 0, kind, &m);
+	msg(s, 0, kind, wmsg_ready(&m, true));
 }
 
 static void log_line(struct seed *s, unsigned nfds, unsigned kind, const char *text)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Log l;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__log__init(&l);
-	l.level = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO;
-	l.text = (char *)(uintptr_t)text;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_LOG;
-	m.log = &l;
-	msg(s, nfds, kind, &m);
+	msg(s, nfds, kind, wmsg_log(&m, VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO, text));
 }
 
 /* Stopped for rx0 and tx0 (or a queue the NIC does not have). */
 static void stopped(struct seed *s, uint32_t bad_queue)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Stopped st;
+	struct wmsg m;
 	Vnic__Vmm__QueueIndex qi[2], *qp[2];
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__stopped__init(&st);
 	for (unsigned j = 0; j < 2; j++) {
-		vnic__vmm__queue_index__init(&qi[j]);
-		qi[j].index = j == 1 && bad_queue ? bad_queue : j;
-		qi[j].avail_idx = 0;
-		qi[j].used_idx = 0;
+		wmsg_queue_index(&qi[j], j == 1 && bad_queue ? bad_queue : j, 0, 0);
 		qp[j] = &qi[j];
 	}
-	st.n_queues = 2;
-	st.queues = qp;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED;
-	m.stopped = &st;
-	msg(s, 0, 0, &m);
+	msg(s, 0, 0, wmsg_stopped(&m, qp, 2));
 }
 
 /* The answer to the harness's first SetPolicy: timer mode with the
  * defaults nic_policy_resolve gives (or another mode: a wrong answer). */
 static void policy_set(struct seed *s, Vnic__Vmm__Mitigation mode)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__PolicySet ps;
+	struct wmsg m;
 	Vnic__Vmm__Policy p;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__policy_set__init(&ps);
 	vnic__vmm__policy__init(&p);
 	p.mode = mode;
 	p.timer_us = 1000;
 	p.budget_packets = 256;
 	p.budget_bytes = 512 * 1024;
-	ps.policy = &p;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET;
-	m.policy_set = &ps;
-	msg(s, 0, 0, &m);
+	msg(s, 0, 0, wmsg_policy_set(&m, &p));
 }
 
 static void dirty_log_set(struct seed *s, bool on, const char *error)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__DirtyLogSet d;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__dirty_log_set__init(&d);
-	d.on = on;
-	d.error = (char *)(uintptr_t)(error ? error : "");
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET;
-	m.dirty_log_set = &d;
-	msg(s, 0, 0, &m);
+	msg(s, 0, 0, wmsg_dirty_log_set(&m, on, error));
 }
 
 static void call_fd_set(struct seed *s, uint32_t queue)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__CallFdSet c;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__call_fd_set__init(&c);
-	c.queue = queue;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET;
-	m.call_fd_set = &c;
-	msg(s, 0, 0, &m);
+	msg(s, 0, 0, wmsg_call_fd_set(&m, queue));
 }
 
 static void queue_broken(struct seed *s, uint32_t queue, const char *reason)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__QueueBroken b;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__queue_broken__init(&b);
-	b.queue = queue;
-	b.reason = (char *)(uintptr_t)reason;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN;
-	m.queue_broken = &b;
-	msg(s, 0, 0, &m);
+	msg(s, 0, 0, wmsg_queue_broken(&m, queue, reason));
 }
 
 static void error_msg(struct seed *s, unsigned kind, int errnum, const char *text)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Error e;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__error__init(&e);
-	e.errnum = errnum;
-	e.text = (char *)(uintptr_t)text;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR;
-	m.error = &e;
-	msg(s, 0, kind, &m);
+	msg(s, 0, kind, wmsg_error(&m, errnum, text));
 }
 
 static void fault_hit(struct seed *s)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__FaultHit f;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__fault_hit__init(&f);
-	f.point = (char *)(uintptr_t)"worker.stop";
-	f.action = (char *)(uintptr_t)"sigkill";
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT;
-	m.fault_hit = &f;
-	msg(s, 0, 0, &m);
+	msg(s, 0, 0, wmsg_fault_hit(&m, "worker.stop", "sigkill", 0));
 }
 
 /* Messages of the other direction, which a worker must never send. */

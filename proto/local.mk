@@ -45,7 +45,8 @@ libvnicprotogen_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) -Wno-cast-qual
 libvnicproto_la_SOURCES = \
 	proto/wire.c proto/wire.h \
 	proto/fdpass.c proto/fdpass.h \
-	proto/policy_pb.c proto/policy_pb.h
+	proto/policy_pb.c proto/policy_pb.h \
+	proto/worker_msg.c proto/worker_msg.h
 noinst_HEADERS += proto/virtio_net.h proto/worker_abi.h
 libvnicproto_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnicproto_la_LIBADD = libvnicprotogen.la libvniccommon.la $(PROTOBUF_C_LIBS)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "wire.h"
 
@@ -400,15 +401,31 @@ static int wire_recv_frame_trunc(int sock, size_t max, unsigned max_fds,
 {
 	struct wire_frame f = { .buf = NULL };
 	size_t buflen, n = 0;
+	ssize_t peek;
 	uint32_t prefix;
 	int r;
 
 	wire_err_clear(err);
 	if (max > UINT32_MAX || max_fds > WIRE_MAX_FDS)
 		return wire_fail(err, -EINVAL, "bad channel limits");
-	/* One byte more than the largest frame: anything longer shows as
-	 * MSG_TRUNC instead of fitting exactly. */
+	/* One byte more than the frame, or than the largest frame when it is
+	 * larger: anything longer shows as MSG_TRUNC instead of fitting
+	 * exactly. The frame's size comes first: MSG_PEEK|MSG_TRUNC gives a
+	 * datagram's whole length without taking it, so a
+	 * 30-byte frame gets a 31-byte buffer, not 256 KiB (whose malloc and
+	 * ASan poisoning were most of a fuzz run, issue 18). A reader that
+	 * shares the socket with another thread could see the frame change
+	 * between the two calls; a larger one then reads as too large. */
 	buflen = WIRE_HDR_LEN + max + 1;
+	do {
+		/* recvmsg, the one receive call the worker's sandbox allows;
+		 * a peek leaves the frame's fds queued for the real read. */
+		struct msghdr pm = { .msg_iov = NULL, .msg_iovlen = 0 };
+
+		peek = recvmsg(sock, &pm, MSG_PEEK | MSG_TRUNC);
+	} while (peek < 0 && errno == EINTR);
+	if (peek >= 0 && (size_t)peek < buflen)
+		buflen = (size_t)peek + 1;
 	f.buf = malloc(buflen);
 	if (!f.buf)
 		return wire_fail(err, -ENOMEM, "out of memory for a frame buffer");

@@ -939,6 +939,49 @@ static void nic_restart_now(struct nic *n)
 	nic_worker_died(n, 0, -1, -1);
 }
 
+int nic_set_policy(struct nic *n, const struct vnic_policy *p, uint64_t req,
+		   unsigned admin_conn_id, char *err, size_t errlen)
+{
+	Vnic__Worker__WorkerMessage m;
+	Vnic__Worker__SetPolicy wsp;
+	Vnic__Vmm__Policy pol;
+	int rc;
+
+	if (n->policy_pending) {
+		snprintf(err, errlen, "nic %s: a SetPolicy is already in progress", n->id);
+		return -EBUSY;
+	}
+	if (n->state == NIC_RESTARTING && n->w.pid == 0) {
+		/* Between two workers: the next one starts with it. */
+		n->policy = *p;
+		return 1;
+	}
+	if (n->state != NIC_RUNNING) {
+		snprintf(err, errlen, "nic %s is %s: a policy can change while it runs", n->id,
+			 nic_state_name(n->state));
+		return -EAGAIN;
+	}
+	vnic__worker__worker_message__init(&m);
+	vnic__worker__set_policy__init(&wsp);
+	vnic__vmm__policy__init(&pol);
+	policy_to_pb(p, &pol);
+	wsp.policy = &pol;
+	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
+	m.set_policy = &wsp;
+	rc = wire_worker_send(n->w.ctrl_fd, &m, NULL, 0);
+	if (rc) {
+		snprintf(err, errlen, "nic %s: cannot reach the worker: %s", n->id, strerror(-rc));
+		return rc;
+	}
+	/* A worker restarted from here on starts with the new policy. */
+	n->policy = *p;
+	n->policy_new = *p;
+	n->policy_pending = true;
+	n->policy_req = req;
+	n->policy_conn_id = admin_conn_id;
+	return 0;
+}
+
 /* SetDirtyLog to the running worker: the NIC's log (its fd), or none. */
 static int nic_send_dirty_log(struct nic *n)
 {

@@ -520,9 +520,6 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	struct nic *n = nic_find(c->sup, sp->id);
 	bool own = n && n->ops == &vmm_nic_owner && n->owner == c;
 	bool admin = n && !own && admin_conn_is_admin(c); /* vnicctl set-policy */
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__SetPolicy wsp;
-	Vnic__Vmm__Policy pol;
 	struct vnic_policy p = { 0 };
 	char err[128];
 	int rc;
@@ -540,43 +537,19 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		return;
 	}
 	nic_policy_resolve(&p);
-	if (n->policy_pending) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
-				     "nic %s: a SetPolicy is already in progress", n->id);
+	rc = nic_set_policy(n, &p, r->request_id, admin ? c->id : 0, err, sizeof(err));
+	if (rc < 0) {
+		vmm_conn_reply_error(c, r->request_id,
+				     rc == -EBUSY || rc == -EAGAIN
+					     ? VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION
+					     : VNIC__VMM__STATUS__STATUS_UNAVAILABLE, "%s", err);
 		return;
 	}
-	if (n->state == NIC_RESTARTING && n->w.pid == 0) {
-		/* Between two workers: the next one starts with it. */
-		n->policy = p;
+	if (rc == 1) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_OK, "%s", "");
 		return;
 	}
-	if (n->state != NIC_RUNNING) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
-				     "nic %s is %s: a policy can change while it runs", n->id,
-				     nic_state_name(n->state));
-		return;
-	}
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__set_policy__init(&wsp);
-	vnic__vmm__policy__init(&pol);
-	policy_to_pb(&p, &pol);
-	wsp.policy = &pol;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
-	m.set_policy = &wsp;
-	rc = wire_worker_send(n->w.ctrl_fd, &m, NULL, 0);
-	if (rc) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
-				     "nic %s: cannot reach the worker: %s", n->id, strerror(-rc));
-		return;
-	}
-	/* Answered when the worker confirms (monitor.c, PolicySet). A worker
-	 * restarted from here on starts with the new policy. */
-	n->policy = p;
-	n->policy_new = p;
-	n->policy_pending = true;
-	n->policy_req = r->request_id;
-	n->policy_conn_id = admin ? c->id : 0;
+	/* Answered when the worker confirms (monitor.c, PolicySet). */
 	if (admin)
 		c->sup->admin_policy_set = vmm_admin_policy_set;
 }

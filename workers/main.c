@@ -57,6 +57,7 @@
 #include "privdrop.h"
 #include "sandbox.h"
 #include "version.h"
+#include "worker_msg.h"
 #include "workers/worker.h"
 
 static struct worker W;
@@ -67,8 +68,7 @@ static void worker_log_handler(enum log_level level, const char *text, void *arg
 {
 	static bool in_handler;
 	struct worker *w = arg;
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Log l;
+	struct wmsg m;
 	static const Vnic__Worker__LogLevel map[] = {
 		[LOG_LEVEL_ERROR] = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR,
 		[LOG_LEVEL_WARN] = VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_WARN,
@@ -79,14 +79,10 @@ static void worker_log_handler(enum log_level level, const char *text, void *arg
 	if (in_handler)
 		return;
 	in_handler = true;
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__log__init(&l);
-	l.level = (unsigned)level <= LOG_LEVEL_DEBUG ? map[level]
-						     : VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR;
-	l.text = (char *)(uintptr_t)text;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_LOG;
-	m.log = &l;
-	if (worker_send(w, &m) < 0)
+	if (worker_send(w, wmsg_log(&m, (unsigned)level <= LOG_LEVEL_DEBUG
+					       ? map[level]
+					       : VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR,
+				    text)) < 0)
 		fprintf(stderr, "vnicd-worker[%d] %s: %s: %s\n", (int)getpid(), w->nic_id,
 			log_level_name(level), text);
 	in_handler = false;
@@ -503,17 +499,9 @@ static int receive_region_fds(const Vnic__Worker__Config *c, const struct wire_f
  * lifecycle suite looks for, and SIGKILLs us for "sigkill"). */
 static void worker_fault_report(const char *point, enum fault_action a, unsigned arg)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__FaultHit h;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__fault_hit__init(&h);
-	h.point = (char *)(uintptr_t)point;
-	h.action = (char *)(uintptr_t)fault_action_name(a);
-	h.arg = arg;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_FAULT_HIT;
-	m.fault_hit = &h;
-	if (worker_send(&W, &m) < 0)
+	if (worker_send(&W, wmsg_fault_hit(&m, point, fault_action_name(a), arg)) < 0)
 		fprintf(stderr, "vnicd-worker %s: cannot report fault %s\n", W.nic_id, point);
 }
 
@@ -780,18 +768,12 @@ static int loop_setup(struct worker *w)
 /* Step 7: Ready, which says whether the sandbox is on. */
 static int send_ready(struct worker *w, bool sandboxed)
 {
-	Vnic__Worker__WorkerMessage rm;
-	Vnic__Worker__Ready ready;
+	struct wmsg rm;
 	int r;
 
-	vnic__worker__worker_message__init(&rm);
-	vnic__worker__ready__init(&ready);
-	ready.sandboxed = sandboxed;
-	rm.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_READY;
-	rm.ready = &ready;
 	r = -FAULT_ERRNO("worker.ready.send");
 	if (r == 0)
-		r = worker_send(w, &rm);
+		r = worker_send(w, wmsg_ready(&rm, sandboxed));
 	if (r < 0)
 		fprintf(stderr, "vnicd-worker %s: cannot send Ready: %s\n", w->nic_id,
 			strerror(-r));

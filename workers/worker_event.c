@@ -30,6 +30,7 @@
 #include "fault.h"
 #include "log.h"
 #include "policy_pb.h"
+#include "worker_msg.h"
 #include "workers/worker.h"
 
 static const struct timeval zero_tv = { 0, 0 };
@@ -52,17 +53,10 @@ int worker_send(struct worker *w, Vnic__Worker__WorkerMessage *m)
 
 void worker_send_error(struct worker *w, int errnum, const char *text)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Error e;
+	struct wmsg m;
 
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__error__init(&e);
-	e.errnum = errnum;
-	e.text = (char *)(uintptr_t)(text ? text : "");
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR;
-	m.error = &e;
-	fprintf(stderr, "vnicd-worker %s: error: %s\n", w->nic_id, e.text);
-	(void)worker_send(w, &m);
+	fprintf(stderr, "vnicd-worker %s: error: %s\n", w->nic_id, text ? text : "");
+	(void)worker_send(w, wmsg_error(&m, errnum, text));
 }
 
 /* ------------------------------------------------ engine callbacks */
@@ -83,19 +77,13 @@ static void worker_notify(void *opaque, unsigned qidx)
 static void worker_broken(void *opaque, unsigned qidx, const char *reason)
 {
 	struct worker *w = opaque;
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__QueueBroken qb;
+	struct wmsg m;
 	char name[16];
 
 	virtio_net_queue_name(w->vq_base + qidx, name, sizeof(name));
 	log_warn("nic %s: %s broken: %s", w->nic_id, name, reason);
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__queue_broken__init(&qb);
-	qb.queue = w->vq_base + qidx; /* the virtqueue index */
-	qb.reason = (char *)(uintptr_t)reason;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_QUEUE_BROKEN;
-	m.queue_broken = &qb;
-	if (worker_send(w, &m) < 0)
+	/* The virtqueue index, as the supervisor knows the queue. */
+	if (worker_send(w, wmsg_queue_broken(&m, w->vq_base + qidx, reason)) < 0)
 		log_error("nic %s: cannot report %s broken", w->nic_id, name);
 }
 
@@ -151,8 +139,7 @@ void worker_log_replace(struct worker *w, struct dirtylog *l)
 static void worker_set_dirty_log(struct worker *w, const Vnic__Worker__SetDirtyLog *s,
 				 const struct wire_fds *fds)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__DirtyLogSet ans;
+	struct wmsg m;
 	struct dirtylog *l = NULL;
 	char err[256] = "";
 
@@ -165,13 +152,7 @@ static void worker_set_dirty_log(struct worker *w, const Vnic__Worker__SetDirtyL
 			 (unsigned long long)s->size, (unsigned long long)s->offset);
 	else if (!err[0])
 		log_info("nic %s: dirty logging off", w->nic_id);
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__dirty_log_set__init(&ans);
-	ans.on = l != NULL;
-	ans.error = err;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_DIRTY_LOG_SET;
-	m.dirty_log_set = &ans;
-	(void)worker_send(w, &m);
+	(void)worker_send(w, wmsg_dirty_log_set(&m, l != NULL, err));
 }
 
 /* -------------------------------------------- call fd swap (issue 14) */
@@ -186,8 +167,7 @@ static void worker_set_dirty_log(struct worker *w, const Vnic__Worker__SetDirtyL
 static int worker_set_call_fd(struct worker *w, const Vnic__Worker__SetCallFd *s,
 			      struct wire_fds *fds)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__CallFdSet ans;
+	struct wmsg m;
 	struct worker_queue *wq;
 	int r;
 
@@ -204,12 +184,7 @@ static int worker_set_call_fd(struct worker *w, const Vnic__Worker__SetCallFd *s
 	if (r < 0)
 		log_warn("nic %s: queue %u: new call eventfd: %s", w->nic_id, s->queue,
 			 strerror(-r));
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__call_fd_set__init(&ans);
-	ans.queue = s->queue;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_CALL_FD_SET;
-	m.call_fd_set = &ans;
-	(void)worker_send(w, &m);
+	(void)worker_send(w, wmsg_call_fd_set(&m, s->queue));
 	return 0;
 }
 
@@ -438,8 +413,7 @@ static void worker_start(struct worker *w)
  * with what is now in effect. */
 static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__PolicySet ps;
+	struct wmsg m;
 	Vnic__Vmm__Policy now;
 	struct vnic_policy np, got;
 	unsigned pkts, bytes;
@@ -458,15 +432,10 @@ static void worker_set_policy(struct worker *w, const Vnic__Vmm__Policy *p)
 			event_add(w->q[j].resched_ev, &zero_tv);
 	log_info("nic %s: policy %s, budget %u packets / %u bytes per wake-up", w->nic_id,
 		 vnic_mitigation_name(got.mode), pkts, bytes);
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__policy_set__init(&ps);
 	policy_to_pb(&got, &now);
 	now.budget_packets = pkts;
 	now.budget_bytes = bytes;
-	ps.policy = &now;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_POLICY_SET;
-	m.policy_set = &ps;
-	(void)worker_send(w, &m);
+	(void)worker_send(w, wmsg_policy_set(&m, &now));
 }
 
 void worker_policy_params(const Vnic__Vmm__Policy *p, struct vnic_policy *np)
@@ -477,23 +446,17 @@ void worker_policy_params(const Vnic__Vmm__Policy *p, struct vnic_policy *np)
 
 static void worker_stop(struct worker *w)
 {
-	Vnic__Worker__WorkerMessage m;
-	Vnic__Worker__Stopped st;
+	struct wmsg m;
 	Vnic__Vmm__QueueIndex qi[STATS_MAX_QUEUES], *qp[STATS_MAX_QUEUES];
 	int r;
 
 	FAULT_POINT("worker.stop");
-	vnic__worker__worker_message__init(&m);
-	vnic__worker__stopped__init(&st);
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		uint16_t a = 0, u = 0;
 
 		queue_stop_events(&w->q[j]);
 		net_queue_stop(w->net, j, &a, &u);
-		vnic__vmm__queue_index__init(&qi[j]);
-		qi[j].index = w->vq_base + j; /* the virtqueue index */
-		qi[j].avail_idx = a;
-		qi[j].used_idx = u;
+		wmsg_queue_index(&qi[j], w->vq_base + j, a, u); /* virtqueue index */
 		qp[j] = &qi[j];
 	}
 	for (unsigned k = 0; k < w->npairs; k++) {
@@ -503,11 +466,7 @@ static void worker_stop(struct worker *w)
 	/* Every write is in the log before Stopped: the VMM's final sync
 	 * follows the answer (GET_VRING_BASE, RemoveNic). */
 	net_log_flush_all(w->net);
-	st.n_queues = w->nqueues;
-	st.queues = qp;
-	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED;
-	m.stopped = &st;
-	r = worker_send(w, &m);
+	r = worker_send(w, wmsg_stopped(&m, qp, w->nqueues));
 	if (r < 0) {
 		fprintf(stderr, "vnicd-worker %s: cannot send Stopped: %s\n", w->nic_id, strerror(-r));
 		w->exit_code = 1;
