@@ -469,7 +469,7 @@ static int fz_endpoint(struct fz *f)
 		abort();
 	}
 	f->ep = TAILQ_FIRST(&f->s.vu->eps);
-	tapdup = fcntl(f->ep->tap_fd, F_DUPFD_CLOEXEC, 3);
+	tapdup = fcntl(f->ep->p[0].tap_fd, F_DUPFD_CLOEXEC, 3);
 	if (tapdup < 0)
 		abort();
 	return tapdup;
@@ -539,7 +539,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (unshare(CLONE_NEWNET) < 0)
 		fuzz_skip("vhost_user: no network namespace of its own (%s): needs root "
 			  "and /dev/net/tun", strerror(errno));
-	if (tap_open("", "", 0, &fd, fz_tap, err, sizeof(err)) < 0)
+	/* Multi-queue, as the endpoints open it (issue 15). */
+	if (tap_open_queues("", "", 0, 1, &fd, fz_tap, NULL, err, sizeof(err)) < 0)
 		fuzz_skip("vhost_user: no tap (%s): needs root and /dev/net/tun", err);
 	if (tap_set_persist(fd, true) < 0)
 		abort();

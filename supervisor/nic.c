@@ -64,6 +64,16 @@ struct nic *nic_find(struct sup *s, const char *id)
 	return NULL;
 }
 
+struct nic *nic_find_pair(struct sup *s, const char *id, uint32_t pair)
+{
+	struct nic *n;
+
+	TAILQ_FOREACH(n, &s->nics, link)
+		if (n->pair == pair && !strcmp(n->id, id))
+			return n;
+	return NULL;
+}
+
 /* The one way from a virtqueue index to a queue (STYLE habit 4). */
 struct nic_queue *nic_vq(struct nic *n, uint32_t index)
 {

@@ -416,7 +416,10 @@ void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 extern const struct nic_owner_ops vmm_nic_owner;
 
 /* nic.c */
+/* nic_find - a NIC with that id (of a device with several queue pairs,
+ * one of its pairs' NICs); nic_find_pair - the NIC of that pair. */
 struct nic *nic_find(struct sup *s, const char *id);
+struct nic *nic_find_pair(struct sup *s, const char *id, uint32_t pair);
 struct nic_queue *nic_vq(struct nic *n, uint32_t index);
 /* nic_set_state - the one way to change state: checks the transition
  * table (a refused one is logged at error level and returns -EINVAL, the

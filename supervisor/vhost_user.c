@@ -52,8 +52,11 @@ struct log_ratelimit vu_rl = LOG_RATELIMIT_INIT(5000, 20);
 
 uint64_t vu_offered_features(void)
 {
+	/* VIRTIO_NET_F_MQ: QEMU shows the guest only what the back end
+	 * offers of it (hw/net/vhost_net.c user_feature_bits); its control
+	 * queue stays in QEMU, each pair's rings come here (issue 15). */
 	return validate_nic_offered(NIC_BACKEND_TAP_FD) | (1ull << VU_F_PROTOCOL_FEATURES) |
-	       (1ull << VU_F_LOG_ALL);
+	       (1ull << VU_F_LOG_ALL) | (1ull << VIRTIO_NET_F_MQ);
 }
 
 uint64_t vu_offered_protocol_features(void)
@@ -83,22 +86,33 @@ static bool vu_always_answered(const struct vu_conn *c, const struct vu_row_spec
 	       (row->proto_bit < 0 || (c->proto & (1ull << row->proto_bit)));
 }
 
-/* Is the waiting answer due? After the reap; a log change: once the
- * worker took the log, or, when it could not map it, once it is reaped:
- * this stops it (and forgets the log, so none starts on it), because no
- * worker may write unlogged while the front end believes in its log. */
+int vu_wait(struct vu_conn *c, const struct vu_msg *m, int pair, int ring)
+{
+	c->waiting = true;
+	c->wait_hdr = m->hdr;
+	c->wait_pair = pair;
+	c->wait_ring = ring;
+	c->wait_log = c->wait_call = false;
+	return VU_WAIT;
+}
+
+/* Is the waiting answer due? After the reap (of the pair waited for, or
+ * of every pair); a log change: once every running pair took the log, or,
+ * when one could not map it, once all are reaped: this stops them (and
+ * forgets the log, so none starts on it), because no worker may write
+ * unlogged while the front end believes in its log. */
 static bool vu_wait_over(struct vu_endpoint *ep, struct vu_conn *c)
 {
 	if (c->wait_call)
-		return c->call_done || !ep->nic;
+		return c->call_done || !ep->p[c->wait_pair].nic;
 	if (!c->wait_log)
-		return !ep->nic;
-	if (!c->log_done)
+		return c->wait_pair >= 0 ? !ep->p[c->wait_pair].nic : !vu_any_nic(ep);
+	if (vu_log_pending(ep))
 		return false;
-	if (!c->log_failed || !ep->nic)
+	if (!c->log_failed || !vu_any_nic(ep))
 		return true;
 	vu_conn_forget_log(c); /* no new worker on it either */
-	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, "the worker could not map the dirty log");
+	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, "a worker could not map the dirty log");
 	return false;
 }
 
@@ -111,7 +125,7 @@ void vu_resume_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (ep->removing || ep->shutting_down) {
-		if (ep->removing && !ep->nic)
+		if (ep->removing && !vu_any_nic(ep))
 			vu_finish_remove(ep);
 		return;
 	}
@@ -270,23 +284,30 @@ void vu_conn_open(struct vu_endpoint *ep, int fd)
 {
 	struct vu_conn *c = calloc(1, sizeof(*c));
 
-	if (c)
+	if (c) {
 		c->reg = calloc(MEMTABLE_MAX_REGIONS, sizeof(*c->reg));
-	if (!c || !c->reg) {
+		c->nrings = 2 * ep->max_pairs;
+		c->r = calloc(c->nrings, sizeof(*c->r));
+	}
+	if (!c || !c->reg || !c->r) {
 		log_warn("vhost-user %s: out of memory for a connection", ep->cfg.id);
-		if (c)
+		if (c) {
+			free(c->reg);
+			free(c->r);
 			free(c);
+		}
 		close(fd);
 		return;
 	}
 	c->ep = ep;
 	c->fd = fd;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+	for (unsigned i = 0; i < c->nrings; i++)
 		c->r[i].kick_fd = c->r[i].call_fd = c->r[i].err_fd = -1;
 	c->log_fd = -1;
 	c->ev_read = event_new(ep->sup->base, fd, EV_READ | EV_PERSIST, vu_read_cb, ep);
 	if (!c->ev_read) {
 		free(c->reg);
+		free(c->r);
 		free(c);
 		close(fd);
 		return;
@@ -314,9 +335,17 @@ void vu_conn_close(struct vu_endpoint *ep, const char *why)
 	vu_rx_reset(&c->rx);
 	vu_conn_forget_device(c);
 	free(c->reg);
+	free(c->r);
 	free(c);
 	/* The worker stops; its reap frees everything the NIC holds. */
 	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, "front end disconnected");
+	/* Pairs past the first go with the front end that asked for them:
+	 * no host->guest flow may be steered to a queue the next one may
+	 * never read (a worker's own copy keeps a queue until its exit). */
+	for (unsigned k = 1; k < ep->max_pairs; k++) {
+		close_fd(&ep->p[k].tap_fd);
+		ep->p[k].detached = false;
+	}
 	if (!ep->cfg.server && !ep->removing && !ep->shutting_down)
 		vu_client_schedule(ep);
 }

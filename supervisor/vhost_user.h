@@ -42,7 +42,9 @@ struct vu_config {
 struct vu_status {
 	const char *id, *path, *state, *last_error;
 	bool server;
-	struct nic *nic;        /* the running NIC, or NULL */
+	struct nic *nic;        /* the lowest pair's NIC, or NULL: none runs */
+	const struct vu_endpoint *ep; /* for vu_status_pair */
+	unsigned npairs;        /* pairs it serves: vu_status_pair(0 .. npairs - 1) */
 	const struct vnic_policy *policy;
 	uint64_t connects, messages, rejected, reconfigs;
 	/* As configured (shown while no NIC runs): the tap's name and MTU. */
@@ -50,6 +52,9 @@ struct vu_status {
 	const char *tap;
 	uint32_t mtu;
 };
+
+/* vu_status_pair - pair k's NIC (NULL: none, or k past the last pair). */
+struct nic *vu_status_pair(const struct vu_status *v, unsigned k);
 
 /* Offered to front ends: virtio-net features (with the tap's offloads) and
  * vhost-user protocol features. */

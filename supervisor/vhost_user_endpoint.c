@@ -140,8 +140,11 @@ static void vu_endpoint_free(struct vu_endpoint *ep)
 		close(ep->listen_fd);
 		unlink(ep->cfg.path);
 	}
-	close_fd(&ep->tap_fd);
-	vu_session_stats_unmap(ep);
+	for (unsigned k = 0; ep->p && k < ep->max_pairs; k++) {
+		close_fd(&ep->p[k].tap_fd);
+		vu_session_stats_unmap(&ep->p[k]);
+	}
+	free(ep->p);
 	free(ep);
 }
 
@@ -183,6 +186,7 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 {
 	struct vu_state *vs = vu_state(s);
 	struct vu_endpoint *ep;
+	bool recreated = false;
 	char sub[160];
 	int rc;
 
@@ -232,7 +236,16 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	ep->sup = s;
 	ep->cfg = *cfg;
 	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
-	ep->tap_fd = ep->listen_fd = -1;
+	ep->listen_fd = -1;
+	ep->max_pairs = VU_PAIRS_DEFAULT;
+	ep->p = calloc(ep->max_pairs, sizeof(*ep->p));
+	if (!ep->p) {
+		free(ep);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		ep->p[k].tap_fd = -1;
 	if (!cfg->mac_set) {
 		/* Locally administered, unicast, stable per id (FNV-1a). */
 		uint32_t h = 2166136261u;
@@ -252,12 +265,18 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	rc = tap_open(cfg->tap, cfg->netns, 0, &ep->tap_fd, ep->ifname, err, errlen);
+	/* A multi-queue tap: pair 0's queue now, the others' as their pairs
+	 * first run (doc/multiqueue.md). */
+	rc = tap_open_queues(cfg->tap, cfg->netns, 0, 1, &ep->p[0].tap_fd, ep->ifname, &recreated, err, errlen);
 	if (rc)
 		goto out_free;
+	if (recreated)
+		log_warn("vhost-user %s: tap %s was a single-queue tap (an older vnicd's): made "
+			 "again as a multi-queue tap; its addresses and routes are gone", cfg->id,
+			 ep->ifname);
 	/* The tap survives a vnicd restart (client mode resumes on it, its
 	 * address intact); endpoint removal deletes it. */
-	rc = tap_set_persist(ep->tap_fd, true);
+	rc = tap_set_persist(ep->p[0].tap_fd, true);
 	if (rc) {
 		snprintf(err, errlen, "tap %s: TUNSETPERSIST: %s", ep->ifname, strerror(-rc));
 		goto out_free;
@@ -265,19 +284,19 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	/* The tap carries what the guest may send: the endpoint's MTU. */
 	rc = tap_set_mtu(ep->ifname, cfg->netns, cfg->mtu ? cfg->mtu : SUP_MTU_DEFAULT, err, errlen);
 	if (rc) {
-		tap_set_persist(ep->tap_fd, false);
+		tap_set_persist(ep->p[0].tap_fd, false);
 		goto out_free;
 	}
 	if (cfg->server) {
 		rc = vu_listen(ep, err, errlen);
 		if (rc) {
-			tap_set_persist(ep->tap_fd, false);
+			tap_set_persist(ep->p[0].tap_fd, false);
 			goto out_free;
 		}
 		ep->ev_listen = event_new(s->base, ep->listen_fd, EV_READ | EV_PERSIST, vu_accept_cb, ep);
 		if (!ep->ev_listen) {
 			snprintf(err, errlen, "out of memory");
-			tap_set_persist(ep->tap_fd, false);
+			tap_set_persist(ep->p[0].tap_fd, false);
 			rc = -ENOMEM;
 			goto out_free;
 		}
@@ -285,7 +304,7 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	}
 	rc = vu_state_save(s, &ep->cfg, err, errlen);
 	if (rc) {
-		tap_set_persist(ep->tap_fd, false);
+		tap_set_persist(ep->p[0].tap_fd, false);
 		goto out_free;
 	}
 	TAILQ_INSERT_TAIL(&vs->eps, ep, link);
@@ -320,8 +339,8 @@ void vu_finish_remove(struct vu_endpoint *ep)
 		unlink(path);
 	}
 	TAILQ_REMOVE(&s->vu->eps, ep, link);
-	if (ep->tap_fd >= 0)
-		tap_set_persist(ep->tap_fd, false); /* gone with our fd */
+	if (ep->p[0].tap_fd >= 0)
+		tap_set_persist(ep->p[0].tap_fd, false); /* gone with our fds */
 	log_info("vhost-user %s: endpoint removed in %llu us", ep->cfg.id, (unsigned long long)us);
 	done = ep->rm_done;
 	conn = ep->rm_conn;
@@ -353,9 +372,16 @@ int vu_endpoint_remove(struct sup *s, const char *id, uint32_t deadline_ms, vu_r
 	event_del(ep->ev_retry);
 	vu_stop_nic(ep, deadline_ms, "endpoint removed");
 	vu_conn_close(ep, "endpoint removed");
-	if (!ep->nic)
+	if (!vu_any_nic(ep))
 		event_active(ep->ev_resume, EV_TIMEOUT, 0);
 	return 0;
+}
+
+struct nic *vu_status_pair(const struct vu_status *v, unsigned k)
+{
+	const struct vu_endpoint *ep = v->ep;
+
+	return ep && k < ep->max_pairs ? ep->p[k].nic : NULL;
 }
 
 const char *vu_nic_socket_path(const struct nic *n)
@@ -379,9 +405,13 @@ unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)
 			o->id = ep->cfg.id;
 			o->path = ep->cfg.path;
 			o->server = ep->cfg.server;
-			o->nic = ep->nic;
-			o->state = ep->removing ? "removing" : ep->nic_stopping ? "stopping" :
-				   ep->nic ? "running" : ep->conn ? "negotiating" :
+			o->nic = NULL;
+			for (unsigned k = 0; k < ep->max_pairs && !o->nic; k++)
+				o->nic = ep->p[k].nic;
+			o->ep = ep;
+			o->npairs = ep->max_pairs;
+			o->state = ep->removing ? "removing" : vu_any_running(ep) ? "running" :
+				   o->nic ? "stopping" : ep->conn ? "negotiating" :
 				   ep->cfg.server ? "listening" : "connecting";
 			o->last_error = ep->last_error;
 			o->connects = ep->connects;

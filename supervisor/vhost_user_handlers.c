@@ -22,24 +22,35 @@ int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why)
 {
 	struct vu_endpoint *ep = c->ep;
 
-	if (!ep->nic)
+	if (!vu_any_nic(ep))
 		return 0;
 	ep->reconfigs++;
-	log_info("vhost-user %s: %s: planned restart of the worker", ep->cfg.id, why);
-	c->waiting = true;
-	c->wait_hdr = m->hdr;
-	c->wait_ring = -1;
+	log_info("vhost-user %s: %s: planned restart of the workers", ep->cfg.id, why);
 	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, why);
-	return VU_WAIT;
+	return vu_wait(c, m, -1, -1);
 }
 
-static int ring_index(const struct vu_msg *m, uint64_t idx, char *err, size_t errlen)
+int vu_reconfigure_pair(struct vu_conn *c, const struct vu_msg *m, unsigned k, const char *why)
+{
+	struct vu_endpoint *ep = c->ep;
+
+	if (!ep->p[k].nic)
+		return 0;
+	ep->reconfigs++;
+	log_info("vhost-user %s: pair %u: %s: planned restart of its worker", ep->cfg.id, k, why);
+	vu_stop_pair(ep, k, SUP_STOP_DEFAULT_MS, why);
+	return vu_wait(c, m, (int)k, -1);
+}
+
+static int ring_index(const struct vu_conn *c, const struct vu_msg *m, uint64_t idx, char *err,
+		      size_t errlen)
 {
 	char nb[24];
 
-	if (idx >= NIC_NUM_QUEUES) {
-		snprintf(err, errlen, "%s: ring %llu does not exist (one queue pair: 0, 1)",
-			 vu_request_name(m->hdr.request, nb, sizeof(nb)), (unsigned long long)idx);
+	if (idx >= c->nrings) {
+		snprintf(err, errlen, "%s: ring %llu does not exist (%u queue pairs: rings 0..%u)",
+			 vu_request_name(m->hdr.request, nb, sizeof(nb)), (unsigned long long)idx,
+			 c->nrings / 2, c->nrings - 1);
 		return -ERANGE;
 	}
 	return (int)idx;
@@ -63,7 +74,7 @@ static int set_log_all(struct vu_conn *c, struct vu_msg *m, uint64_t f, char *er
 {
 	bool on = f & (1ull << VU_F_LOG_ALL);
 	char sub[200];
-	int fd = -1, rc;
+	int rc;
 
 	if (on && c->log_fd < 0) {
 		snprintf(err, errlen, "SET_FEATURES: VHOST_F_LOG_ALL while the rings run needs "
@@ -76,14 +87,8 @@ static int set_log_all(struct vu_conn *c, struct vu_msg *m, uint64_t f, char *er
 			snprintf(err, errlen, "SET_FEATURES: VHOST_F_LOG_ALL: %s", sub);
 			return rc;
 		}
-		fd = fcntl(c->log_fd, F_DUPFD_CLOEXEC, 3);
-		if (fd < 0) {
-			snprintf(err, errlen, "SET_FEATURES: duplicating the log fd: %s",
-				 strerror(errno));
-			return -errno;
-		}
 	}
-	rc = vu_live_log(c, m, fd, c->log_size, c->log_offset, err, errlen);
+	rc = vu_live_log(c, m, on ? c->log_fd : -1, c->log_size, c->log_offset, err, errlen);
 	if (rc < 0)
 		return rc;
 	log_ratelimited(&c->ep->msg_rl, LOG_LEVEL_INFO,
@@ -107,8 +112,7 @@ int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 		snprintf(err, errlen, "SET_FEATURES 0x%llx: VERSION_1 is required", (unsigned long long)f);
 		return -ENOTSUP;
 	}
-	if (changed && (f ^ c->features) == (1ull << VU_F_LOG_ALL) && c->ep->nic &&
-	    !c->ep->nic_stopping)
+	if (changed && (f ^ c->features) == (1ull << VU_F_LOG_ALL) && vu_any_running(c->ep))
 		return set_log_all(c, m, f, err, errlen);
 	c->features = f;
 	c->features_set = true;
@@ -152,7 +156,7 @@ void vu_conn_forget_device(struct vu_conn *c)
 	for (unsigned i = 0; i < c->nreg; i++)
 		close_fd(&c->reg[i].d.fd);
 	c->nreg = 0;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+	for (unsigned i = 0; i < c->nrings; i++) {
 		close_fd(&c->r[i].kick_fd);
 		close_fd(&c->r[i].call_fd);
 		close_fd(&c->r[i].err_fd);
@@ -176,7 +180,7 @@ int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+	for (unsigned i = 0; i < c->nrings; i++)
 		c->r[i].started = c->r[i].enabled = false;
 	return vu_reconfigure(c, m, "RESET_OWNER: every ring disabled");
 }
@@ -184,7 +188,7 @@ int h_reset_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 /* A ring's layout may change only while no worker uses it. */
 static int ring_idle(struct vu_conn *c, int i, const char *what, char *err, size_t errlen)
 {
-	if (c->ep->nic && c->r[i].started) {
+	if (c->ep->p[i / 2].nic && c->r[i].started) {
 		snprintf(err, errlen, "%s: ring %d is running (GET_VRING_BASE first)", what, i);
 		return -EBUSY;
 	}
@@ -193,7 +197,7 @@ static int ring_idle(struct vu_conn *c, int i, const char *what, char *err, size
 
 int h_set_vring_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	int i = ring_index(m, m->p.state.index, err, errlen);
+	int i = ring_index(c, m, m->p.state.index, err, errlen);
 	uint32_t num = m->p.state.num;
 
 	if (i < 0)
@@ -253,7 +257,7 @@ static int set_vring_log_live(struct vu_conn *c, int i, const struct vu_vring_ad
 int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	const struct vu_vring_addr *a = &m->p.addr;
-	int i = ring_index(m, a->index, err, errlen);
+	int i = ring_index(c, m, a->index, err, errlen);
 	bool log = a->flags & (1u << VU_VRING_F_LOG);
 	struct vu_ring r;
 	uint64_t g[3];
@@ -265,7 +269,7 @@ int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 			 "VHOST_F_LOG_ALL acked", i);
 		return -EINVAL;
 	}
-	if (c->ep->nic && c->r[i].started)
+	if (c->ep->p[i / 2].nic && c->r[i].started)
 		return set_vring_log_live(c, i, a, err, errlen);
 	if ((a->desc & 15) || (a->avail & 1) || (a->used & 3)) {
 		snprintf(err, errlen, "SET_VRING_ADDR: ring %d: misaligned (desc 16, avail 2, used 4)", i);
@@ -292,7 +296,7 @@ int h_set_vring_addr(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 
 int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	int i = ring_index(m, m->p.state.index, err, errlen);
+	int i = ring_index(c, m, m->p.state.index, err, errlen);
 
 	if (i < 0)
 		return i;
@@ -307,22 +311,20 @@ int h_set_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 }
 
 /* GET_VRING_BASE: the ring stops. With a worker, the answer waits until
- * it is reaped (it stops both rings; the other one keeps its final index
- * as its base and waits for its own GET_VRING_BASE or a new kick). */
+ * its pair's worker is reaped (it stops both rings of the pair; the other
+ * one keeps its final index as its base and waits for its own
+ * GET_VRING_BASE or a new kick); the other pairs go on. */
 int h_get_vring_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	int i = ring_index(m, m->p.state.index, err, errlen);
+	int i = ring_index(c, m, m->p.state.index, err, errlen);
 	struct vu_vring_state st;
 
 	if (i < 0)
 		return i;
 	c->r[i].started = false;
-	if (c->ep->nic) {
-		c->waiting = true;
-		c->wait_hdr = m->hdr;
-		c->wait_ring = i;
-		vu_stop_nic(c->ep, SUP_STOP_DEFAULT_MS, "GET_VRING_BASE");
-		return VU_WAIT;
+	if (c->ep->p[i / 2].nic) {
+		vu_stop_pair(c->ep, (unsigned)i / 2, SUP_STOP_DEFAULT_MS, "GET_VRING_BASE");
+		return vu_wait(c, m, i / 2, i);
 	}
 	st.index = (uint32_t)i;
 	st.num = c->r[i].base;
@@ -344,7 +346,7 @@ static int vring_fd(struct vu_conn *c, struct vu_msg *m, int *ring, int *fd, cha
 			 vu_request_name(m->hdr.request, nb, sizeof(nb)), (unsigned long long)v);
 		return -EINVAL;
 	}
-	i = ring_index(m, v & VU_VRING_IDX_MASK, err, errlen);
+	i = ring_index(c, m, v & VU_VRING_IDX_MASK, err, errlen);
 	if (i < 0)
 		return i;
 	if (!!(v & VU_VRING_NOFD) != (m->nfds == 0)) {
@@ -376,12 +378,12 @@ int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 		return rc;
 	/* No fd (VHOST_USER_VRING_NOFD_MASK): the front end will not kick,
 	 * and the ring starts now; its worker polls it (vu_try_start). */
-	live = c->ep->nic && c->r[i].started;
+	live = c->ep->p[i / 2].nic && c->r[i].started;
 	close_fd(&c->r[i].kick_fd);
 	c->r[i].kick_fd = fd;
 	c->r[i].kick_polled = fd < 0;
 	c->r[i].started = true;
-	return live ? vu_reconfigure(c, m, "new kick fd") : 0;
+	return live ? vu_reconfigure_pair(c, m, (unsigned)i / 2, "new kick fd") : 0;
 }
 
 /* A new call fd for a running ring (QEMU's interrupt mask/unmask, and its
@@ -404,12 +406,10 @@ static int set_vring_call_live(struct vu_conn *c, struct vu_msg *m, int i, int f
 	}
 	/* Set before the call: with no worker running, call_fd_set comes
 	 * at once, from inside it. */
-	c->waiting = true;
-	c->wait_hdr = m->hdr;
-	c->wait_ring = -1;
+	vu_wait(c, m, i / 2, -1);
 	c->wait_call = true;
 	c->call_done = false;
-	rc = nic_set_call_fd(ep->nic, (uint32_t)i, dup_fd, sub, sizeof(sub));
+	rc = nic_set_call_fd(ep->p[i / 2].nic, (uint32_t)i, dup_fd, sub, sizeof(sub));
 	if (rc) {
 		c->waiting = c->wait_call = false;
 		close(dup_fd);
@@ -435,12 +435,12 @@ int h_set_vring_call(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 
 	if (rc)
 		return rc;
-	live = c->ep->nic && c->r[i].started;
-	if (live && fd >= 0 && !c->ep->nic_stopping)
+	live = c->ep->p[i / 2].nic && c->r[i].started;
+	if (live && fd >= 0 && !c->ep->p[i / 2].stopping)
 		return set_vring_call_live(c, m, i, fd, err, errlen);
 	close_fd(&c->r[i].call_fd);
 	c->r[i].call_fd = fd; /* -1: vu_try_start makes one that nobody reads */
-	return live ? vu_reconfigure(c, m, "new call fd") : 0;
+	return live ? vu_reconfigure_pair(c, m, (unsigned)i / 2, "new call fd") : 0;
 }
 
 int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
@@ -465,7 +465,7 @@ int h_set_vring_err(struct vu_conn *c, struct vu_msg *m, char *err, size_t errle
  * then its first ring past the last gets a clear refusal (ring_index). */
 int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	uint64_t v = NIC_NUM_QUEUES;
+	uint64_t v = c->nrings;
 
 	(void)err;
 	(void)errlen;
@@ -474,7 +474,7 @@ int h_get_queue_num(struct vu_conn *c, struct vu_msg *m, char *err, size_t errle
 
 int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	int i = ring_index(m, m->p.state.index, err, errlen);
+	int i = ring_index(c, m, m->p.state.index, err, errlen);
 	bool on = m->p.state.num != 0;
 
 	if (i < 0)
@@ -486,7 +486,13 @@ int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t er
 	if (c->r[i].enabled == on)
 		return 0;
 	c->r[i].enabled = on;
-	return on ? 0 : vu_reconfigure(c, m, "ring disabled");
+	if (on)
+		return 0;
+	/* No worker to stop: the pair's tap queue leaves the steering now
+	 * (with one, when it is reaped: vu_nic_gone). */
+	if (!c->ep->p[i / 2].nic)
+		vu_tap_queue(c->ep, &c->ep->p[i / 2], false);
+	return vu_reconfigure_pair(c, m, (unsigned)i / 2, "ring disabled");
 }
 
 /* SEND_RARP: announce the guest's MAC after a migration, as QEMU's own
@@ -506,7 +512,7 @@ int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	e[18] = 6, e[19] = 4, e[20] = 0, e[21] = 3; /* reverse request */
 	memcpy(e + 22, mac, 6);
 	memcpy(e + 32, mac, 6);
-	if (write(c->ep->tap_fd, f, sizeof(f)) < 0)
+	if (write(c->ep->p[0].tap_fd, f, sizeof(f)) < 0)
 		log_debug("vhost-user %s: RARP: %s", c->ep->cfg.id, strerror(errno));
 	return 0;
 }
@@ -546,7 +552,8 @@ int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 		return 0;
 	}
 	rc = vu_reconfigure(c, m, "SET_STATUS 0: device reset");
-	c->ep->nic_gen = 0; /* its reap sets no base on the reset rings */
+	for (unsigned k = 0; k < c->ep->max_pairs; k++)
+		c->ep->p[k].gen = 0; /* their reap sets no base on the reset rings */
 	vu_conn_forget_device(c);
 	c->needs_reset = false;
 	c->ep->start_failed = false;

@@ -260,29 +260,58 @@ void vu_conn_forget_log(struct vu_conn *c)
 	c->log_size = c->log_offset = 0;
 }
 
+bool vu_log_pending(const struct vu_endpoint *ep)
+{
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		if (ep->p[k].log_pending)
+			return true;
+	return false;
+}
+
 int vu_live_log(struct vu_conn *c, const struct vu_msg *m, int fd, uint64_t size, uint64_t offset,
 		char *err, size_t errlen)
 {
 	struct vu_endpoint *ep = c->ep;
 	char sub[160];
-	int rc;
+	int rc = 0;
 
-	/* Set before the call: with no worker running, dirty_log_set comes
-	 * at once, from inside it. The answer is sent from ev_resume. */
-	c->waiting = true;
-	c->wait_hdr = m->hdr;
-	c->wait_ring = -1;
+	/* Set before the calls: a NIC with no worker running answers with
+	 * dirty_log_set at once, from inside nic_set_dirty_log. The answer is
+	 * sent from ev_resume once no pair is pending. */
+	vu_wait(c, m, -1, -1);
 	c->wait_log = true;
 	c->log_want = fd >= 0;
-	c->log_done = c->log_failed = false;
-	rc = nic_set_dirty_log(ep->nic, fd, fd >= 0 ? size : 0, fd >= 0 ? offset : 0, sub,
-			       sizeof(sub));
+	c->log_failed = false;
+	for (unsigned k = 0; k < ep->max_pairs && rc == 0; k++) {
+		struct vu_pair *p = &ep->p[k];
+		int dup_fd = -1;
+
+		if (!p->nic || p->stopping)
+			continue;
+		if (fd >= 0 && (dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+			rc = -errno;
+			snprintf(sub, sizeof(sub), "duplicating the log fd: %s", strerror(errno));
+			break;
+		}
+		p->log_pending = true;
+		rc = nic_set_dirty_log(p->nic, dup_fd, fd >= 0 ? size : 0, fd >= 0 ? offset : 0,
+				       sub, sizeof(sub));
+		if (rc) {
+			p->log_pending = false;
+			if (dup_fd >= 0)
+				close(dup_fd);
+		}
+	}
 	if (rc) {
-		c->waiting = c->wait_log = false;
-		if (fd >= 0)
-			close(fd);
+		/* Pairs that took it keep it; the answer says it failed, and
+		 * vu_wait_over stops the workers (no pair may write unlogged
+		 * while the front end believes in its log). */
+		c->log_failed = c->log_want;
 		snprintf(err, errlen, "%s", sub);
-		return rc;
+		if (!vu_log_pending(ep)) {
+			c->waiting = c->wait_log = false;
+			return rc;
+		}
 	}
 	return VU_WAIT;
 }
@@ -297,9 +326,9 @@ int h_set_log_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 {
 	const struct vu_log *l = &m->p.log;
 	struct vu_endpoint *ep = c->ep;
-	bool live = vu_log_all(c) && ep->nic && !ep->nic_stopping;
+	bool live = vu_log_all(c) && vu_any_running(ep);
 	char sub[200];
-	int rc, dup_fd = -1;
+	int rc;
 
 	rc = validate_dirty_log(m->fds[0], l->mmap_size, l->mmap_offset, sub, sizeof(sub));
 	if (rc == 0 && vu_log_all(c))
@@ -308,15 +337,8 @@ int h_set_log_base(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen
 		snprintf(err, errlen, "SET_LOG_BASE: %s", sub);
 		return -EINVAL;
 	}
-	if (live) {
-		dup_fd = fcntl(m->fds[0], F_DUPFD_CLOEXEC, 3);
-		if (dup_fd < 0) {
-			snprintf(err, errlen, "SET_LOG_BASE: duplicating the fd: %s", strerror(errno));
-			return -errno;
-		}
-	}
-	/* The NIC first: refused (a change in progress), nothing changes. */
-	rc = live ? vu_live_log(c, m, dup_fd, l->mmap_size, l->mmap_offset, err, errlen) : 0;
+	/* The NICs first: refused (a change in progress), nothing changes. */
+	rc = live ? vu_live_log(c, m, m->fds[0], l->mmap_size, l->mmap_offset, err, errlen) : 0;
 	if (rc < 0)
 		return rc;
 	close_fd(&c->log_fd);

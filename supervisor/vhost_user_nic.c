@@ -32,52 +32,90 @@ static void vu_counters_add(struct stats_queue_snapshot *to, const struct stats_
 	to->kicks_avoided += s->kicks_avoided;
 }
 
+/* The endpoint's pair of NIC n (n->pair < max_pairs: we started it). */
+static struct vu_pair *vu_pair_of(struct vu_endpoint *ep, const struct nic *n)
+{
+	return &ep->p[n->pair < ep->max_pairs ? n->pair : 0];
+}
+
+/* Is n's pair still the current connection's (so its rings are ours)? */
+static bool vu_pair_current(const struct vu_endpoint *ep, const struct vu_pair *p)
+{
+	return ep->conn && p->gen == ep->conn_gen;
+}
+
 static void vu_nic_counters_base(const struct nic *n, int slot, struct stats_queue_snapshot *s)
 {
-	const struct vu_endpoint *ep = n->owner;
+	struct vu_endpoint *ep = n->owner;
 
-	if (ep)
-		vu_counters_add(s, &ep->life[slot]);
+	if (ep && slot >= 0 && slot < NIC_NUM_QUEUES)
+		vu_counters_add(s, &vu_pair_of(ep, n)->life[slot]);
 }
 
 /* The session's page, mapped at its start: fold it into life[], unmap. */
-static void vu_session_stats_fold(struct vu_endpoint *ep)
+static void vu_session_stats_fold(struct vu_pair *p)
 {
 	struct stats_queue_snapshot s;
 
-	if (!ep->sess_stats)
+	if (!p->sess_stats)
 		return;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
-		stats_queue_read(&ep->sess_stats->q[i], &s);
-		vu_counters_add(&ep->life[i], &s);
+		stats_queue_read(&p->sess_stats->q[i], &s);
+		vu_counters_add(&p->life[i], &s);
 	}
-	vu_session_stats_unmap(ep);
+	vu_session_stats_unmap(p);
 }
 
-void vu_session_stats_unmap(struct vu_endpoint *ep)
+void vu_session_stats_unmap(struct vu_pair *p)
 {
-	if (ep->sess_stats)
-		munmap((void *)(uintptr_t)ep->sess_stats, ep->sess_stats_len);
-	ep->sess_stats = NULL;
+	if (p->sess_stats)
+		munmap((void *)(uintptr_t)p->sess_stats, p->sess_stats_len);
+	p->sess_stats = NULL;
 }
 
 static void vu_nic_added(struct nic *n, enum nic_result r, const char *error)
 {
 	struct vu_endpoint *ep = n->owner;
+	struct vu_pair *p = vu_pair_of(ep, n);
 
-	if (r != NIC_RES_OK && ep->nic_stopping) {
+	if (r != NIC_RES_OK && p->stopping) {
 		/* We stopped it before it was ready (a new table, a
 		 * disconnect): not a failure of the configuration. */
-		log_info("vhost-user %s: worker stopped before it was ready", ep->cfg.id);
+		log_info("vhost-user %s: pair %u: worker stopped before it was ready", ep->cfg.id,
+			 n->pair);
 	} else if (r != NIC_RES_OK) {
 		ep->start_failed = true;
-		if (ep->conn && ep->nic_gen == ep->conn_gen)
+		if (vu_pair_current(ep, p))
 			ep->conn->needs_reset = true;
-		vu_errorf(ep, "worker did not start: %s", error ? error : "failed");
+		vu_errorf(ep, "pair %u: worker did not start: %s", n->pair, error ? error : "failed");
 		log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
 	} else {
-		log_info("vhost-user %s: worker pid %d running", ep->cfg.id, (int)n->w.pid);
+		log_info("vhost-user %s: pair %u: worker pid %d running", ep->cfg.id, n->pair,
+			 (int)n->w.pid);
 	}
+}
+
+/* A pair's rings both enabled (or need no enabling): its tap queue is
+ * steered to. A disabled pair's is not (doc/multiqueue.md). */
+static bool vu_pair_enabled(const struct vu_conn *c, unsigned k)
+{
+	bool need_enable = c->features & (1ull << VU_F_PROTOCOL_FEATURES);
+
+	return !need_enable || (c->r[2 * k].enabled && c->r[2 * k + 1].enabled);
+}
+
+void vu_tap_queue(struct vu_endpoint *ep, struct vu_pair *p, bool on)
+{
+	int rc;
+
+	if (p->tap_fd < 0 || p->detached == !on)
+		return;
+	rc = tap_queue_attach(p->tap_fd, on);
+	if (rc < 0)
+		log_warn("vhost-user %s: tap %s: %s a queue: %s", ep->cfg.id, ep->ifname,
+			 on ? "attaching" : "detaching", strerror(-rc));
+	else
+		p->detached = !on;
 }
 
 /* The worker is reaped (or there was none): keep the final indices as
@@ -85,19 +123,25 @@ static void vu_nic_added(struct nic *n, enum nic_result r, const char *error)
 static void vu_nic_gone(struct nic *n)
 {
 	struct vu_endpoint *ep = n->owner;
+	struct vu_pair *p = vu_pair_of(ep, n);
 
 	/* Only for the connection that configured it: a new front end
 	 * brings its own bases. */
-	if (ep->conn && ep->nic_gen == ep->conn_gen) {
+	if (vu_pair_current(ep, p)) {
 		for (int i = 0; i < NIC_NUM_QUEUES; i++)
-			if (n->q[i].final_valid)
-				ep->conn->r[i].base = (uint16_t)n->q[i].final_avail;
+			if (n->q[i].final_valid && n->q[i].index < ep->conn->nrings)
+				ep->conn->r[n->q[i].index].base = (uint16_t)n->q[i].final_avail;
+		/* A pair the guest turned off gets no host->guest flow. A
+		 * planned restart keeps its queue: frames wait in the tap. */
+		if (!vu_pair_enabled(ep->conn, n->pair))
+			vu_tap_queue(ep, p, false);
 	}
 	if (n->deadline_missed)
 		ep->rm_deadline = true;
-	vu_session_stats_fold(ep);
-	ep->nic = NULL;
-	ep->nic_stopping = false;
+	vu_session_stats_fold(p);
+	p->nic = NULL;
+	p->stopping = false;
+	p->log_pending = false;
 	event_active(ep->ev_resume, EV_TIMEOUT, 0);
 }
 
@@ -108,9 +152,9 @@ static void vu_nic_failed(struct nic *n, int sig, int exit_status, int syscall_n
 	(void)sig;
 	(void)exit_status;
 	(void)syscall_nr;
-	vu_errorf(ep, "%s", n->last_error);
+	vu_errorf(ep, "pair %u: %s", n->pair, n->last_error);
 	/* No more restarts: the driver must reset the device. */
-	if (n->state == NIC_FAILED && ep->conn && ep->nic_gen == ep->conn_gen)
+	if (n->state == NIC_FAILED && vu_pair_current(ep, vu_pair_of(ep, n)))
 		ep->conn->needs_reset = true;
 }
 
@@ -121,9 +165,9 @@ static void vu_nic_queue_reset(struct nic *n, uint32_t queue, const char *reason
 	uint64_t one = 1;
 
 	vu_errorf(ep, "queue %u broken: %s", queue, reason);
-	if (ep->conn && ep->nic_gen == ep->conn_gen)
+	if (vu_pair_current(ep, vu_pair_of(ep, n)))
 		ep->conn->needs_reset = true;
-	if (ep->conn && queue < NIC_NUM_QUEUES && ep->conn->r[queue].err_fd >= 0 &&
+	if (ep->conn && queue < ep->conn->nrings && ep->conn->r[queue].err_fd >= 0 &&
 	    write(ep->conn->r[queue].err_fd, &one, sizeof(one)) < 0)
 		log_debug("vhost-user %s: error eventfd: %s", ep->cfg.id, strerror(errno));
 }
@@ -148,15 +192,16 @@ static void vu_nic_policy_changed(struct nic *n)
 static void vu_nic_dirty_log_set(struct nic *n, enum nic_result r, const char *error)
 {
 	struct vu_endpoint *ep = n->owner;
+	struct vu_pair *p = vu_pair_of(ep, n);
 	struct vu_conn *c = ep->conn;
 
-	if (!c || ep->nic != n || !c->wait_log)
+	if (!c || p->nic != n || !p->log_pending || !c->wait_log)
 		return;
-	c->log_done = true;
-	c->log_failed = r != NIC_RES_OK && c->log_want && n->log_size == 0;
-	if (c->log_failed) {
-		vu_errorf(ep, "dirty log: %s", error ? error : "failed");
-		log_ratelimited(&ep->msg_rl, LOG_LEVEL_WARN, "vhost-user %s: %s: stopping the worker",
+	p->log_pending = false;
+	if (r != NIC_RES_OK && c->log_want && n->log_size == 0) {
+		c->log_failed = true;
+		vu_errorf(ep, "pair %u: dirty log: %s", n->pair, error ? error : "failed");
+		log_ratelimited(&ep->msg_rl, LOG_LEVEL_WARN, "vhost-user %s: %s: stopping the workers",
 				ep->cfg.id, ep->last_error);
 	}
 	event_active(ep->ev_resume, EV_TIMEOUT, 0);
@@ -170,7 +215,7 @@ static void vu_nic_call_fd_set(struct nic *n, enum nic_result r, const char *err
 	struct vu_conn *c = ep->conn;
 
 	(void)error;
-	if (!c || ep->nic != n || !c->wait_call)
+	if (!c || !c->wait_call || c->wait_pair < 0 || ep->p[c->wait_pair].nic != n)
 		return;
 	if (r != NIC_RES_OK)
 		log_info("vhost-user %s: call fd swap: %s", ep->cfg.id, error ? error : "NIC gone");
@@ -190,15 +235,21 @@ const struct nic_owner_ops vu_nic_owner = {
 	.call_fd_set = vu_nic_call_fd_set,
 };
 
-/* Stop the NIC (the answer to whatever waits follows its reap). */
+/* Stop a pair's NIC (the answer to whatever waits follows its reap). */
+void vu_stop_pair(struct vu_endpoint *ep, unsigned k, uint32_t deadline_ms, const char *why)
+{
+	struct vu_pair *p = &ep->p[k];
+
+	if (!p->nic || p->stopping)
+		return;
+	p->stopping = true;
+	nic_stop(p->nic, deadline_ms, why); /* may call vu_nic_gone at once */
+}
+
 void vu_stop_nic(struct vu_endpoint *ep, uint32_t deadline_ms, const char *why)
 {
-	struct nic *n = ep->nic;
-
-	if (!n || ep->nic_stopping)
-		return;
-	ep->nic_stopping = true;
-	nic_stop(n, deadline_ms, why); /* may call vu_nic_gone at once */
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		vu_stop_pair(ep, k, deadline_ms, why);
 }
 
 static bool vu_ring_ready(const struct vu_conn *c, const struct vu_ring *r)
@@ -214,10 +265,27 @@ static int dup_cloexec(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
-/* Both rings ready, memory set, no NIC: start one. */
-void vu_try_start(struct vu_endpoint *ep)
+/* A pair's tap queue: pair 0's was opened with the endpoint; another's
+ * is added to the multi-queue tap the first time the pair runs. */
+static int vu_pair_tap(struct vu_endpoint *ep, struct vu_pair *p, char *err, size_t errlen)
+{
+	char name[16];
+	int rc;
+
+	if (p->tap_fd >= 0)
+		return 0;
+	rc = tap_open_queues(ep->ifname, ep->cfg.netns, 0, 1, &p->tap_fd, name, NULL, err, errlen);
+	if (rc == 0)
+		p->detached = false;
+	return rc;
+}
+
+/* Pair k's rings ready, memory set, no NIC for it: start one. Returns 0
+ * (started, or nothing to do) or -1 (start_failed set, last_error says). */
+static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 {
 	struct vu_conn *c = ep->conn;
+	struct vu_pair *p = &ep->p[k];
 	struct nic_spec spec;
 	struct nic_queue_spec qs[NIC_NUM_QUEUES];
 	unsigned total;
@@ -225,20 +293,7 @@ void vu_try_start(struct vu_endpoint *ep)
 	unsigned ndups = 0;
 	bool unsealed = false;
 	char err[256];
-	int rc;
-
-	if (!c || ep->nic || c->waiting || ep->removing || ep->shutting_down || !c->features_set ||
-	    c->nreg == 0 || ep->start_failed)
-		return;
-	/* LOG_ALL acked, no log yet (QEMU's device start sends SET_LOG_BASE
-	 * after the rings): a worker now would write pages nobody logs. */
-	if (vu_log_all(c) && c->log_fd < 0)
-		return;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++)
-		if (!vu_ring_ready(c, &c->r[i]))
-			return;
-	if (nic_find(ep->sup, ep->cfg.id))
-		return; /* an earlier NIC of this id is still going away */
+	int rc = -1;
 
 	memset(&spec, 0, sizeof(spec));
 	total = c->nreg + 2 * NIC_NUM_QUEUES + 1 + vu_logging(c);
@@ -248,13 +303,22 @@ void vu_try_start(struct vu_endpoint *ep)
 		vu_errorf(ep, "out of memory");
 		goto out_log;
 	}
+	if (vu_pair_tap(ep, p, err, sizeof(err)) < 0) {
+		vu_errorf(ep, "pair %u: tap queue: %s", k, err);
+		goto out_log;
+	}
+	vu_tap_queue(ep, p, true);
 	snprintf(spec.id, sizeof(spec.id), "%s", ep->cfg.id);
 	spec.id_len = strlen(spec.id);
+	spec.pair = k;
 	memcpy(spec.mac, ep->cfg.mac, 6);
 	spec.mac_len = 6;
 	spec.mtu = c->mtu ? c->mtu : ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
 	spec.features_offered = validate_nic_offered(NIC_BACKEND_TAP_FD);
-	spec.features = c->features & ~((1ull << VU_F_PROTOCOL_FEATURES) | (1ull << VU_F_LOG_ALL));
+	/* What the worker does not serve: the protocol's bits, and MQ (each
+	 * pair's worker is a NIC of one pair). */
+	spec.features = c->features & ~((1ull << VU_F_PROTOCOL_FEATURES) | (1ull << VU_F_LOG_ALL) |
+					(1ull << VIRTIO_NET_F_MQ));
 	spec.policy = ep->cfg.policy;
 	spec.backend = NIC_BACKEND_TAP_FD;
 	for (unsigned i = 0; i < c->nreg; i++)
@@ -271,16 +335,17 @@ void vu_try_start(struct vu_endpoint *ep)
 			goto out_errno;
 	}
 	spec.nregions = c->nreg;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
+	for (unsigned j = 0; j < NIC_NUM_QUEUES; j++) {
+		unsigned i = 2 * k + j;
 		struct vu_ring *r = &c->r[i];
 		uint64_t g[3];
 
 		if (vu_ring_gpas(c, r, g, err, sizeof(err)) < 0) {
-			vu_errorf(ep, "ring %d: %s", i, err);
+			vu_errorf(ep, "ring %u: %s", i, err);
 			goto out_log;
 		}
 		if (r->log && r->log_addr != g[2]) {
-			vu_errorf(ep, "ring %d: log_guest_addr 0x%llx is not the used ring's "
+			vu_errorf(ep, "ring %u: log_guest_addr 0x%llx is not the used ring's "
 				  "guest-physical address 0x%llx", i, (unsigned long long)r->log_addr,
 				  (unsigned long long)g[2]);
 			goto out_log;
@@ -291,19 +356,19 @@ void vu_try_start(struct vu_endpoint *ep)
 			if (r->call_fd < 0)
 				goto out_errno;
 		}
-		qs[i] = (struct nic_queue_spec){ .index = (uint32_t)i, .size = r->num, .desc = g[0],
+		qs[j] = (struct nic_queue_spec){ .index = i, .size = r->num, .desc = g[0],
 						 .avail = g[1], .used = g[2], .avail_idx = r->base,
 						 .polled = r->kick_polled };
 		/* A polled ring: an eventfd nobody writes, as the NIC needs one. */
-		qs[i].kick_fd = dups[ndups++] = r->kick_polled ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
+		qs[j].kick_fd = dups[ndups++] = r->kick_polled ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
 							       : dup_cloexec(r->kick_fd);
-		qs[i].call_fd = dups[ndups++] = dup_cloexec(r->call_fd);
-		if (qs[i].kick_fd < 0 || qs[i].call_fd < 0)
+		qs[j].call_fd = dups[ndups++] = dup_cloexec(r->call_fd);
+		if (qs[j].kick_fd < 0 || qs[j].call_fd < 0)
 			goto out_errno;
 	}
 	spec.queues = qs;
 	spec.nqueues = NIC_NUM_QUEUES;
-	spec.backend_fd = dups[ndups++] = dup_cloexec(ep->tap_fd);
+	spec.backend_fd = dups[ndups++] = dup_cloexec(p->tap_fd);
 	if (spec.backend_fd < 0)
 		goto out_errno;
 	/* A new session while migrating logs from its first write. */
@@ -333,29 +398,31 @@ void vu_try_start(struct vu_endpoint *ep)
 		goto out_log;
 	}
 	ndups = 0; /* adopted */
-	ep->nic_gen = ep->conn_gen;
+	p->gen = ep->conn_gen;
 	/* nic_start may already have failed and freed it (then gone() ran). */
-	ep->nic = nic_find(ep->sup, ep->cfg.id);
-	if (ep->nic && ep->nic->owner != ep)
-		ep->nic = NULL;
-	if (ep->nic) {
-		void *p = mmap(NULL, ep->nic->stats_len, PROT_READ, MAP_SHARED, ep->nic->stats_fd, 0);
+	p->nic = nic_find_pair(ep->sup, ep->cfg.id, k);
+	if (p->nic && p->nic->owner != ep)
+		p->nic = NULL;
+	if (p->nic) {
+		void *pg = mmap(NULL, p->nic->stats_len, PROT_READ, MAP_SHARED, p->nic->stats_fd, 0);
 
-		if (p != MAP_FAILED) {
-			ep->sess_stats = p;
-			ep->sess_stats_len = ep->nic->stats_len;
+		if (pg != MAP_FAILED) {
+			p->sess_stats = pg;
+			p->sess_stats_len = p->nic->stats_len;
 		} else {
 			log_warn("vhost-user %s: stats page: %s: this session's counters will not "
 				 "be kept past it", ep->cfg.id, strerror(errno));
 		}
-		log_info("vhost-user %s: rings ready: starting the worker (%u regions%s)",
-			 ep->cfg.id, c->nreg, unsealed ? ", unsealed memory" : "");
+		log_info("vhost-user %s: pair %u: rings ready: starting its worker (%u regions%s)",
+			 ep->cfg.id, k, c->nreg, unsealed ? ", unsealed memory" : "");
 	}
+	rc = 0;
 	goto out_close;
 
 out_errno:
 	vu_errorf(ep, "duplicating fds: %s", strerror(errno));
 out_log:
+	rc = -1;
 	ep->start_failed = true;
 	c->needs_reset = true;
 	log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
@@ -365,4 +432,30 @@ out_close:
 			close(dups[i]);
 	free(dups);
 	free(spec.regions);
+	return rc;
+}
+
+/* Memory set, features set: start each pair whose rings are ready and
+ * that has no NIC. Pairs run independently: one may start while another
+ * stops, a disabled one stays stopped. */
+void vu_try_start(struct vu_endpoint *ep)
+{
+	struct vu_conn *c = ep->conn;
+
+	if (!c || c->waiting || ep->removing || ep->shutting_down || !c->features_set ||
+	    c->nreg == 0 || ep->start_failed)
+		return;
+	/* LOG_ALL acked, no log yet (QEMU's device start sends SET_LOG_BASE
+	 * after the rings): a worker now would write pages nobody logs. */
+	if (vu_log_all(c) && c->log_fd < 0)
+		return;
+	for (unsigned k = 0; k < ep->max_pairs; k++) {
+		if (ep->p[k].nic || !vu_ring_ready(c, &c->r[2 * k]) ||
+		    !vu_ring_ready(c, &c->r[2 * k + 1]))
+			continue;
+		if (nic_find_pair(ep->sup, ep->cfg.id, k))
+			continue; /* an earlier NIC of this pair is still going away */
+		if (vu_start_pair(ep, k) < 0)
+			return;
+	}
 }

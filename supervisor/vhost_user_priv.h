@@ -57,7 +57,8 @@ struct vu_conn {
 	uint64_t proto;
 	struct vu_region *reg;        /* MEMTABLE_MAX_REGIONS entries */
 	unsigned nreg;
-	struct vu_ring r[NIC_NUM_QUEUES];
+	struct vu_ring *r;            /* nrings = 2 x the endpoint's max_pairs */
+	unsigned nrings;
 	uint64_t status;              /* SET_STATUS: the driver's bits */
 	/* DEVICE_NEEDS_RESET, ORed into GET_STATUS: the device hit an error
 	 * it cannot recover from (a broken queue, a configuration no worker
@@ -68,16 +69,19 @@ struct vu_conn {
 	 * worker logs into it while VHOST_F_LOG_ALL is acked (vu_logging). */
 	int log_fd;
 	uint64_t log_size, log_offset;
-	/* An answer that waits for the worker's reap, or (wait_log) for the
-	 * NIC's dirty_log_set: a log changed under a running worker. */
+	/* An answer that waits: for the reap of one pair's worker
+	 * (wait_pair >= 0) or of every pair's (-1); or (wait_log) for every
+	 * running pair's dirty_log_set, a log changed under running workers;
+	 * or (wait_call) for one pair's call_fd_set. */
 	bool waiting;
 	struct vu_hdr wait_hdr;
 	int wait_ring;                /* GET_VRING_BASE's ring, -1: a REPLY_ACK */
+	int wait_pair;                /* the pair waited for, -1: every pair */
 	bool wait_log;
 	bool log_want;                /* wait_log: logging asked for (not: stopped) */
-	bool log_done, log_failed;    /* dirty_log_set came; the worker could not map it */
+	bool log_failed;              /* a worker could not map it */
 	/* wait_call: the answer to a SET_VRING_CALL on a running ring waits
-	 * for the NIC's call_fd_set (the worker swapped its call fd). */
+	 * for its pair's call_fd_set (the worker swapped its call fd). */
 	bool wait_call;
 	bool call_done;               /* call_fd_set came */
 };
@@ -93,22 +97,43 @@ static inline bool vu_logging(const struct vu_conn *c)
 	return vu_log_all(c) && c->log_fd >= 0;
 }
 
+/* One queue pair of an endpoint (issue 15): a NIC of its own, with its
+ * own worker, tap queue and counters. Ring i belongs to pair i / 2. */
+struct vu_pair {
+	struct nic *nic;              /* running (or stopping); NULL: none */
+	bool stopping;                /* nic_stop asked */
+	unsigned gen;                 /* conn_gen at its start: whose rings it ran */
+	int tap_fd;                   /* its tap queue (owned); -1 until first needed */
+	bool detached;                /* its tap queue is out of the kernel's steering */
+	bool log_pending;             /* a dirty log change waits for its worker */
+	/* Queue counters over the endpoint's life (issue 19): each NIC (a
+	 * worker session: front end, memory table, call fd ...) has its own
+	 * stats page, which a crash restart keeps. The endpoint maps the
+	 * current one read-only and, when the NIC is gone, adds its final
+	 * counters to life[], which status adds to the next NIC's. */
+	const struct stats_page *sess_stats;
+	size_t sess_stats_len;
+	struct stats_queue_snapshot life[NIC_NUM_QUEUES];
+};
+
+/* Queue pairs an endpoint serves (doc/multiqueue.md): GET_QUEUE_NUM
+ * answers twice this (virtqueues). */
+#define VU_PAIRS_DEFAULT 8u
+
 struct vu_endpoint {
 	TAILQ_ENTRY(vu_endpoint) link;
 	struct sup *sup;
 	struct vu_config cfg;
 	char ifname[16];
-	int tap_fd;
 	int listen_fd;
 	struct event *ev_listen;
 	struct event *ev_retry;       /* client: next connect attempt */
 	struct event *ev_resume;      /* after the NIC is gone */
 	uint32_t backoff_ms;
 	struct vu_conn *conn;
-	unsigned conn_gen;            /* connections so far; the NIC's is nic_gen */
-	unsigned nic_gen;
-	struct nic *nic;
-	bool nic_stopping;
+	unsigned conn_gen;            /* connections so far; a pair's NIC's is its gen */
+	struct vu_pair *p;            /* max_pairs entries */
+	unsigned max_pairs;
 	bool start_failed;            /* no new attempt until the front end changes something */
 	bool shutting_down;
 	/* Removal waiting for the NIC. */
@@ -124,15 +149,32 @@ struct vu_endpoint {
 	/* Lines a front end triggers with accepted messages (dirty log
 	 * changes): its own bucket, so it hides no other endpoint's. */
 	struct log_ratelimit msg_rl;
-	/* Queue counters over the endpoint's life (issue 19): each NIC (a
-	 * worker session: front end, memory table, call fd ...) has its own
-	 * stats page, which a crash restart keeps. The endpoint maps the
-	 * current one read-only and, when the NIC is gone, adds its final
-	 * counters to life[], which status adds to the next NIC's. */
-	const struct stats_page *sess_stats;
-	size_t sess_stats_len;
-	struct stats_queue_snapshot life[NIC_NUM_QUEUES];
 };
+
+/* Any pair with a NIC (running or stopping); any running and not stopping. */
+static inline bool vu_any_nic(const struct vu_endpoint *ep)
+{
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		if (ep->p[k].nic)
+			return true;
+	return false;
+}
+
+static inline bool vu_any_running(const struct vu_endpoint *ep)
+{
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		if (ep->p[k].nic && !ep->p[k].stopping)
+			return true;
+	return false;
+}
+
+/* The pair of ring i's NIC, running and not stopping; NULL: none. */
+static inline struct nic *vu_ring_nic(const struct vu_endpoint *ep, unsigned ring)
+{
+	const struct vu_pair *p = &ep->p[ring / 2];
+
+	return p->nic && !p->stopping ? p->nic : NULL;
+}
 
 TAILQ_HEAD(vu_list, vu_endpoint);
 
@@ -158,15 +200,23 @@ static inline void close_fd(int *fd)
 
 /* vhost_user.c */
 void vu_errorf(struct vu_endpoint *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* vu_wait - the answer to m waits (reading stops): for pair's reap (-1:
+ * every pair's), ring (GET_VRING_BASE's, else -1) answered with its base. */
+int vu_wait(struct vu_conn *c, const struct vu_msg *m, int pair, int ring);
 void vu_resume_cb(evutil_socket_t fd, short what, void *arg);
 void vu_conn_open(struct vu_endpoint *ep, int fd);
 void vu_conn_close(struct vu_endpoint *ep, const char *why);
 
 /* vhost_user_nic.c */
 extern const struct nic_owner_ops vu_nic_owner;
+/* vu_stop_nic - stop every pair's worker; vu_stop_pair one pair's. */
 void vu_stop_nic(struct vu_endpoint *ep, uint32_t deadline_ms, const char *why);
+void vu_stop_pair(struct vu_endpoint *ep, unsigned k, uint32_t deadline_ms, const char *why);
 void vu_try_start(struct vu_endpoint *ep);
-void vu_session_stats_unmap(struct vu_endpoint *ep);
+/* vu_tap_queue - a pair's tap queue in (on) or out of the kernel's
+ * steering: out while the guest has the pair disabled (doc/multiqueue.md). */
+void vu_tap_queue(struct vu_endpoint *ep, struct vu_pair *p, bool on);
+void vu_session_stats_unmap(struct vu_pair *p);
 
 /* vhost_user_mem.c */
 int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3], char *err,
@@ -175,15 +225,21 @@ int vu_ring_gpas(const struct vu_conn *c, const struct vu_ring *r, uint64_t g[3]
  * (QEMU grows the log before the table, shrinks it after). */
 int vu_log_covers(const struct vu_region *tab, unsigned count, uint64_t log_size, char *err,
 		  size_t errlen);
-/* vu_live_log - change the running NIC's log to fd (the NIC's own copy;
- * -1: logging stops): the answer to m waits for dirty_log_set (VU_WAIT),
- * or a negative errno with err filled and fd closed. */
+/* vu_live_log - change every running pair's log to fd (borrowed: each NIC
+ * gets its own copy; -1: logging stops): the answer to m waits for their
+ * dirty_log_set (VU_WAIT), or a negative errno with err filled. */
 int vu_live_log(struct vu_conn *c, const struct vu_msg *m, int fd, uint64_t size, uint64_t offset,
 		char *err, size_t errlen);
+/* vu_log_pending - a running pair has not taken the last log change. */
+bool vu_log_pending(const struct vu_endpoint *ep);
 void vu_conn_forget_log(struct vu_conn *c);
 
 /* vhost_user_handlers.c */
+/* vu_reconfigure - a planned restart of every pair (a new memory table,
+ * features, MTU ...); vu_reconfigure_pair of one (its ring disabled, a new
+ * kick fd). VU_WAIT when a worker must be reaped first, else 0. */
 int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why);
+int vu_reconfigure_pair(struct vu_conn *c, const struct vu_msg *m, unsigned k, const char *why);
 void vu_conn_forget_device(struct vu_conn *c);
 
 /* vhost_user_state.c */

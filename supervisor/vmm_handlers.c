@@ -272,17 +272,44 @@ static int cmp_ent(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
-/* One NIC's status, into storage the caller provides. */
+/* One NIC's status, into storage the caller provides: the queues of
+ * every pair that runs (issue 15), up to what libvnic reads. */
+#define STATUS_QUEUES 16
 struct nic_status_buf {
 	Vnic__Vmm__NicStatus ns;
 	char vhost_mode[8];
 	Vnic__Vmm__Policy pol;
-	Vnic__Vmm__QueueStatus qs[NIC_NUM_QUEUES];
-	Vnic__Vmm__QueueStatus *qp[NIC_NUM_QUEUES];
-	struct stats_queue_snapshot snap[NIC_NUM_QUEUES];
-	char names[NIC_NUM_QUEUES][8];
+	Vnic__Vmm__QueueStatus qs[STATUS_QUEUES];
+	Vnic__Vmm__QueueStatus *qp[STATUS_QUEUES];
+	struct stats_queue_snapshot snap[STATUS_QUEUES];
+	char names[STATUS_QUEUES][8];
 	struct admin_status_buf admin;
 };
+
+/* Append the queue rows of NIC n (one pair) to b. */
+static void fill_queues(struct nic *n, struct nic_status_buf *b)
+{
+	for (int i = 0; i < NIC_NUM_QUEUES && b->ns.n_queues < STATUS_QUEUES; i++) {
+		size_t k = b->ns.n_queues;
+		Vnic__Vmm__QueueStatus *q = &b->qs[k];
+		struct stats_queue_snapshot *sn = &b->snap[k];
+
+		nic_read_queue(n, i, sn);
+		vnic__vmm__queue_status__init(q);
+		virtio_net_queue_name(n->q[i].index, b->names[k], sizeof(b->names[k]));
+		q->name = b->names[k];
+		pbconv_queue_counters(sn, q);
+		/* Broken from either source: the page or a QueueBroken message. */
+		q->broken = sn->broken || n->q[i].broken;
+		if (n->q[i].broken)
+			snprintf(sn->broken_reason, sizeof(sn->broken_reason), "%s",
+				 n->q[i].broken_reason);
+		q->broken_reason = sn->broken_reason;
+		b->qp[k] = q;
+		b->ns.n_queues = k + 1;
+	}
+	b->ns.queues = b->qp;
+}
 
 static void fill_status(struct nic *n, struct nic_status_buf *b)
 {
@@ -301,25 +328,8 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.restart_us = n->restart_us;
 	admin_fill_status(n, &b->ns, &b->admin);
 	b->ns.policy_switches = n->policy_switches;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
-		Vnic__Vmm__QueueStatus *q = &b->qs[i];
-		struct stats_queue_snapshot *sn = &b->snap[i];
-
-		nic_read_queue(n, i, sn);
-		vnic__vmm__queue_status__init(q);
-		virtio_net_queue_name(n->q[i].index, b->names[i], sizeof(b->names[i]));
-		q->name = b->names[i];
-		pbconv_queue_counters(sn, q);
-		/* Broken from either source: the page or a QueueBroken message. */
-		q->broken = sn->broken || n->q[i].broken;
-		if (n->q[i].broken)
-			snprintf(sn->broken_reason, sizeof(sn->broken_reason), "%s",
-				 n->q[i].broken_reason);
-		q->broken_reason = sn->broken_reason;
-		b->qp[i] = q;
-	}
-	b->ns.n_queues = NIC_NUM_QUEUES;
-	b->ns.queues = b->qp;
+	b->ns.n_queues = 0;
+	fill_queues(n, b);
 }
 
 /* The vhost-user fields of a row (NicStatus 12-19); an endpoint with no
@@ -383,11 +393,9 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		if (!g->id[0] || !strcmp(g->id, vus[i].id))
 			all[cnt++] = (struct status_ent){ vus[i].id, vus[i].nic, &vus[i] };
 	TAILQ_FOREACH(n, &s->nics, link) {
-		bool is_ep = false;
-
-		for (i = 0; i < nvu; i++)
-			is_ep |= vus[i].nic == n;
-		if (!is_ep && cnt < s->nnics + nvu && (!g->id[0] || !strcmp(g->id, n->id)))
+		/* An endpoint's pairs are in its row. */
+		if (!vu_nic_socket_path(n) && cnt < s->nnics + nvu &&
+		    (!g->id[0] || !strcmp(g->id, n->id)))
 			all[cnt++] = (struct status_ent){ n->id, n, NULL };
 	}
 	if (g->id[0] && cnt == 0) {
@@ -403,8 +411,16 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 			continue;
 		if (all[i].n)
 			fill_status(all[i].n, &bufs[out]);
-		if (all[i].vu)
+		if (all[i].vu) {
+			/* The other pairs' queues, after the first's. */
+			for (unsigned k = 0; all[i].n && k < all[i].vu->npairs; k++) {
+				struct nic *pn = vu_status_pair(all[i].vu, k);
+
+				if (pn && pn != all[i].n)
+					fill_queues(pn, &bufs[out]);
+			}
 			fill_vhost_status(all[i].vu, &bufs[out]);
+		}
 		list[out] = &bufs[out].ns;
 		out++;
 	}

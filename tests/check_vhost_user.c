@@ -72,6 +72,8 @@
 		   (1ull << VU_PROTO_STATUS) | (1ull << VU_PROTO_RARP) | \
 		   (1ull << VU_PROTO_LOG_SHMFD))
 #define F_LOG_ALL (1ull << VU_F_LOG_ALL)
+#define FE_RINGS 4         /* the front end's rings: two queue pairs */
+#define PAIRS_SERVED 8     /* an endpoint's queue pairs (VU_PAIRS_DEFAULT) */
 
 static char netns[64];
 static struct vnicd_proc vd;
@@ -92,8 +94,8 @@ struct fe {
 	int fd;
 	int memfd;
 	uint8_t *mem;            /* our mapping: its address is the "UVA" */
-	int kick[2], call[2];
-	struct vring_drv drv[2];
+	int kick[FE_RINGS], call[FE_RINGS];
+	struct vring_drv drv[FE_RINGS]; /* rings 0..3: two queue pairs (t_two_pairs) */
 };
 
 static uint64_t uva_of(const struct fe *f, uint64_t off)
@@ -207,7 +209,7 @@ static void fe_mem_init(struct fe *f, bool seal)
 		ck_assert_int_eq(fcntl(f->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
 	f->mem = mmap(NULL, MEMFD_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
 	ck_assert_ptr_ne(f->mem, MAP_FAILED);
-	for (int q = 0; q < 2; q++) {
+	for (int q = 0; q < FE_RINGS; q++) {
 		f->kick[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		f->call[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		ck_assert_int_eq(vring_drv_init(&f->drv[q], QS, f->mem + ring_off(q, 0),
@@ -218,7 +220,7 @@ static void fe_mem_init(struct fe *f, bool seal)
 
 static void fe_mem_free(struct fe *f)
 {
-	for (int q = 0; q < 2; q++) {
+	for (int q = 0; q < FE_RINGS; q++) {
 		vring_drv_fini(&f->drv[q]);
 		close(f->kick[q]);
 		close(f->call[q]);
@@ -267,7 +269,8 @@ static void fe_negotiate(struct fe *f)
 	ck_assert_uint_eq(feat & VU_F_TAP_OFFLOADS, VU_F_TAP_OFFLOADS);
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_PROTOCOL_FEATURES), PROTO_ALL);
 	fe_send(f->fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL }, 8, NULL, 0);
-	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_QUEUE_NUM), 2); /* virtqueues: t_queue_num */
+	/* Virtqueues, 2 per pair served: t_queue_num. */
+	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_QUEUE_NUM), 2 * PAIRS_SERVED);
 	ck_assert_uint_eq(fe_get_u64(f->fd, VU_GET_MAX_MEM_SLOTS), 509);
 	fe_send(f->fd, VU_SET_OWNER, 0, NULL, 0, NULL, 0);
 	ck_assert_int_eq(fe_ack_u64(f->fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
@@ -608,7 +611,8 @@ START_TEST(t_bad_messages)
 				 0);
 	}
 	/* Rings: index, size, addresses. */
-	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 2, QS), "ring 2 (no multiqueue)");
+	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 2 * PAIRS_SERVED, QS),
+		    "the ring past the last pair");
 	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 0x10000, QS), "ring 0x10000");
 	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 0, 3), "size 3");
 	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 0, 65536), "size 65536");
@@ -860,7 +864,7 @@ END_TEST
  * get a clear refusal of its first ring past the last, not a hang. */
 START_TEST(t_queue_num)
 {
-	const unsigned pairs_served = 1, p_default = 1;
+	const unsigned pairs_served = PAIRS_SERVED, p_default = 1;
 	struct fe f;
 	uint64_t q;
 	char state[32];
@@ -878,7 +882,7 @@ START_TEST(t_queue_num)
 	ck_assert_uint_gt(q, pairs_served);
 	expect_fail(&f, fe_ack_state(f.fd, VU_SET_VRING_NUM, 2 * pairs_served, QS),
 		    "the first ring past the last pair");
-	ck_assert(log_has("ring 2 does not exist (one queue pair: 0, 1)"));
+	ck_assert(log_has("ring 16 does not exist (8 queue pairs: rings 0..15)"));
 	fe_mem_free(&f);
 	ck_assert_int_eq(ep_pid("vu0", state, sizeof(state)), 0);
 }
@@ -1010,10 +1014,13 @@ static size_t build_frame(uint8_t *b, const char *text)
 }
 
 /* Guest transmits n frames "tag-i" (buffers after BUF_OFF on tx0). */
-static void guest_tx(struct fe *f, const char *tag, int n, unsigned *slot)
+/* TX frames tag-0..n-1 on the TX ring of a pair (ring 1, 3, ...). Buffer
+ * slots: 0..127 for ring 1, 256..383 for ring 3 (RX uses 128..255 and
+ * 384..415). */
+static void guest_tx_ring(struct fe *f, int ring, const char *tag, int n, unsigned *slot)
 {
 	for (int i = 0; i < n; i++) {
-		uint64_t off = BUF_OFF + (uint64_t)(*slot % 128) * BUF_SIZE;
+		uint64_t off = BUF_OFF + (uint64_t)(*slot % 128 + (ring == 3 ? 256 : 0)) * BUF_SIZE;
 		char text[64];
 		struct vring_drv_buf b;
 		void *ck;
@@ -1021,15 +1028,20 @@ static void guest_tx(struct fe *f, const char *tag, int n, unsigned *slot)
 
 		(*slot)++;
 		/* Reclaim what the device returned. */
-		while (vring_drv_get_used(&f->drv[1], &ck, &len) == 1)
+		while (vring_drv_get_used(&f->drv[ring], &ck, &len) == 1)
 			;
 		snprintf(text, sizeof(text), "%s-%d", tag, i);
 		b = (struct vring_drv_buf){ GPA + off, (uint32_t)build_frame(f->mem + off, text),
 					    false };
-		ck_assert_int_ge(vring_drv_add(&f->drv[1], &b, 1, NULL), 0);
-		vring_drv_publish(&f->drv[1]);
-		ck_assert_int_eq(write(f->kick[1], &(uint64_t){ 1 }, 8), 8);
+		ck_assert_int_ge(vring_drv_add(&f->drv[ring], &b, 1, NULL), 0);
+		vring_drv_publish(&f->drv[ring]);
+		ck_assert_int_eq(write(f->kick[ring], &(uint64_t){ 1 }, 8), 8);
 	}
+}
+
+static void guest_tx(struct fe *f, const char *tag, int n, unsigned *slot)
+{
+	guest_tx_ring(f, 1, tag, n, slot);
 }
 
 /* Read what arrived in the netns: exactly the n texts tag-0..n-1, in order. */
@@ -1276,6 +1288,173 @@ START_TEST(t_polled_kick)
 	close(s.rx);
 	close(s.tx);
 	wait_no_worker("vu0");
+	assert_no_leak(with_ep);
+}
+END_TEST
+
+/* The packets counter of queue name (rx1 ...) of an endpoint, 0: none. */
+static uint64_t queue_packets(const char *id, const char *name)
+{
+	struct vnic_status *st = NULL;
+	uint64_t v = 0;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++)
+		for (unsigned j = 0; !strcmp(st->nics[i].id, id) && j < st->nics[i].nqueues; j++)
+			if (!strcmp(st->nics[i].queues[j].name, name))
+				v = st->nics[i].queues[j].packets;
+	vnic_status_free(st);
+	return v;
+}
+
+/* A worker of vnicd's other than the ones given (a second pair's): its
+ * pid, waiting up to 5 s. /proc's children list holds vnicd's. */
+static int other_worker(int not1, int not2)
+{
+	for (int tries = 0; tries < 500; tries++) {
+		char path[64], buf[256];
+		FILE *fp;
+		size_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)vd.pid, (int)vd.pid);
+		fp = fopen(path, "r");
+		n = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+		if (fp)
+			fclose(fp);
+		buf[n] = '\0';
+		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
+			int pid = atoi(t);
+
+			if (pid > 0 && pid != not1 && pid != not2)
+				return pid;
+		}
+		msleep(10);
+	}
+	ck_abort_msg("no second worker within 5 s (log %s)", vd.log);
+	return -1;
+}
+
+static void expect_tap(const char *has)
+{
+	char cmd[160], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "ip -n %s -d link show vut0", netns);
+	for (int tries = 0; tries < 100; tries++) {
+		ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
+		if (strstr(out, has))
+			return;
+		msleep(10);
+	}
+	ck_abort_msg("tap vut0: \"%s\" not in: %s", has, out);
+}
+
+/* Two queue pairs (issue 15): a worker each; TX on both, host->guest
+ * flows spread over both by the multi-queue tap; pair 1's worker killed
+ * and restarted alone while pair 0 moves; GET_VRING_BASE of pair 1's ring
+ * stops pair 1 only; pair 1 disabled takes its tap queue out of the
+ * steering, enabled again puts it back. */
+START_TEST(t_two_pairs)
+{
+	struct fe f;
+	struct ns_socks s;
+	unsigned slot0 = 0, slot1 = 0;
+	int with_ep, pid0, pid1, pid1b;
+	uint64_t v;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	for (int q = 0; q < FE_RINGS; q++)
+		fe_ring(&f, q, 0);
+	for (int q = 0; q < FE_RINGS; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	pid0 = wait_worker("vu0");
+	pid1 = other_worker(pid0, 0);
+	expect_tap("multi_queue numqueues 2 numdisabled 0");
+
+	/* TX on each pair, counted on each. */
+	guest_tx_ring(&f, 1, "p0", 5, &slot0);
+	expect_rx_in_ns(&s, "p0", 5);
+	guest_tx_ring(&f, 3, "p1", 5, &slot1);
+	expect_rx_in_ns(&s, "p1", 5);
+	ck_assert_uint_ge(queue_packets("vu0", "tx0"), 5);
+	ck_assert_uint_ge(queue_packets("vu0", "tx1"), 5);
+
+	/* Host->guest: the tap hashes flows over its queues. Flows (one
+	 * destination port each) until both pairs received; 64 flows all
+	 * on one queue would be a 1 in 2^63 chance, so not finding both is
+	 * a failure, not bad luck. */
+	for (int i = 0; i < 64; i++) {
+		uint64_t off = BUF_OFF + (128 + (uint64_t)i) * BUF_SIZE;
+		struct vring_drv_buf b = { GPA + off, BUF_SIZE, true };
+
+		ck_assert_int_ge(vring_drv_add(&f.drv[0], &b, 1, NULL), 0);
+		if (i < 32) {
+			off = BUF_OFF + (384 + (uint64_t)i) * BUF_SIZE;
+			b = (struct vring_drv_buf){ GPA + off, BUF_SIZE, true };
+			ck_assert_int_ge(vring_drv_add(&f.drv[2], &b, 1, NULL), 0);
+		}
+	}
+	for (int q = 0; q <= 2; q += 2) {
+		vring_drv_publish(&f.drv[q]);
+		ck_assert_int_eq(write(f.kick[q], &(uint64_t){ 1 }, 8), 8);
+	}
+	for (int port = 0; port < 64; port++) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(20000 + port) };
+
+		inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
+		ck_assert_int_eq(sendto(s.tx, "flow", 4, 0, (struct sockaddr *)&a, sizeof(a)), 4);
+		msleep(5);
+		if (queue_packets("vu0", "rx0") && queue_packets("vu0", "rx1"))
+			break;
+	}
+	ck_assert_msg(queue_packets("vu0", "rx0") > 0 && queue_packets("vu0", "rx1") > 0,
+		      "64 flows: rx0 %llu, rx1 %llu packets",
+		      (unsigned long long)queue_packets("vu0", "rx0"),
+		      (unsigned long long)queue_packets("vu0", "rx1"));
+
+	/* Pair 1's worker dies: restarted alone; pair 0 never stops. */
+	ck_assert_int_eq(kill(pid1, SIGKILL), 0);
+	guest_tx_ring(&f, 1, "q0", 5, &slot0);
+	expect_rx_in_ns(&s, "q0", 5);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid0);
+	pid1b = other_worker(pid0, pid1);
+	guest_tx_ring(&f, 3, "q1", 5, &slot1);
+	expect_rx_in_ns(&s, "q1", 5); /* exactly once across the restart */
+
+	/* GET_VRING_BASE of ring 3 stops pair 1 only. */
+	ck_assert_uint_eq(fe_get_base(&f, 3), 10);
+	ck_assert_msg(!st_pid_alive(pid1b), "pair 1's worker %d alive at the answer", pid1b);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid0);
+	guest_tx_ring(&f, 1, "r0", 3, &slot0);
+	expect_rx_in_ns(&s, "r0", 3);
+
+	/* Disabled: its tap queue out of the steering; enabled and kicked
+	 * again: a worker and the queue back. */
+	for (uint32_t q = 2; q < 4; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, q, 0), 0);
+	expect_tap("numqueues 1 numdisabled 1");
+	for (int q = 2; q < 4; q++) {
+		v = (uint64_t)q;
+		ck_assert_int_eq(fe_ack(f.fd, VU_SET_VRING_KICK, &v, sizeof(v), &f.kick[q], 1), 0);
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	}
+	other_worker(pid0, pid1b);
+	expect_tap("numqueues 2 numdisabled 0");
+	guest_tx_ring(&f, 3, "s1", 3, &slot1);
+	expect_rx_in_ns(&s, "s1", 3);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid0);
+
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+	wait_no_worker("vu0");
+	for (int i = 0; i < 500 && st_child_count(vd.pid) > 0; i++)
+		msleep(10);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
 	assert_no_leak(with_ep);
 }
 END_TEST
@@ -2205,6 +2384,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_base_after_kill);
 	tcase_add_test(t, t_polled_kick);
 	tcase_add_test(t, t_queue_num);
+	tcase_add_test(t, t_two_pairs);
 	tcase_add_test(t, t_data_path);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);
