@@ -844,6 +844,22 @@ static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 	}
 }
 
+static void fill_pairs(struct vnic_nic_pairs *d, const Vnic__Vmm__NicStatus *s)
+{
+	memset(d, 0, sizeof(*d));
+	for (size_t i = 0; i < s->n_pairs && i < VNIC_MAX_PAIRS; i++) {
+		const Vnic__Vmm__PairStatus *p = s->pairs[i];
+		struct vnic_pair_status *o = &d->pairs[d->npairs++];
+
+		o->pair = p->pair;
+		o->state = (enum vnic_nic_state)p->state;
+		o->pid = p->pid;
+		o->restarts = p->restarts;
+		o->uptime_s = p->uptime_s;
+		copy_str(o->last_error, sizeof(o->last_error), p->last_error);
+	}
+}
+
 int vnic_status(struct vnic_conn *c, struct vnic_status **ret)
 {
 	struct vnic_status *st;
@@ -862,6 +878,7 @@ int vnic_status(struct vnic_conn *c, struct vnic_status **ret)
 		Vnic__Vmm__VmmMessage *m = NULL;
 		const Vnic__Vmm__StatusReply *sr;
 		struct vnic_nic_status *grown;
+		struct vnic_nic_pairs *grown_pairs;
 		bool more;
 
 		vnic__vmm__request__init(&req);
@@ -888,8 +905,17 @@ int vnic_status(struct vnic_conn *c, struct vnic_status **ret)
 			break;
 		}
 		st->nics = grown;
-		for (size_t i = 0; i < sr->n_nics; i++)
+		grown_pairs = realloc(st->pairs, (st->nnics + sr->n_nics + 1) * sizeof(*st->pairs));
+		if (!grown_pairs) {
+			wire_vmm_free(m);
+			rc = set_err(c, -ENOMEM, "out of memory");
+			break;
+		}
+		st->pairs = grown_pairs;
+		for (size_t i = 0; i < sr->n_nics; i++) {
+			fill_pairs(&st->pairs[st->nnics], sr->nics[i]);
 			fill_nic(&st->nics[st->nnics++], sr->nics[i]);
+		}
 		more = sr->more && sr->n_nics > 0;
 		if (more)
 			copy_str(after, sizeof(after), sr->nics[sr->n_nics - 1]->id);
@@ -910,6 +936,7 @@ struct vnic_status *vnic_status_free(struct vnic_status *st)
 {
 	if (st) {
 		free(st->nics);
+		free(st->pairs);
 		free(st);
 	}
 	return NULL;

@@ -424,9 +424,28 @@ struct vnic_nic_status {
 	uint32_t mtu;
 };
 
+/* One queue pair's worker (issue 15): each pair of a NIC runs its own. */
+#define VNIC_MAX_PAIRS (VNIC_MAX_QUEUES / 2)
+struct vnic_pair_status {
+	uint32_t pair;       /* its queues are rx<pair> and tx<pair> */
+	enum vnic_nic_state state;
+	int32_t pid;         /* 0 when none */
+	uint32_t restarts;
+	uint64_t uptime_s;
+	char last_error[192];
+};
+
+struct vnic_nic_pairs {
+	unsigned npairs;     /* pairs with a worker session, by pair */
+	struct vnic_pair_status pairs[VNIC_MAX_PAIRS];
+};
+
 struct vnic_status {
 	unsigned nnics;
 	struct vnic_nic_status *nics; /* sorted by id */
+	/* Since libvnic 0.2 (issue 15): pairs[i] are nics[i]'s queue pairs;
+	 * nics[i]'s own pid, state and restarts are its first pair's. */
+	struct vnic_nic_pairs *pairs;
 };
 
 /*

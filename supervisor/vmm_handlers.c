@@ -275,8 +275,11 @@ static int cmp_ent(const void *a, const void *b)
 /* One NIC's status, into storage the caller provides: the queues of
  * every pair that runs (issue 15), up to what libvnic reads. */
 #define STATUS_QUEUES 16
+#define STATUS_PAIRS (STATUS_QUEUES / 2)
 struct nic_status_buf {
 	Vnic__Vmm__NicStatus ns;
+	Vnic__Vmm__PairStatus ps[STATUS_PAIRS];
+	Vnic__Vmm__PairStatus *pp[STATUS_PAIRS];
 	char vhost_mode[8];
 	Vnic__Vmm__Policy pol;
 	Vnic__Vmm__QueueStatus qs[STATUS_QUEUES];
@@ -286,9 +289,22 @@ struct nic_status_buf {
 	struct admin_status_buf admin;
 };
 
-/* Append the queue rows of NIC n (one pair) to b. */
+/* Append the pair row and the queue rows of NIC n (one pair) to b. */
 static void fill_queues(struct nic *n, struct nic_status_buf *b)
 {
+	if (b->ns.n_pairs < STATUS_PAIRS) {
+		Vnic__Vmm__PairStatus *p = &b->ps[b->ns.n_pairs];
+
+		vnic__vmm__pair_status__init(p);
+		p->pair = n->pair;
+		p->state = pbconv_state(n->state);
+		p->pid = (int32_t)n->w.pid;
+		p->restarts = n->restarts;
+		p->uptime_s = nic_uptime_s(n);
+		p->last_error = n->last_error;
+		b->pp[b->ns.n_pairs++] = p;
+		b->ns.pairs = b->pp;
+	}
 	for (int i = 0; i < NIC_NUM_QUEUES && b->ns.n_queues < STATUS_QUEUES; i++) {
 		size_t k = b->ns.n_queues;
 		Vnic__Vmm__QueueStatus *q = &b->qs[k];
@@ -329,6 +345,7 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	admin_fill_status(n, &b->ns, &b->admin);
 	b->ns.policy_switches = n->policy_switches;
 	b->ns.n_queues = 0;
+	b->ns.n_pairs = 0;
 	fill_queues(n, b);
 }
 

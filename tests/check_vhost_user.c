@@ -1334,6 +1334,22 @@ static int other_worker(int not1, int not2)
 	return -1;
 }
 
+/* Status's row for pair k of an endpoint: its worker's pid (-1: no row). */
+static int pair_pid(const char *id, uint32_t k)
+{
+	struct vnic_status *st = NULL;
+	int pid = -1;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	ck_assert_ptr_nonnull(st->pairs);
+	for (unsigned i = 0; i < st->nnics; i++)
+		for (unsigned j = 0; !strcmp(st->nics[i].id, id) && j < st->pairs[i].npairs; j++)
+			if (st->pairs[i].pairs[j].pair == k)
+				pid = st->pairs[i].pairs[j].pid;
+	vnic_status_free(st);
+	return pid;
+}
+
 static void expect_tap(const char *has)
 {
 	char cmd[160], out[4096];
@@ -1374,6 +1390,9 @@ START_TEST(t_two_pairs)
 	pid0 = wait_worker("vu0");
 	pid1 = other_worker(pid0, 0);
 	expect_tap("multi_queue numqueues 2 numdisabled 0");
+	/* Status: a row per pair, each with its worker. */
+	ck_assert_int_eq(pair_pid("vu0", 0), pid0);
+	ck_assert_int_eq(pair_pid("vu0", 1), pid1);
 
 	/* TX on each pair, counted on each. */
 	guest_tx_ring(&f, 1, "p0", 5, &slot0);

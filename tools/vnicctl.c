@@ -85,9 +85,10 @@ static void jadd(json_object *o, const char *k, json_object *v)
 	json_object_object_add(o, k, v);
 }
 
-static json_object *json_nic(const struct vnic_nic_status *n)
+static json_object *json_nic(const struct vnic_nic_status *n, const struct vnic_nic_pairs *pr)
 {
 	json_object *o = json_object_new_object(), *qs = json_object_new_array();
+	json_object *ps = json_object_new_array();
 	json_object *pol = json_object_new_object(), *feat = json_object_new_array();
 	char mac[24];
 
@@ -146,6 +147,20 @@ static json_object *json_nic(const struct vnic_nic_status *n)
 		json_object_array_add(qs, jq);
 	}
 	jadd(o, "queues", qs);
+	/* Issue 15: each queue pair's worker (one row for a one-pair NIC). */
+	for (unsigned j = 0; pr && j < pr->npairs; j++) {
+		const struct vnic_pair_status *p = &pr->pairs[j];
+		json_object *jp = json_object_new_object();
+
+		jadd(jp, "pair", json_object_new_int64(p->pair));
+		jadd(jp, "state", json_object_new_string(vnic_nic_state_name(p->state)));
+		jadd(jp, "pid", json_object_new_int(p->pid));
+		jadd(jp, "restarts", json_object_new_int64(p->restarts));
+		jadd(jp, "uptime_s", json_object_new_uint64(p->uptime_s));
+		jadd(jp, "last_error", json_object_new_string(p->last_error));
+		json_object_array_add(ps, jp);
+	}
+	jadd(o, "pairs", ps);
 	if (n->vhost_path[0]) {
 		json_object *vu = json_object_new_object();
 
@@ -189,7 +204,7 @@ static void print_json(const struct vnic_hello_info *hi, const struct vnic_statu
 	json_object *o = json_envelope(hi), *nics = json_object_new_array();
 
 	for (unsigned i = 0; i < st->nnics; i++)
-		json_object_array_add(nics, json_nic(&st->nics[i]));
+		json_object_array_add(nics, json_nic(&st->nics[i], st->pairs ? &st->pairs[i] : NULL));
 	jadd(o, "nics", nics);
 	json_print(o);
 }
@@ -364,6 +379,15 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 		       n->last_error[0] ? clean(n->last_error, b2, sizeof(b2)) : "-");
 		if (detail)
 			print_detail(n);
+		/* Several queue pairs: a line per pair's worker. */
+		for (unsigned j = 0; st->pairs && st->pairs[i].npairs > 1 && j < st->pairs[i].npairs;
+		     j++) {
+			const struct vnic_pair_status *p = &st->pairs[i].pairs[j];
+
+			printf("  pair %-3" PRIu32 " %-17s %8" PRId32 " %9" PRIu64 "s %8" PRIu32 "  %s\n",
+			       p->pair, vnic_nic_state_name(p->state), p->pid, p->uptime_s,
+			       p->restarts, p->last_error[0] ? clean(p->last_error, b2, sizeof(b2)) : "-");
+		}
 		if (n->vhost_path[0])
 			printf("  vhost-user %s %s: %s, %" PRIu64 " connects, %" PRIu64 " messages, %"
 			       PRIu64 " rejected, %" PRIu64 " reconfigs\n",
@@ -392,8 +416,11 @@ static bool keep_only(struct vnic_status *st, const char *id)
 {
 	for (unsigned i = 0; i < st->nnics; i++) {
 		if (!strcmp(st->nics[i].id, id)) {
-			if (i)
+			if (i) {
 				st->nics[0] = st->nics[i];
+				if (st->pairs)
+					st->pairs[0] = st->pairs[i];
+			}
 			st->nnics = 1;
 			return true;
 		}
