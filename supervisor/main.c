@@ -53,6 +53,7 @@ static void usage(FILE *f)
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
 		"             [--inflight=on|off] [--state-dir DIR] [--print-capabilities]\n"
 		"             [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
+		"             [--max-queue-pairs N]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
@@ -68,6 +69,8 @@ static void usage(FILE *f)
 		"                    one more death leaves the NIC FAILED (default %d)\n"
 		"  --inflight=on|off off: no inflight region; a restarted worker may then lose\n"
 		"                    or repeat chains in flight (for measuring its cost; default on)\n"
+		"  --max-queue-pairs N  queue pairs a vhost-user endpoint serves, each with a\n"
+		"                    worker of its own, 1..%u (default %u)\n"
 		"  --state-dir DIR   vhost-user endpoints are saved there and re-created at start\n"
 		"                    (default: \"endpoints\" beside the socket; \"\": not saved)\n"
 		"  --print-capabilities  vhost-user back-end capabilities (JSON), then exit\n"
@@ -75,7 +78,8 @@ static void usage(FILE *f)
 		"                    (default %s when it exists)\n"
 		"  --version         print the version and exit\n",
 		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, UIDRANGE_DEFAULT, SUP_RESTART_WINDOW_MS / 1000,
-		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT, DAEMON_CONF_DEFAULT);
+		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT, NIC_MAX_PAIRS, SUP_PAIRS_DEFAULT,
+		DAEMON_CONF_DEFAULT);
 }
 
 /* Socket activation: systemd (vnicd.socket) or systemd-socket-activate
@@ -380,6 +384,19 @@ static int opt_user(struct sup *s, const char *name)
 	return SUP_GO_ON;
 }
 
+static int opt_max_pairs(struct sup *s, const char *arg)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (!arg[0] || *end || v < 1 || v > NIC_MAX_PAIRS) {
+		fprintf(stderr, "vnicd: --max-queue-pairs %s: use 1..%u\n", arg, NIC_MAX_PAIRS);
+		return 2;
+	}
+	s->max_pairs = (unsigned)v;
+	return SUP_GO_ON;
+}
+
 static int opt_restart_max(struct sup *s, const char *arg)
 {
 	char *end;
@@ -441,6 +458,7 @@ static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
 		s->inflight_off = !strcmp(arg, "off");
 		break;
 	case 'R': return opt_restart_max(s, arg);
+	case 'Q': return opt_max_pairs(s, arg);
 	case 'D': a->state_dir_set = true; s->state_dir = arg[0] ? arg : NULL; break;
 	case 'P': vu_print_capabilities(); return 0;
 	case 'h': usage(stdout); return 0;
@@ -469,6 +487,7 @@ static int parse_args(int argc, char **argv, struct sup *s, struct sup_args *a)
 		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "uid-range", required_argument, NULL, 'U' },
+		{ "max-queue-pairs", required_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, rc;
@@ -644,6 +663,7 @@ int main(int argc, char **argv)
 	s.socket_path = VNICD_DEFAULT_SOCKET;
 	s.listen_fd = -1;
 	s.restart_max = SUP_RESTART_MAX_DEFAULT;
+	s.max_pairs = SUP_PAIRS_DEFAULT;
 	s.worker_path = getenv("VNICD_WORKER");
 	if (!s.worker_path || !s.worker_path[0])
 		s.worker_path = VNICD_WORKER_PATH;

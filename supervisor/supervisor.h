@@ -90,6 +90,9 @@ struct sup_limits {
  * is a death like any other and counts. */
 #define SUP_RESTART_MAX_DEFAULT 5
 #define SUP_RESTART_MAX_LIMIT 64        /* largest --restart-max */
+/* Queue pairs a vhost-user endpoint serves unless --max-queue-pairs says
+ * (doc/multiqueue.md): a pair costs nothing until its rings are set up. */
+#define SUP_PAIRS_DEFAULT 8u
 #define SUP_RESTART_WINDOW_MS 60000
 #define SUP_RESTART_BACKOFF_FIRST_MS 100
 #define SUP_RESTART_BACKOFF_MAX_MS 5000
@@ -367,6 +370,7 @@ struct sup {
 	bool uid_per_nic;
 	struct uidrange uids;
 	unsigned restart_max;         /* --restart-max; 0: never restart */
+	unsigned max_pairs;           /* --max-queue-pairs: a vhost-user endpoint's pairs */
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 #ifdef VNIC_FAULT_INJECTION
 	/* VNIC_FAULT's worker entries, for the first launch of each worker

@@ -237,7 +237,8 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	ep->cfg = *cfg;
 	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
 	ep->listen_fd = -1;
-	ep->max_pairs = VU_PAIRS_DEFAULT;
+	/* GET_QUEUE_NUM answers twice this (virtqueues). */
+	ep->max_pairs = s->max_pairs ? s->max_pairs : SUP_PAIRS_DEFAULT;
 	ep->p = calloc(ep->max_pairs, sizeof(*ep->p));
 	if (!ep->p) {
 		free(ep);

@@ -116,10 +116,6 @@ struct vu_pair {
 	struct stats_queue_snapshot life[NIC_NUM_QUEUES];
 };
 
-/* Queue pairs an endpoint serves (doc/multiqueue.md): GET_QUEUE_NUM
- * answers twice this (virtqueues). */
-#define VU_PAIRS_DEFAULT 8u
-
 struct vu_endpoint {
 	TAILQ_ENTRY(vu_endpoint) link;
 	struct sup *sup;

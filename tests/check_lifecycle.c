@@ -644,6 +644,9 @@ START_TEST(bad_option_values_refused)
 	bad_args("--restart-max", "x");
 	bad_args("--user", "no-such-user-vnic");
 	bad_args("--inflight=sometimes", NULL);
+	bad_args("--max-queue-pairs", "0");
+	bad_args("--max-queue-pairs", "129");
+	bad_args("--max-queue-pairs", "2x");
 }
 END_TEST
 

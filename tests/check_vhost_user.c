@@ -888,6 +888,45 @@ START_TEST(t_queue_num)
 }
 END_TEST
 
+/* --max-queue-pairs: a vnicd serving 2 pairs answers GET_QUEUE_NUM 4 and
+ * refuses ring 4 by name. */
+START_TEST(t_max_queue_pairs)
+{
+	struct vnicd_proc v2;
+	struct vnic_conn *c2;
+	struct vnic_vhost_user_config cfg = { .id = "mq2", .server = true, .tap_name = "vut9",
+					      .netns = netns };
+	char path[120], ifname[32], err[256];
+	struct fe f;
+
+	NEED_PREREQS();
+	st_vnicd_start(&v2, st_worker_path(), "--state-dir", "", "--max-queue-pairs", "2", NULL);
+	c2 = st_connect(&v2);
+	snprintf(path, sizeof(path), "%s/mq2.sock", v2.dir);
+	cfg.path = path;
+	ck_assert_int_eq(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err, sizeof(err)), 0);
+	fe_mem_init(&f, true);
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct timeval tv = { 10, 0 };
+
+		f.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+		ck_assert_int_eq(connect(f.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		setsockopt(f.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	fe_send(f.fd, VU_SET_PROTOCOL_FEATURES, 0, &(uint64_t){ PROTO_ALL }, 8, NULL, 0);
+	ck_assert_uint_eq(fe_get_u64(f.fd, VU_GET_QUEUE_NUM), 4);
+	ck_assert_int_gt(fe_ack_state(f.fd, VU_SET_VRING_NUM, 4, QS), 0);
+	ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_NUM, 3, QS), 0);
+	fe_mem_free(&f);
+	ck_assert_int_eq(vnic_remove_endpoint(c2, "mq2", 0, NULL), 0);
+	vnic_close(c2);
+	st_vnicd_stop(&v2);
+	st_rmdir(v2.dir);
+}
+END_TEST
+
 /* A request vnicd has no row for whose answer the spec makes mandatory:
  * the front end waits for that answer without NEED_REPLY, so vnicd
  * answers "failed" in the request's own reply type, or closes. None may
@@ -2404,6 +2443,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_polled_kick);
 	tcase_add_test(t, t_queue_num);
 	tcase_add_test(t, t_two_pairs);
+	tcase_add_test(t, t_max_queue_pairs);
 	tcase_add_test(t, t_data_path);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);
