@@ -547,6 +547,22 @@ static void vmm_admin_policy_set(struct nic *n, enum nic_result res, const char 
 		vmm_conn_reply_error(c, n->policy_req, pbconv_result(res), "%s", error ? error : "");
 }
 
+/* The NIC's other queue pairs (issue 15: a worker each) take the policy
+ * too; the request's answer follows the first's PolicySet. A pair that
+ * cannot take it now (stopping, starting) gets it at its next start, from
+ * its owner (vhost-user keeps the endpoint's policy). */
+static void set_policy_other_pairs(struct sup *s, const struct nic *first,
+				   const struct vnic_policy *p)
+{
+	struct nic *o;
+	char err[128];
+
+	TAILQ_FOREACH(o, &s->nics, link)
+		if (o != first && !strcmp(o->id, first->id) &&
+		    nic_set_policy(o, p, 0, 0, err, sizeof(err)) < 0)
+			log_info("nic %s: pair %u: policy not applied now: %s", o->id, o->pair, err);
+}
+
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__SetPolicy *sp = r->set_policy;
@@ -571,6 +587,8 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	}
 	nic_policy_resolve(&p);
 	rc = nic_set_policy(n, &p, r->request_id, admin ? c->id : 0, err, sizeof(err));
+	if (rc >= 0)
+		set_policy_other_pairs(c->sup, n, &p);
 	if (rc < 0) {
 		vmm_conn_reply_error(c, r->request_id,
 				     rc == -EBUSY || rc == -EAGAIN

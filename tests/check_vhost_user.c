@@ -1373,6 +1373,29 @@ static int other_worker(int not1, int not2)
 	return -1;
 }
 
+/* How many times vnicd's log holds line (up to 1 s for want of them). */
+static int log_count(const char *line, int want)
+{
+	int n = 0;
+
+	for (int i = 0; i < 100; i++) {
+		static char buf[1 << 20];
+		FILE *fp = fopen(vd.log, "r");
+		size_t len = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+
+		if (fp)
+			fclose(fp);
+		buf[len] = '\0';
+		n = 0;
+		for (const char *p = buf; (p = strstr(p, line)); p++)
+			n++;
+		if (n >= want)
+			break;
+		usleep(10000);
+	}
+	return n;
+}
+
 /* Status's row for pair k of an endpoint: its worker's pid (-1: no row). */
 static int pair_pid(const char *id, uint32_t k)
 {
@@ -1432,6 +1455,13 @@ START_TEST(t_two_pairs)
 	/* Status: a row per pair, each with its worker. */
 	ck_assert_int_eq(pair_pid("vu0", 0), pid0);
 	ck_assert_int_eq(pair_pid("vu0", 1), pid1);
+	/* A SetPolicy reaches both pairs' workers (each logs what it took). */
+	{
+		struct vnic_policy pol = { .mode = VNIC_MITIGATION_TIMER, .timer_us = 300 };
+
+		ck_assert_int_eq(vnic_set_policy(ctl, "vu0", &pol), 0);
+		ck_assert_int_eq(log_count("nic vu0: policy timer,", 2), 2);
+	}
 
 	/* TX on each pair, counted on each. */
 	guest_tx_ring(&f, 1, "p0", 5, &slot0);
