@@ -97,8 +97,10 @@ static void hello(unsigned min, unsigned max)
 enum be { BE_SOCKET, BE_TAP, BE_TAP_FD };
 
 /* AddNic as libvnic sends it: one 64 KiB region at gpa 0, rx0 and tx0
- * of 256 entries inside it. fds: region, kick/call x2, backend. */
-static void add_nic(const char *id, enum be be, unsigned kind)
+ * of 256 entries inside it. fds: region, kick/call x2, backend. @mut, when
+ * set, changes the request before it is packed (the rejected cases). */
+static void add_nic_mut(const char *id, enum be be, unsigned kind,
+			void (*mut)(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p))
 {
 	static uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 	Vnic__Vmm__Request r;
@@ -109,9 +111,11 @@ static void add_nic(const char *id, enum be be, unsigned kind)
 	Vnic__Vmm__TapBackend tap;
 	Vnic__Vmm__SocketBackend sock;
 	Vnic__Vmm__TapFdBackend tapfd;
+	Vnic__Vmm__Policy pol;
 
 	vnic__vmm__request__init(&r);
 	vnic__vmm__add_nic__init(&a);
+	vnic__vmm__policy__init(&pol);
 	vnic__vmm__mem_region__init(&reg);
 	vnic__vmm__backend__init(&b);
 	r.version = VERSION;
@@ -149,9 +153,140 @@ static void add_nic(const char *id, enum be be, unsigned kind)
 		b.socket = &sock;
 	}
 	a.backend = &b;
+	if (mut) {
+		a.policy = &pol;
+		mut(&a, &pol);
+	}
 	r.body_case = VNIC__VMM__REQUEST__BODY_ADD_NIC;
 	r.add_nic = &a;
 	rec(be == BE_TAP ? 5 : 6, kind, &r);
+}
+
+static void add_nic(const char *id, enum be be, unsigned kind)
+{
+	add_nic_mut(id, be, kind, NULL);
+}
+
+/* AddNic rejections, one field each (validate_nic_spec's order). */
+static void m_id_long(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->id = "a-nic-id-far-longer-than-the-sixty-four-bytes-that-vnicd-allows-for-one";
+}
+static void m_mac_short(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->mac.len = 5;
+}
+static void m_mac_multicast(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	static uint8_t mc[6] = { 0x01, 0x00, 0x5e, 0, 0, 1 };
+
+	(void)p;
+	a->mac.data = mc;
+}
+static void m_mtu(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->mtu = 20;
+}
+static void m_features(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->features_acked = VERSION_1_BIT | (1ull << 34); /* RING_PACKED, not offered */
+}
+static void m_no_version1(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->features_offered = a->features_acked = 0;
+}
+static void m_queue_index(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->queues[1]->index = 0x10001;
+}
+static void m_queue_size(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->queues[0]->size = 3;
+}
+static void m_ring_outside(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->queues[1]->used_gpa = 65536 - 8;
+}
+static void m_avail_idx(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->queues[0]->avail_idx = 0x10000;
+}
+static void m_region_size(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->regions[0]->size = UINT64_MAX - 4095;
+}
+static void m_policy_mode(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)a;
+	p->mode = 9;
+}
+static void m_policy_timer(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)a;
+	p->mode = VNIC__VMM__MITIGATION__MITIGATION_TIMER;
+	p->timer_us = 1;
+}
+static void m_policy_budget(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)a;
+	p->budget_packets = 1u << 30;
+}
+
+/* SetPolicy with every field as given. */
+static void set_policy_p(const char *id, const Vnic__Vmm__Policy *pol)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__SetPolicy sp;
+	Vnic__Vmm__Policy p = *pol;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__set_policy__init(&sp);
+	r.version = VERSION;
+	sp.id = (char *)id;
+	sp.policy = &p;
+	r.body_case = VNIC__VMM__REQUEST__BODY_SET_POLICY;
+	r.set_policy = &sp;
+	rec(0, 0, &r);
+}
+
+/* Each of validate_policy's refusals, then a good one. */
+static void bad_policies(const char *id)
+{
+	static const struct {
+		unsigned mode, timer_us, poll_us, latency_us, safety_pct, max_window, pkts, bytes;
+	} bad[] = {
+		{ 9, 0, 0, 0, 0, 0, 0, 0 },         { 1, 1, 0, 0, 0, 0, 0, 0 },
+		{ 1, 100000000, 0, 0, 0, 0, 0, 0 }, { 4, 0, 100000000, 0, 0, 0, 0, 0 },
+		{ 3, 0, 0, 1, 0, 0, 0, 0 },         { 3, 0, 0, 100000000, 0, 0, 0, 0 },
+		{ 3, 0, 0, 0, 1, 0, 0, 0 },         { 3, 0, 0, 0, 250, 0, 0, 0 },
+		{ 3, 0, 0, 0, 0, 1u << 30, 0, 0 },  { 2, 0, 0, 0, 0, 0, 1u << 30, 0 },
+		{ 2, 0, 0, 0, 0, 0, 0, 1u << 31 },  { 1, 200, 0, 0, 0, 0, 64, 65536 },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		Vnic__Vmm__Policy p;
+
+		vnic__vmm__policy__init(&p);
+		p.mode = bad[i].mode;
+		p.timer_us = bad[i].timer_us;
+		p.poll_us = bad[i].poll_us;
+		p.latency_us = bad[i].latency_us;
+		p.safety_pct = bad[i].safety_pct;
+		p.max_window = bad[i].max_window;
+		p.budget_packets = bad[i].pkts;
+		p.budget_bytes = bad[i].bytes;
+		set_policy_p(id, &p);
+	}
 }
 
 static void remove_nic(const char *id)
@@ -263,7 +398,7 @@ static void set_policy(const char *id, Vnic__Vmm__Mitigation mode)
 	rec(0, 0, &r);
 }
 
-static void set_dirty_log(const char *id, uint64_t size)
+static void set_dirty_log_full(const char *id, uint64_t size, uint64_t offset, unsigned nfds)
 {
 	Vnic__Vmm__Request r;
 	Vnic__Vmm__SetDirtyLog d;
@@ -273,9 +408,15 @@ static void set_dirty_log(const char *id, uint64_t size)
 	r.version = VERSION;
 	d.id = (char *)id;
 	d.size = size;
+	d.offset = offset;
 	r.body_case = VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG;
 	r.set_dirty_log = &d;
-	rec(size ? 1 : 0, 0, &r);
+	rec(nfds, 0, &r);
+}
+
+static void set_dirty_log(const char *id, uint64_t size)
+{
+	set_dirty_log_full(id, size, 0, size ? 1 : 0);
 }
 
 static void set_log_level(const char *level)
@@ -292,8 +433,10 @@ static void set_log_level(const char *level)
 	rec(0, 0, &r);
 }
 
-static void add_vhost_user(const char *id, const char *path, int server)
+static void add_vhost_user_full(const char *id, const char *path, int server, const char *tapname,
+				const char *netns, unsigned maclen, unsigned mtu)
 {
+	static uint8_t mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
 	Vnic__Vmm__Request r;
 	Vnic__Vmm__AddVhostUser v;
 	Vnic__Vmm__TapBackend tap;
@@ -302,14 +445,23 @@ static void add_vhost_user(const char *id, const char *path, int server)
 	vnic__vmm__add_vhost_user__init(&v);
 	vnic__vmm__tap_backend__init(&tap);
 	r.version = VERSION;
-	tap.name = "vnicfzvu0";
+	tap.name = (char *)tapname;
+	tap.netns = (char *)netns;
 	v.id = (char *)id;
 	v.path = (char *)path;
 	v.server = server;
 	v.tap = &tap;
+	v.mac.data = mac;
+	v.mac.len = maclen;
+	v.mtu = mtu;
 	r.body_case = VNIC__VMM__REQUEST__BODY_ADD_VHOST_USER;
 	r.add_vhost_user = &v;
 	rec(0, 0, &r);
+}
+
+static void add_vhost_user(const char *id, const char *path, int server)
+{
+	add_vhost_user_full(id, path, server, "vnicfzvu0", "", 0, 0);
 }
 
 static void remove_endpoint(const char *id)
@@ -366,5 +518,46 @@ int main(int argc, char **argv)
 		save(d, "get-status-paged");
 	hello(1, 1), remove_nic_version("n0", 2), save(d, "remove-nic-wrong-version");
 	hello(1, 1), no_body(), reply(), save(d, "request-without-body-and-a-reply");
+	/* Rejections, one field each (issue 18: fuzz_cov.sh showed them
+	 * unreached). */
+	{
+		static const struct {
+			const char *name;
+			void (*mut)(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p);
+		} m[] = {
+			{ "add-nic-id-too-long", m_id_long },
+			{ "add-nic-mac-short", m_mac_short },
+			{ "add-nic-mac-multicast", m_mac_multicast },
+			{ "add-nic-mtu-20", m_mtu },
+			{ "add-nic-feature-not-offered", m_features },
+			{ "add-nic-no-version-1", m_no_version1 },
+			{ "add-nic-queue-index-0x10001", m_queue_index },
+			{ "add-nic-queue-size-3", m_queue_size },
+			{ "add-nic-ring-outside-memory", m_ring_outside },
+			{ "add-nic-avail-idx-0x10000", m_avail_idx },
+			{ "add-nic-region-size-overflows", m_region_size },
+			{ "add-nic-policy-mode-9", m_policy_mode },
+			{ "add-nic-policy-timer-1us", m_policy_timer },
+			{ "add-nic-policy-budget", m_policy_budget },
+		};
+
+		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+			hello(1, 1), add_nic_mut("n0", BE_SOCKET, 0, m[i].mut), save(d, m[i].name);
+	}
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), bad_policies("n0"), save(d, "set-policy-refused");
+	hello(1, 1), bad_policies("nothere"), save(d, "set-policy-no-nic");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), set_dirty_log_full("n0", 1ull << 31, 0, 1),
+		set_dirty_log_full("n0", 4096, UINT64_MAX - 100, 1),
+		set_dirty_log_full("n0", 4096, 0, 0), set_dirty_log_full("n0", 0, 0, 1),
+		set_dirty_log_full("nothere", 4096, 0, 1), set_dirty_log_full("n0", 4096, 8192, 1),
+		save(d, "set-dirty-log-refused");
+	hello(1, 1), add_vhost_user_full("vu0", "relative.sock", 1, "vnicfzvu0", "", 0, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "bad name!", "", 0, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfzvu0", "../ns", 0, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfzvu0", "", 5, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfzvu0", "", 6, 20),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfzvu0", "", 6, 9000),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu1.sock", 0, "vnicfzvu1", "", 0, 0),
+		remove_endpoint("vu0"), save(d, "add-vhost-user-refused");
 	return 0;
 }
