@@ -143,9 +143,9 @@ static int tap_open_here(const char *name, uint64_t features, unsigned nq, bool 
 	snprintf(ifname, sizeof(ifname), "%s", name);
 	for (i = 0; i < nq; i++) {
 		rc = tap_attach_fd(ifname, features, mq, &fds[i], err, errlen);
-		if (rc == -EINVAL && mq && i == 0 && ifname[0] && tap_delete_single(ifname) == 0) {
-			if (recreated)
-				*recreated = true;
+		if (rc == -EINVAL && mq && i == 0 && ifname[0] && recreated &&
+		    tap_delete_single(ifname) == 0) {
+			*recreated = true;
 			rc = tap_attach_fd(ifname, features, mq, &fds[i], err, errlen);
 		}
 		if (rc)

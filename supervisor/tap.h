@@ -42,9 +42,10 @@ int tap_open(const char *name, const char *netns, uint64_t features,
  * (1..TAP_MAX_QUEUES) in @fds: the first TUNSETIFF creates the interface
  * or attaches to it, each further one adds a queue. A multi-queue tap
  * also takes more queues later: call it again with the name. A persistent
- * single-queue tap of that name (an older vnicd's) refuses the flag; it is
- * deleted and made again, and *recreated (may be NULL) says so: its
- * addresses and routes are gone with it.
+ * single-queue tap of that name (an older vnicd's) refuses the flag: with
+ * @recreated (a tap vnicd owns) it is deleted and made again, and
+ * *recreated says so (its addresses and routes are gone with it); with
+ * NULL (someone else's tap, a VMM's) the open fails and the tap stays.
  * Returns: 0; or a negative errno with err filled and no fd left open.
  */
 int tap_open_queues(const char *name, const char *netns, uint64_t features, unsigned nq,

@@ -131,8 +131,12 @@ START_TEST(t_recreate_single)
 		ck_assert_int_eq(ioctl(old, TUNGETIFF, &ifr), 0); /* still attached */
 		ck_assert_str_eq(ifr.ifr_name, "vnq1");
 	}
-	/* Let go (persistent, no fd): recreated as a multi-queue tap. */
+	/* Let go (persistent, no fd): without leave to recreate it (a tap
+	 * vnicd does not own), refused and left; with it, made again. */
 	close(old);
+	ck_assert_int_lt(tap_open_queues("vnq1", netns, 0, 2, fds, name, NULL, err, sizeof(err)),
+			 0);
+	expect_link("vnq1", "persist on");
 	ck_assert_int_eq(tap_open_queues("vnq1", netns, 0, 2, fds, name, &recreated, err,
 					 sizeof(err)), 0);
 	ck_assert(recreated);
