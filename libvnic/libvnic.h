@@ -143,7 +143,7 @@ struct vnic_region {
 
 /* One virtqueue, as the guest driver set it up (spec 2.7). */
 struct vnic_queue {
-	uint32_t index;  /* 0 = rx0, 1 = tx0 */
+	uint32_t index;  /* 0 = rx0, 1 = tx0, 2 = rx1 ... */
 	uint32_t size;   /* power of 2, <= 32768 */
 	uint64_t desc_gpa, avail_gpa, used_gpa;
 	uint32_t avail_idx; /* first avail index to consume (usually 0) */
@@ -183,7 +183,8 @@ struct vnic_nic_config {
 	uint64_t features_acked;    /* the subset the guest driver acked; VERSION_1 required */
 	unsigned nregions;
 	const struct vnic_region *regions;
-	unsigned nqueues;           /* 2: rx0 and tx0 */
+	unsigned nqueues;           /* 2 per queue pair: rx0, tx0, rx1, tx1 ... (issue 15:
+				     * several pairs need a tap by name, a worker each) */
 	const struct vnic_queue *queues;
 	enum vnic_backend backend;
 	const char *tap_name;       /* TAP: interface name or NULL/"" for tapN */

@@ -689,8 +689,13 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 			return rc;
 	}
 	if (spec->backend == NIC_BACKEND_TAP) {
-		rc = tap_open(spec->tap_name, spec->netns, spec->features, &n->backend_fd,
-			      n->ifname, err, errlen);
+		/* A pair of several: a queue of a multi-queue tap (one that
+		 * someone else made single-queue is refused, not remade). */
+		rc = spec->tap_multi
+			     ? tap_open_queues(spec->tap_name, spec->netns, spec->features, 1,
+					       &n->backend_fd, n->ifname, NULL, err, errlen)
+			     : tap_open(spec->tap_name, spec->netns, spec->features, &n->backend_fd,
+					n->ifname, err, errlen);
 		if (rc)
 			return rc;
 	} else if (spec->backend == NIC_BACKEND_TAP_FD) {

@@ -418,6 +418,9 @@ void vmm_handle_remove_endpoint(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 				struct wire_fds *fds);
 /* The control channel as a NIC owner (n->owner is the vmm_conn). */
 extern const struct nic_owner_ops vmm_nic_owner;
+/* vmm_pair_groups_drop - forget c's requests over several queue pairs
+ * (AddNic, RemoveNic) that wait for their pairs: c is going away. */
+void vmm_pair_groups_drop(const struct vmm_conn *c);
 
 /* nic.c */
 /* nic_find - a NIC with that id (of a device with several queue pairs,

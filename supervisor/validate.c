@@ -343,6 +343,33 @@ int validate_backend_socket(int fd, char *err, size_t errlen)
 	return 0;
 }
 
+int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *ret_npairs,
+		       char *err, size_t errlen)
+{
+	bool seen[2 * NIC_MAX_PAIRS] = { false };
+
+	if (max_pairs > NIC_MAX_PAIRS)
+		max_pairs = NIC_MAX_PAIRS;
+	if (s->nqueues < 4 || s->nqueues % 2 || s->nqueues > 2 * max_pairs)
+		return fail(err, errlen, -EINVAL, "%u queues: several queue pairs are 4..%u queues, "
+			    "rx/tx pairs", s->nqueues, 2 * max_pairs);
+	for (unsigned i = 0; i < s->nqueues; i++) {
+		uint32_t idx = s->queues[i].index;
+
+		if (idx >= s->nqueues)
+			return fail(err, errlen, -EINVAL, "queue index %u is out of range (0..%u)", idx,
+				    s->nqueues - 1);
+		if (seen[idx])
+			return fail(err, errlen, -EINVAL, "queue index %u given twice", idx);
+		seen[idx] = true;
+	}
+	if (s->backend != NIC_BACKEND_TAP)
+		return fail(err, errlen, -EINVAL, "%u queue pairs need a tap by name: a socket or a "
+			    "tap fd serves one pair", s->nqueues / 2);
+	*ret_npairs = s->nqueues / 2;
+	return 0;
+}
+
 int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 {
 	char sub[200];

@@ -68,6 +68,8 @@ struct nic_spec {
 	struct memtable_region_desc *regions; /* nregions, borrowed */
 	uint32_t pair;               /* the queue pair this NIC serves (issue 15): its
 				      * queues are virtqueues 2 x pair, 2 x pair + 1 */
+	bool tap_multi;              /* backend TAP, one pair of several: a queue of a
+				      * multi-queue tap */
 	unsigned nqueues;
 	struct nic_queue_spec *queues;        /* nqueues, borrowed */
 	enum nic_backend_type backend;
@@ -141,6 +143,17 @@ int validate_backend_socket(int fd, char *err, size_t errlen);
  * Returns: 0, or -EINVAL / -EBADF / -E2BIG / -ENOTSUP with err filled.
  */
 int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen);
+
+/*
+ * validate_nic_pairs - an AddNic of several queue pairs (issue 15), before
+ * it is split into one spec per pair (each then passes validate_nic_spec):
+ * an even number of queues, 4..2 x max_pairs, each index 0..nqueues-1
+ * given once, and a tap by name as the backend (a socket or a VMM's tap
+ * fd serves one pair).
+ * Returns: 0 and *ret_npairs, or -EINVAL with err filled.
+ */
+int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *ret_npairs,
+		       char *err, size_t errlen);
 
 /* validate_dirty_log - a dirty log from a front end (issue 14): size in
  * 1..VALIDATE_LOG_MAX, offset + size without overflow, fd a regular file on

@@ -80,6 +80,7 @@ struct vmm_conn *vmm_conn_free(struct vmm_conn *c)
 	/* NICs of this connection are stopped, not abandoned (DESIGN
 	 * "VMM disconnect"). */
 	nic_detach_owner(c->sup, c);
+	vmm_pair_groups_drop(c);
 	if (c->ev_read)
 		event_free(c->ev_read);
 	if (c->ev_write)

@@ -16,9 +16,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "admin.h"
@@ -79,6 +81,286 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 
 
 
+/* May connection c add a NIC of id holding nfds fds now? Answers req when
+ * not: the id taken (by an endpoint, or a NIC, maybe still stopping),
+ * vnicd shutting down, or a budget spent (issue 11). */
+static bool add_nic_admissible(struct vmm_conn *c, uint64_t req, const char *id, unsigned nfds)
+{
+	struct sup *s = c->sup;
+	struct nic *old = nic_find(s, id);
+	char err[256];
+
+	if (vu_endpoint_exists(s, id)) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+				     "a vhost-user endpoint with id \"%s\" exists", id);
+		return false;
+	}
+	/* An id still stopping is taken until its RemoveNic (or disconnect)
+	 * completes: its worker may still map memory. */
+	if (old && old->state == NIC_STOPPING) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+				     "a NIC with id \"%s\" exists and is still stopping; retry once "
+				     "it is gone", id);
+		return false;
+	}
+	if (old) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
+				     "a NIC with id \"%s\" exists (%s)", id, nic_state_name(old->state));
+		return false;
+	}
+	if (s->shutting_down) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "vnicd is shutting down");
+		return false;
+	}
+	if (sup_budget_check(s, c, nfds, err, sizeof(err)) < 0) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED, "%s", err);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------ queue pairs */
+
+/*
+ * A NIC of several queue pairs (issue 15, doc/multiqueue.md) is a struct
+ * nic per pair, each with the NIC's id and a worker of its own. One AddNic
+ * or RemoveNic for all of them gets one answer, once every pair was heard
+ * from; the requests waiting so are kept here, by connection and request
+ * id, and dropped with their connection.
+ */
+enum pg_kind {
+	PG_ADD,        /* AddNic: every pair's added() */
+	PG_ADD_FAILED, /* AddNic where a pair failed: the others' reap, then the answer */
+	PG_REMOVE,     /* RemoveNic: every pair's removed() */
+};
+
+struct pair_group {
+	struct pair_group *next;
+	const struct vmm_conn *conn;
+	uint64_t req;
+	enum pg_kind kind;
+	unsigned left;               /* pairs not heard from */
+	char id[VALIDATE_ID_MAX + 1];
+	int32_t pid0;                /* pair 0's worker, for AddNicReply */
+	Vnic__Vmm__Status code;      /* the first failure's, or OK */
+	char error[200];
+	struct timespec t0;          /* RemoveNic received */
+	size_t nq;                   /* final indices so far (RemoveNic) */
+	Vnic__Vmm__QueueIndex qi[2 * NIC_MAX_PAIRS];
+};
+static struct pair_group *pair_groups;
+
+static struct pair_group *pg_find(const struct vmm_conn *c, uint64_t req)
+{
+	for (struct pair_group *g = pair_groups; g; g = g->next)
+		if (g->conn == c && g->req == req)
+			return g;
+	return NULL;
+}
+
+static struct pair_group *pg_new(const struct vmm_conn *c, uint64_t req, enum pg_kind kind,
+				 const char *id, unsigned left)
+{
+	struct pair_group *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->conn = c;
+	g->req = req;
+	g->kind = kind;
+	g->left = left;
+	g->code = VNIC__VMM__STATUS__STATUS_OK;
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	clock_gettime(CLOCK_MONOTONIC, &g->t0);
+	g->next = pair_groups;
+	pair_groups = g;
+	return g;
+}
+
+static void pg_free(struct pair_group *g)
+{
+	for (struct pair_group **p = &pair_groups; *p; p = &(*p)->next)
+		if (*p == g) {
+			*p = g->next;
+			break;
+		}
+	free(g);
+}
+
+void vmm_pair_groups_drop(const struct vmm_conn *c)
+{
+	struct pair_group **p = &pair_groups;
+
+	while (*p) {
+		struct pair_group *g = *p;
+
+		if (g->conn == c) {
+			*p = g->next;
+			free(g);
+		} else {
+			p = &g->next;
+		}
+	}
+}
+
+static void pg_fail(struct pair_group *g, Vnic__Vmm__Status code, uint32_t pair, const char *error)
+{
+	if (g->code != VNIC__VMM__STATUS__STATUS_OK)
+		return;
+	g->code = code;
+	snprintf(g->error, sizeof(g->error), "pair %u: %s", pair, error ? error : "failed");
+}
+
+/* Stop NIC n for request req as a RemoveNic does: the reply (or the
+ * group's) follows its reap, or comes at once with no worker. */
+static void stop_for(struct nic *n, uint64_t req, uint32_t ms, const char *why)
+{
+	n->remove_pending = true;
+	n->remove_req = req;
+	clock_gettime(CLOCK_MONOTONIC, &n->remove_t0);
+	if (n->w.pid == 0) {
+		/* FAILED, or RESTARTING between two workers: no process maps
+		 * the memory now, so the answer can come at once, once vnicd
+		 * holds none of the NIC's fds either (guarantee 1). */
+		nic_close_vmm_fds(n);
+		nic_notify_removed(n, NIC_RES_OK, NULL);
+	}
+	nic_stop(n, ms, why);
+}
+
+/* Every pair's added() came. All OK: the answer. One failed: the others
+ * are stopped first, and the answer follows their reap. */
+static void pg_add_done(struct vmm_conn *c, struct pair_group *g)
+{
+	struct nic *list[NIC_MAX_PAIRS], *n;
+	unsigned cnt = 0;
+
+	if (g->code == VNIC__VMM__STATUS__STATUS_OK) {
+		Vnic__Vmm__Reply rep;
+		Vnic__Vmm__AddNicReply ar;
+
+		vnic__vmm__reply__init(&rep);
+		vnic__vmm__add_nic_reply__init(&ar);
+		ar.id = g->id;
+		ar.pid = g->pid0;
+		rep.body_case = VNIC__VMM__REPLY__BODY_ADD_NIC;
+		rep.add_nic = &ar;
+		vmm_conn_reply(c, &rep, g->req, g->code, NULL);
+		pg_free(g);
+		return;
+	}
+	TAILQ_FOREACH(n, &c->sup->nics, link)
+		if (n->owner == c && !strcmp(n->id, g->id) && cnt < NIC_MAX_PAIRS &&
+		    n->state != NIC_STOPPING)
+			list[cnt++] = n;
+	g->kind = PG_ADD_FAILED;
+	g->left = cnt;
+	if (cnt == 0) {
+		vmm_conn_reply_error(c, g->req, g->code, "nic %s: %s", g->id, g->error);
+		pg_free(g);
+		return;
+	}
+	for (unsigned i = 0; i < cnt; i++)
+		stop_for(list[i], g->req, SUP_STOP_DEFAULT_MS, "AddNic failed on another pair");
+}
+
+/* AddNic with 2N queues: validated as a whole, split into a spec per
+ * pair (each validated as any AddNic), then a NIC per pair, every fd a
+ * duplicate (the frame's own close with it), each pair a queue of one
+ * multi-queue tap. The answer follows the last pair's added(). */
+static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spec, unsigned nfds)
+{
+	struct nic_queue_spec q[2 * NIC_MAX_PAIRS];
+	struct nic_spec ps;
+	struct pair_group *g;
+	unsigned npairs, k;
+	char err[256], sub[200];
+	int rc;
+
+	rc = validate_nic_pairs(spec, c->sup->max_pairs ? c->sup->max_pairs : SUP_PAIRS_DEFAULT,
+				&npairs, err, sizeof(err));
+	for (unsigned i = 0; rc == 0 && i < spec->nqueues; i++)
+		q[spec->queues[i].index] = spec->queues[i]; /* by index: 0..2N-1, each once */
+	for (k = 0; rc == 0 && k < npairs; k++) {
+		ps = *spec;
+		ps.pair = k;
+		ps.queues = &q[2 * k];
+		ps.nqueues = NIC_NUM_QUEUES;
+		ps.tap_multi = true;
+		rc = validate_nic_spec(&ps, sub, sizeof(sub));
+		if (rc)
+			snprintf(err, sizeof(err), "pair %u: %s", k, sub);
+	}
+	if (rc) {
+		log_info("conn %u: AddNic \"%.64s\" rejected: %s", c->id, spec->id, err);
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT, "%s", err);
+		return;
+	}
+	/* Every pair holds its own copy of the memory's fds. */
+	if (!add_nic_admissible(c, req, spec->id, nfds + (npairs - 1) * spec->nregions))
+		return;
+	g = pg_new(c, req, PG_ADD, spec->id, npairs);
+	if (!g) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+				     "out of memory");
+		return;
+	}
+	for (k = 0; k < npairs; k++) {
+		struct memtable_region_desc *regs = calloc(spec->nregions + 1, sizeof(*regs));
+		int dups[2 * NIC_NUM_QUEUES], nd = 0;
+
+		if (!regs) {
+			pg_fail(g, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED, k, "out of memory");
+			g->left -= npairs - k;
+			if (g->left == 0)
+				pg_add_done(c, g);
+			return;
+		}
+		ps = *spec;
+		ps.pair = k;
+		ps.tap_multi = true;
+		ps.regions = regs;
+		ps.queues = &q[2 * k];
+		ps.nqueues = NIC_NUM_QUEUES;
+		rc = 0;
+		for (unsigned i = 0; i < spec->nregions; i++) {
+			regs[i] = spec->regions[i];
+			regs[i].fd = fcntl(spec->regions[i].fd, F_DUPFD_CLOEXEC, 3);
+			rc |= regs[i].fd < 0;
+		}
+		for (unsigned j = 0; j < NIC_NUM_QUEUES; j++) {
+			ps.queues[j].kick_fd = dups[nd++] = fcntl(ps.queues[j].kick_fd, F_DUPFD_CLOEXEC, 3);
+			ps.queues[j].call_fd = dups[nd++] = fcntl(ps.queues[j].call_fd, F_DUPFD_CLOEXEC, 3);
+			rc |= ps.queues[j].kick_fd < 0 || ps.queues[j].call_fd < 0;
+		}
+		if (rc)
+			snprintf(err, sizeof(err), "duplicating fds: %s", strerror(errno));
+		else
+			rc = nic_start(c->sup, &vmm_nic_owner, c, req, &ps, NULL, NULL, err,
+				       sizeof(err));
+		if (rc) {
+			/* Nothing adopted: this pair's copies go; the pairs
+			 * not started are heard from now. */
+			for (unsigned i = 0; i < spec->nregions; i++)
+				if (regs[i].fd >= 0)
+					close(regs[i].fd);
+			free(regs);
+			for (int i = 0; i < nd; i++)
+				if (dups[i] >= 0)
+					close(dups[i]);
+			log_warn("conn %u: AddNic \"%s\" pair %u failed: %s", c->id, spec->id, k, err);
+			pg_fail(g, rc == -ENOSPC ? VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED
+						 : VNIC__VMM__STATUS__STATUS_UNAVAILABLE, k, err);
+			g->left -= npairs - k;
+			if (g->left == 0)
+				pg_add_done(c, g);
+			return;
+		}
+		free(regs); /* nic_start copied the table; the fds are the NIC's */
+	}
+}
+
 void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__AddNic *a = r->add_nic;
@@ -96,6 +378,11 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 		return;
 	}
 	rc = pbconv_add_nic(a, fds, &lay, &spec, err, sizeof(err));
+	if (rc == 0 && spec.nqueues > NIC_NUM_QUEUES) {
+		/* Several queue pairs: a NIC per pair, one answer. */
+		add_nic_pairs(c, r->request_id, &spec, lay.total);
+		goto out;
+	}
 	if (rc == 0)
 		rc = validate_nic_spec(&spec, err, sizeof(err));
 	if (rc) {
@@ -106,42 +393,8 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     "%s", err);
 		goto out;
 	}
-	if (vu_endpoint_exists(s, spec.id)) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
-				     "a vhost-user endpoint with id \"%s\" exists", spec.id);
+	if (!add_nic_admissible(c, r->request_id, spec.id, lay.total))
 		goto out;
-	}
-	{
-		struct nic *old = nic_find(s, spec.id);
-
-		/* An id still stopping is taken until its RemoveNic (or
-		 * disconnect) completes: its worker may still map memory. */
-		if (old && old->state == NIC_STOPPING) {
-			vmm_conn_reply_error(c, r->request_id,
-					     VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
-					     "a NIC with id \"%s\" exists and is still stopping; "
-					     "retry once it is gone", spec.id);
-			goto out;
-		}
-		if (old) {
-			vmm_conn_reply_error(c, r->request_id,
-					     VNIC__VMM__STATUS__STATUS_ALREADY_EXISTS,
-					     "a NIC with id \"%s\" exists (%s)", spec.id,
-					     nic_state_name(old->state));
-			goto out;
-		}
-	}
-	if (s->shutting_down) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
-				     "vnicd is shutting down");
-		goto out;
-	}
-	/* Budgets of NICs and fds, global and per connection (issue 11). */
-	if (sup_budget_check(s, c, lay.total, err, sizeof(err)) < 0) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
-				     "%s", err);
-		goto out;
-	}
 	/* Validated: now state may change. The reply follows READY. */
 	rc = nic_start(s, &vmm_nic_owner, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
 	if (rc) {
@@ -160,9 +413,20 @@ static void vmm_nic_added(struct nic *n, enum nic_result res, const char *error)
 {
 	struct vmm_conn *conn = n->owner;
 	Vnic__Vmm__Status code = pbconv_result(res);
+	struct pair_group *g = pg_find(conn, n->add_req);
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__AddNicReply ar;
 
+	if (g && g->kind == PG_ADD) {
+		/* One pair of several: the answer waits for all. */
+		if (code == VNIC__VMM__STATUS__STATUS_OK && n->pair == 0)
+			g->pid0 = (int32_t)n->w.pid;
+		if (code != VNIC__VMM__STATUS__STATUS_OK)
+			pg_fail(g, code, n->pair, error);
+		if (--g->left == 0)
+			pg_add_done(conn, g);
+		return;
+	}
 	if (code != VNIC__VMM__STATUS__STATUS_OK) {
 		vmm_conn_reply_error(conn, n->add_req, code, "nic %s: %s", n->id,
 				     error ? error : "failed");
@@ -180,8 +444,9 @@ static void vmm_nic_added(struct nic *n, enum nic_result res, const char *error)
 void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__RemoveNic *rm = r->remove_nic;
-	struct nic *n = nic_find(c->sup, rm->id);
+	struct nic *n = nic_find(c->sup, rm->id), *list[NIC_MAX_PAIRS], *o;
 	uint32_t ms = rm->deadline_ms ? rm->deadline_ms : SUP_STOP_DEFAULT_MS;
+	unsigned cnt = 0;
 
 	/* F3: another connection's NIC is, for this peer, not there. */
 	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
@@ -189,39 +454,92 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 				     "no NIC \"%.64s\" on this connection", rm->id);
 		return;
 	}
-	/* A second RemoveNic while the first waits for the worker is refused
-	 * at once (it does not wait for the same completion): the first one's
-	 * reply is the one that says the memory is free. */
-	if (n->state == NIC_STOPPING || n->remove_pending) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
-				     "NIC %s is already stopping: the earlier RemoveNic (or "
-				     "disconnect) is waiting for its worker", n->id);
-		return;
-	}
-	/* Only a client that does not wait for its AddNic reply can get
-	 * here; the AddNic reply comes first. */
-	if (n->state == NIC_STARTING) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
-				     "NIC %s is still starting: wait for the AddNic reply", n->id);
-		return;
+	/* Every queue pair's NIC (one, but for several pairs: issue 15). */
+	TAILQ_FOREACH(o, &c->sup->nics, link)
+		if (o->owner == c && !strcmp(o->id, n->id) && cnt < NIC_MAX_PAIRS)
+			list[cnt++] = o;
+	for (unsigned i = 0; i < cnt; i++) {
+		o = list[i];
+		/* A second RemoveNic while the first waits for the worker is
+		 * refused at once (it does not wait for the same completion):
+		 * the first one's reply is the one that says the memory is
+		 * free. */
+		if (o->state == NIC_STOPPING || o->remove_pending) {
+			vmm_conn_reply_error(c, r->request_id,
+					     VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+					     "NIC %s is already stopping: the earlier RemoveNic (or "
+					     "disconnect) is waiting for its worker", o->id);
+			return;
+		}
+		/* Only a client that does not wait for its AddNic reply can
+		 * get here; the AddNic reply comes first. */
+		if (o->state == NIC_STARTING) {
+			vmm_conn_reply_error(c, r->request_id,
+					     VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+					     "NIC %s is still starting: wait for the AddNic reply",
+					     o->id);
+			return;
+		}
 	}
 	if (ms > SUP_STOP_MAX_MS)
 		ms = SUP_STOP_MAX_MS;
-	n->remove_pending = true;
-	n->remove_req = r->request_id;
-	clock_gettime(CLOCK_MONOTONIC, &n->remove_t0);
-	if (n->w.pid == 0) {
-		/* FAILED, or RESTARTING between two workers: no process maps
-		 * the memory now, so the answer can come at once, once vnicd
-		 * holds none of the NIC's fds either (guarantee 1). */
-		nic_close_vmm_fds(n);
-		nic_notify_removed(n, NIC_RES_OK, NULL);
-		nic_stop(n, ms, "RemoveNic");
+	if (cnt > 1 && !pg_new(c, r->request_id, PG_REMOVE, n->id, cnt)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+				     "out of memory");
 		return;
 	}
 	/* RUNNING: Stop and a deadline; RESTARTING with a worker starting:
-	 * killed. The reply follows the reap (nic.c). */
-	nic_stop(n, ms, "RemoveNic");
+	 * killed. The reply follows the reap (nic.c), of every pair. */
+	for (unsigned i = 0; i < cnt; i++)
+		stop_for(list[i], r->request_id, ms, "RemoveNic");
+}
+
+/* A pair of a group reaped: an AddNic that failed elsewhere answers once
+ * all are; a RemoveNic collects every queue's final indices. */
+static void pg_removed(struct vmm_conn *conn, struct pair_group *g, const struct nic *n,
+		       Vnic__Vmm__Status code, const char *error)
+{
+	Vnic__Vmm__QueueIndex *qp[2 * NIC_MAX_PAIRS];
+	Vnic__Vmm__Reply rep;
+	Vnic__Vmm__RemoveNicReply rr;
+	struct timespec now;
+
+	if (g->kind == PG_REMOVE) {
+		if (code != VNIC__VMM__STATUS__STATUS_OK)
+			pg_fail(g, code, n->pair, error);
+		for (int i = 0; i < NIC_NUM_QUEUES && g->nq < 2 * NIC_MAX_PAIRS; i++) {
+			if (!n->q[i].final_valid)
+				continue;
+			vnic__vmm__queue_index__init(&g->qi[g->nq]);
+			g->qi[g->nq].index = n->q[i].index;
+			g->qi[g->nq].avail_idx = n->q[i].final_avail;
+			g->qi[g->nq].used_idx = n->q[i].final_used;
+			g->nq++;
+		}
+	}
+	if (--g->left > 0)
+		return;
+	if (g->kind == PG_ADD_FAILED) {
+		vmm_conn_reply_error(conn, g->req, g->code, "nic %s: %s", g->id, g->error);
+		pg_free(g);
+		return;
+	}
+	vnic__vmm__reply__init(&rep);
+	vnic__vmm__remove_nic_reply__init(&rr);
+	for (size_t i = 0; i < g->nq; i++)
+		qp[i] = &g->qi[i];
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	rr.n_queues = g->nq;
+	rr.queues = qp;
+	rr.unplug_latency_us = (uint64_t)(now.tv_sec - g->t0.tv_sec) * 1000000u +
+			       (uint64_t)((now.tv_nsec - g->t0.tv_nsec) / 1000);
+	rep.body_case = VNIC__VMM__REPLY__BODY_REMOVE_NIC;
+	rep.remove_nic = &rr;
+	log_info("nic %s: every pair removed in %llu us", g->id,
+		 (unsigned long long)rr.unplug_latency_us);
+	vmm_conn_reply(conn, &rep, g->req, g->code,
+		       g->code == VNIC__VMM__STATUS__STATUS_OK ? NULL : g->error);
+	pg_free(g);
 }
 
 static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *error)
@@ -233,7 +551,12 @@ static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *erro
 	Vnic__Vmm__QueueIndex qi[NIC_NUM_QUEUES], *qp[NIC_NUM_QUEUES];
 	struct timespec now;
 	size_t nq = 0;
+	struct pair_group *g = pg_find(conn, n->remove_req);
 
+	if (g && g->kind != PG_ADD) {
+		pg_removed(conn, g, n, code, error);
+		return;
+	}
 	vnic__vmm__reply__init(&rep);
 	vnic__vmm__remove_nic_reply__init(&rr);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
@@ -382,6 +705,17 @@ static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *
 	b->ns.vhost_last_error = (char *)(uintptr_t)v->last_error;
 }
 
+/* Another pair of n's NIC with a lower pair index (its row stands for n). */
+static bool lower_pair(struct sup *s, const struct nic *n)
+{
+	const struct nic *o;
+
+	TAILQ_FOREACH(o, &s->nics, link)
+		if (o->pair < n->pair && !strcmp(o->id, n->id) && !vu_nic_socket_path(o))
+			return true;
+	return false;
+}
+
 void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
 {
 	const Vnic__Vmm__GetStatus *g = r->get_status;
@@ -410,8 +744,9 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		if (!g->id[0] || !strcmp(g->id, vus[i].id))
 			all[cnt++] = (struct status_ent){ vus[i].id, vus[i].nic, &vus[i] };
 	TAILQ_FOREACH(n, &s->nics, link) {
-		/* An endpoint's pairs are in its row. */
-		if (!vu_nic_socket_path(n) && cnt < s->nnics + nvu &&
+		/* An endpoint's pairs are in its row; a NIC of several pairs
+		 * is one row, its first pair's. */
+		if (!vu_nic_socket_path(n) && !lower_pair(s, n) && cnt < s->nnics + nvu &&
 		    (!g->id[0] || !strcmp(g->id, n->id)))
 			all[cnt++] = (struct status_ent){ n->id, n, NULL };
 	}
@@ -428,6 +763,15 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 			continue;
 		if (all[i].n)
 			fill_status(all[i].n, &bufs[out]);
+		if (all[i].n && !all[i].vu) {
+			struct nic *o;
+
+			/* The NIC's other pairs' queues (issue 15). */
+			TAILQ_FOREACH(o, &s->nics, link)
+				if (o != all[i].n && !vu_nic_socket_path(o) &&
+				    !strcmp(o->id, all[i].n->id))
+					fill_queues(o, &bufs[out]);
+		}
 		if (all[i].vu) {
 			/* The other pairs' queues, after the first's. */
 			for (unsigned k = 0; all[i].n && k < all[i].vu->npairs; k++) {
@@ -664,6 +1008,13 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", d->id);
+		return;
+	}
+	if (n->pair > 0 || lower_pair(c->sup, n) || nic_find_pair(c->sup, n->id, 1)) {
+		/* doc/multiqueue.md: a log for every pair, one answer. */
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "nic %s has several queue pairs: SetDirtyLog is not built for "
+				     "those yet", n->id);
 		return;
 	}
 	/* wire_vmm_expected_fds already held the frame to these counts;

@@ -810,6 +810,80 @@ START_TEST(tap_backend_in_netns)
 }
 END_TEST
 
+/* Two queue pairs through AddNic (issue 15): one request, a worker per
+ * pair on one multi-queue tap, status with both pairs and four queues,
+ * one RemoveNic with every queue's final indices after both reaps; and
+ * what several pairs refuse (a socket, a missing index). */
+START_TEST(two_pairs_add_status_remove)
+{
+	char ns[64], cmd[256], out[2048], err[512] = "";
+	struct vnic_remove_result rr;
+	struct vnic_queue q[4];
+	struct vnic_status *st = NULL;
+	int ev[8], pid0, pid1;
+
+	if (!tap_env(ns, sizeof(ns)))
+		return;
+	for (int i = 0; i < 8; i++) {
+		ev[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		ck_assert_int_ge(ev[i], 0);
+	}
+	for (uint32_t j = 0; j < 4; j++) {
+		uint64_t base = ST_GPA_BASE + (uint64_t)j * 0x10000;
+
+		q[j] = (struct vnic_queue){ .index = j, .size = ST_QSIZE, .desc_gpa = base,
+					    .avail_gpa = base + 0x1000, .used_gpa = base + 0x2000,
+					    .kick_fd = ev[2 * j], .call_fd = ev[2 * j + 1] };
+	}
+	/* Listed out of order: the daemon sorts them by index. */
+	{
+		struct vnic_queue t = q[1];
+
+		q[1] = q[3];
+		q[3] = t;
+	}
+	lg.cfg.queues = q;
+	lg.cfg.nqueues = 4;
+	/* A socket serves one pair. */
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_msg(strstr(err, "need a tap by name"), "%s", err);
+	lg.cfg.backend = VNIC_BACKEND_TAP;
+	lg.cfg.tap_name = "vnq2";
+	lg.cfg.netns = ns;
+	/* Index 5 of 4 queues. */
+	q[2].index = 5;
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_INVALID_ARGUMENT);
+	ck_assert_msg(strstr(err, "queue index 5 is out of range"), "%s", err);
+	q[2].index = 2;
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+
+	st_add_ok(lconn, &lg);
+	ck_assert_int_eq(vnic_status(lconn, &st), 0);
+	ck_assert_uint_eq(st->nnics, 1);
+	ck_assert_uint_eq(st->nics[0].nqueues, 4);
+	ck_assert_uint_eq(st->pairs[0].npairs, 2);
+	pid0 = st->pairs[0].pairs[0].pid;
+	pid1 = st->pairs[0].pairs[1].pid;
+	ck_assert_int_gt(pid0, 0);
+	ck_assert_int_gt(pid1, 0);
+	ck_assert_int_ne(pid0, pid1);
+	ck_assert_int_eq(st->nics[0].state, VNIC_NIC_RUNNING);
+	vnic_status_free(st);
+	snprintf(cmd, sizeof(cmd), "ip -n %s -d link show vnq2 2>&1", ns);
+	ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "multi_queue numqueues 2"), "%s", out);
+
+	ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
+	ck_assert_uint_eq(rr.nqueues, 4);
+	ck_assert(!st_pid_alive(pid0) && !st_pid_alive(pid1));
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_ne(st_run_capture(cmd, out, sizeof(out)), 0); /* the tap went too */
+	for (int i = 0; i < 8; i++)
+		close(ev[i]);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
 /* Open a tap inside network namespace ns (the test's own), with flags. */
 static int open_tap_in(const char *ns, const char *name, short flags)
 {
@@ -1325,6 +1399,7 @@ static Suite *addnic_suite(void)
 		tcase_add_test(tl, vnicctl_status_json_and_table);
 		tcase_add_test(tl, traffic_counters_match);
 		tcase_add_test(tl, tap_backend_in_netns);
+	tcase_add_test(tl, two_pairs_add_status_remove);
 		tcase_add_test(tl, tap_netns_missing_rejected);
 		tcase_add_test(tl, tap_fd_backend);
 		tcase_add_test(tl, c3_rejected_addnic_soak);
