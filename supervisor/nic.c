@@ -195,14 +195,33 @@ static void nic_worker_release(struct nic *n)
 	n->w.pid = 0;
 }
 
+/* Another pair of n's device (issue 15) that runs as a uid of the range:
+ * the pairs of one NIC share its identity. NULL: none. */
+static const struct nic *nic_uid_sibling(const struct nic *n)
+{
+	const struct nic *o;
+
+	TAILQ_FOREACH(o, &n->sup->nics, link)
+		if (o != n && o->worker_uid && !strcmp(o->id, n->id) && o->ops == n->ops &&
+		    o->owner == n->owner)
+			return o;
+	return NULL;
+}
+
 /* The uid and gid this NIC's workers run as, for its whole life (its
- * restarts included): its own from --uid-range, --user's, or none. */
+ * restarts included): its own from --uid-range (shared by every queue
+ * pair of the NIC), --user's, or none. */
 static int nic_worker_ids(struct nic *n, char *err, size_t errlen)
 {
 	struct sup *s = n->sup;
+	const struct nic *sib = s->uid_per_nic ? nic_uid_sibling(n) : NULL;
 	uint32_t id;
 
-	if (s->uid_per_nic) {
+	if (sib) {
+		n->worker_uid = sib->worker_uid;
+		n->worker_gid = sib->worker_gid;
+		snprintf(n->worker_user, sizeof(n->worker_user), "%s", sib->worker_user);
+	} else if (s->uid_per_nic) {
 		if (uidrange_alloc(&s->uids, &id) < 0) {
 			snprintf(err, errlen, "no free uid in --uid-range %u-%u (%u NICs use them)",
 				 s->uids.first, s->uids.first + s->uids.count - 1, s->uids.used);
@@ -295,7 +314,9 @@ static struct nic *nic_free(struct nic *n)
 		event_free(n->ev_timer);
 	nic_close_vmm_fds(n);
 	free(n->regions);
-	uidrange_free(&n->sup->uids, n->worker_uid);
+	/* The uid goes back to the range with the NIC's last pair. */
+	if (!nic_uid_sibling(n))
+		uidrange_free(&n->sup->uids, n->worker_uid);
 	free(n);
 	return NULL;
 }

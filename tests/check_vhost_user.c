@@ -1396,6 +1396,23 @@ static int log_count(const char *line, int want)
 	return n;
 }
 
+/* The real uid of process pid (/proc/pid/status), -1: unknown. */
+static long proc_uid(int pid)
+{
+	char path[64], line[256];
+	long uid = -1;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	fp = fopen(path, "r");
+	while (fp && fgets(line, sizeof(line), fp))
+		if (!strncmp(line, "Uid:", 4))
+			uid = strtol(line + 4, NULL, 10);
+	if (fp)
+		fclose(fp);
+	return uid;
+}
+
 /* Status's row for pair k of an endpoint: its worker's pid (-1: no row). */
 static int pair_pid(const char *id, uint32_t k)
 {
@@ -1455,6 +1472,9 @@ START_TEST(t_two_pairs)
 	/* Status: a row per pair, each with its worker. */
 	ck_assert_int_eq(pair_pid("vu0", 0), pid0);
 	ck_assert_int_eq(pair_pid("vu0", 1), pid1);
+	/* One NIC, one identity: both pairs' workers run as its uid. */
+	ck_assert_int_gt(proc_uid(pid0), 0);
+	ck_assert_int_eq(proc_uid(pid1), proc_uid(pid0));
 	/* A SetPolicy reaches both pairs' workers (each logs what it took). */
 	{
 		struct vnic_policy pol = { .mode = VNIC_MITIGATION_TIMER, .timer_us = 300 };
