@@ -44,7 +44,8 @@ struct stats_queue_snapshot;
 #endif
 
 /* Limits (each a resource bound, TESTPLAN promise 4). */
-#define SUP_MAX_NICS 256            /* NICs per supervisor */
+#define SUP_MAX_NICS 8192           /* NICs (queue pairs: a struct nic and a worker
+				       each) per supervisor; the fd limit decides below it */
 #define SUP_MAX_CONNS 128           /* connected clients */
 #define SUP_CONN_MAX_ERRORS 32      /* consecutive bad frames before we drop a peer */
 #define SUP_CONN_FRAMES_PER_WAKE 32 /* frames read per wake-up, for fairness */
