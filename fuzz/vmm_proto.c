@@ -306,10 +306,13 @@ static int add_nic_fd(const struct natural *nat, unsigned i)
 
 	if (i < nat->lay.nregions && i < a->n_regions && a->regions[i])
 		return memfd_for(a->regions[i]->offset, a->regions[i]->size);
-	if ((int)i == nat->lay.backend && a->backend &&
-	    a->backend->kind_case == VNIC__VMM__BACKEND__KIND_TAP_FD)
+	/* A backend fd per queue pair (issue 15). */
+	bool backend = nat->lay.backend >= 0 && i >= (unsigned)nat->lay.backend &&
+		       i < (unsigned)nat->lay.backend + nat->lay.nbackend;
+
+	if (backend && a->backend && a->backend->kind_case == VNIC__VMM__BACKEND__KIND_TAP_FD)
 		return tap_fd_new();
-	if ((int)i == nat->lay.backend)
+	if (backend)
 		return socket_fd_new();
 	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }

@@ -462,7 +462,9 @@ int vnic_hello(struct vnic_conn *c, const char *client, struct vnic_hello_info *
 	return rc;
 }
 
-int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *err, size_t errlen)
+/* AddNic with nb backend fds (SOCKET, TAP_FD): one per queue pair. */
+static int add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, const int *bfds,
+		   unsigned nb, char *err, size_t errlen)
 {
 	Vnic__Vmm__Request req;
 	Vnic__Vmm__AddNic a;
@@ -485,7 +487,7 @@ int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *e
 		rc = set_err(c, -EINVAL, "vnic_add_nic: missing configuration");
 		goto out;
 	}
-	maxfds = cfg->nregions + 2 * cfg->nqueues + 1;
+	maxfds = cfg->nregions + 2 * cfg->nqueues + nb;
 	if (maxfds > WIRE_MAX_FDS) {
 		rc = set_err(c, -E2BIG, "vnic_add_nic: %u fds, at most %u fit one message",
 			     maxfds, WIRE_MAX_FDS);
@@ -546,13 +548,15 @@ int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *e
 		vnic__vmm__socket_backend__init(&sock);
 		be.kind_case = VNIC__VMM__BACKEND__KIND_SOCKET;
 		be.socket = &sock;
-		fds[nfds++] = cfg->backend_fd;
+		for (unsigned k = 0; k < nb; k++)
+			fds[nfds++] = bfds[k];
 		break;
 	case VNIC_BACKEND_TAP_FD:
 		vnic__vmm__tap_fd_backend__init(&tapfd);
 		be.kind_case = VNIC__VMM__BACKEND__KIND_TAP_FD;
 		be.tap_fd = &tapfd;
-		fds[nfds++] = cfg->backend_fd;
+		for (unsigned k = 0; k < nb; k++)
+			fds[nfds++] = bfds[k];
 		break;
 	default:
 		break; /* sent without a backend: the supervisor says why not */
@@ -579,6 +583,22 @@ out:
 	free(rp);
 	free(regs);
 	return rc;
+}
+
+int vnic_add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, char *err, size_t errlen)
+{
+	return add_nic(c, cfg, cfg ? &cfg->backend_fd : NULL, 1, err, errlen);
+}
+
+int vnic_add_nic_backends(struct vnic_conn *c, const struct vnic_nic_config *cfg,
+			  const int *backend_fds, unsigned nbackend, char *err, size_t errlen)
+{
+	if (!backend_fds || nbackend == 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "vnic_add_nic_backends: no backend fds");
+		return set_err(c, -EINVAL, "vnic_add_nic_backends: no backend fds");
+	}
+	return add_nic(c, cfg, backend_fds, nbackend, err, errlen);
 }
 
 int vnic_remove_nic(struct vnic_conn *c, const char *id, uint32_t deadline_ms,

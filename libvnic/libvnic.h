@@ -204,6 +204,16 @@ struct vnic_nic_config {
 int vnic_add_nic(struct vnic_conn *conn, const struct vnic_nic_config *cfg,
 		 char *err, size_t errlen);
 
+/*
+ * vnic_add_nic_backends - vnic_add_nic for a NIC of several queue pairs
+ * (cfg->nqueues = 2N, issue 15) whose backend is a socket or a tap fd per
+ * pair: backend_fds[k] serves pair k (nbackend = N; cfg->backend_fd is not
+ * used). With a tap by name, vnic_add_nic takes any number of pairs.
+ * Since libvnic 0.2.
+ */
+int vnic_add_nic_backends(struct vnic_conn *conn, const struct vnic_nic_config *cfg,
+			  const int *backend_fds, unsigned nbackend, char *err, size_t errlen);
+
 #define VNIC_MAX_QUEUES 16
 
 struct vnic_queue_index {

@@ -567,10 +567,11 @@ int wire_add_nic_layout(const Vnic__Vmm__AddNic *a, struct wire_fd_layout *ret)
 {
 	size_t r = a->n_regions, q = a->n_queues, b = 0;
 
+	/* A socket or a tap fd per queue pair (issue 15): one for 2 queues. */
 	if (a->backend &&
 	    (a->backend->kind_case == VNIC__VMM__BACKEND__KIND_SOCKET ||
 	     a->backend->kind_case == VNIC__VMM__BACKEND__KIND_TAP_FD))
-		b = 1;
+		b = q > 2 ? q / 2 : 1;
 	/* Each term bounded first, so the sum cannot wrap. */
 	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + b > WIRE_MAX_FDS)
 		return -E2BIG;
@@ -578,6 +579,7 @@ int wire_add_nic_layout(const Vnic__Vmm__AddNic *a, struct wire_fd_layout *ret)
 	ret->queue0 = (unsigned)r;
 	ret->nqueues = (unsigned)q;
 	ret->backend = b ? (int)(r + 2 * q) : -1;
+	ret->nbackend = (unsigned)b;
 	ret->stats = -1;
 	ret->inflight = -1;
 	ret->total = (unsigned)(r + 2 * q + b);

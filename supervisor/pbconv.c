@@ -153,8 +153,11 @@ int pbconv_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
 			break;
 		}
 	}
-	if (lay->backend >= 0)
+	if (lay->backend >= 0) {
 		s->backend_fd = fds->fd[lay->backend];
+		s->backend_fds = &fds->fd[lay->backend];
+		s->nbackend = lay->nbackend;
+	}
 	policy_from_pb(a->policy, &s->policy);
 	return 0;
 }

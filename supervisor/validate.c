@@ -363,9 +363,9 @@ int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *r
 			return fail(err, errlen, -EINVAL, "queue index %u given twice", idx);
 		seen[idx] = true;
 	}
-	if (s->backend != NIC_BACKEND_TAP)
-		return fail(err, errlen, -EINVAL, "%u queue pairs need a tap by name: a socket or a "
-			    "tap fd serves one pair", s->nqueues / 2);
+	if (s->backend != NIC_BACKEND_TAP && s->nbackend != s->nqueues / 2)
+		return fail(err, errlen, -EINVAL, "%u queue pairs need a tap by name, or a socket or "
+			    "a tap fd each (%u sent)", s->nqueues / 2, s->nbackend);
 	*ret_npairs = s->nqueues / 2;
 	return 0;
 }

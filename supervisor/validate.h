@@ -76,6 +76,9 @@ struct nic_spec {
 	char tap_name[32];           /* tap: interface name, may be empty */
 	char netns[64];              /* tap: /run/netns/<netns>, empty = ours */
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
+	const int *backend_fds;      /* several pairs: one per pair (backend_fds[0] ==
+				      * backend_fd), borrowed; NULL: one pair */
+	unsigned nbackend;
 	bool memory_unsealed_ok;     /* vhost-user: MEMTABLE_UNSEALED_OK (memtable.h) */
 	bool base_from_used_idx;     /* vhost-user: see worker.proto Config */
 	int log_fd;                  /* dirty log (worker.proto Config), borrowed; */
@@ -148,8 +151,8 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen);
  * validate_nic_pairs - an AddNic of several queue pairs (issue 15), before
  * it is split into one spec per pair (each then passes validate_nic_spec):
  * an even number of queues, 4..2 x max_pairs, each index 0..nqueues-1
- * given once, and a tap by name as the backend (a socket or a VMM's tap
- * fd serves one pair).
+ * given once, and a tap by name as the backend or a socket or tap fd per
+ * pair.
  * Returns: 0 and *ret_npairs, or -EINVAL with err filled.
  */
 int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *ret_npairs,

@@ -287,7 +287,9 @@ static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spe
 		ps.pair = k;
 		ps.queues = &q[2 * k];
 		ps.nqueues = NIC_NUM_QUEUES;
-		ps.tap_multi = true;
+		ps.tap_multi = spec->backend == NIC_BACKEND_TAP;
+		if (spec->backend != NIC_BACKEND_TAP)
+			ps.backend_fd = spec->backend_fds[k];
 		rc = validate_nic_spec(&ps, sub, sizeof(sub));
 		if (rc)
 			snprintf(err, sizeof(err), "pair %u: %s", k, sub);
@@ -308,7 +310,7 @@ static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spe
 	}
 	for (k = 0; k < npairs; k++) {
 		struct memtable_region_desc *regs = calloc(spec->nregions + 1, sizeof(*regs));
-		int dups[2 * NIC_NUM_QUEUES], nd = 0;
+		int dups[2 * NIC_NUM_QUEUES + 1], nd = 0;
 
 		if (!regs) {
 			pg_fail(g, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED, k, "out of memory");
@@ -319,7 +321,7 @@ static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spe
 		}
 		ps = *spec;
 		ps.pair = k;
-		ps.tap_multi = true;
+		ps.tap_multi = spec->backend == NIC_BACKEND_TAP;
 		ps.regions = regs;
 		ps.queues = &q[2 * k];
 		ps.nqueues = NIC_NUM_QUEUES;
@@ -333,6 +335,14 @@ static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spe
 			ps.queues[j].kick_fd = dups[nd++] = fcntl(ps.queues[j].kick_fd, F_DUPFD_CLOEXEC, 3);
 			ps.queues[j].call_fd = dups[nd++] = fcntl(ps.queues[j].call_fd, F_DUPFD_CLOEXEC, 3);
 			rc |= ps.queues[j].kick_fd < 0 || ps.queues[j].call_fd < 0;
+		}
+		ps.backend_fds = NULL;
+		ps.nbackend = 0;
+		ps.backend_fd = -1;
+		if (spec->backend != NIC_BACKEND_TAP) {
+			/* Its own socket or tap fd (a queue of the VMM's tap). */
+			ps.backend_fd = dups[nd++] = fcntl(spec->backend_fds[k], F_DUPFD_CLOEXEC, 3);
+			rc |= ps.backend_fd < 0;
 		}
 		if (rc)
 			snprintf(err, sizeof(err), "duplicating fds: %s", strerror(errno));
