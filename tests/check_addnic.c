@@ -844,9 +844,29 @@ START_TEST(two_pairs_add_status_remove)
 	}
 	lg.cfg.queues = q;
 	lg.cfg.nqueues = 4;
-	/* A socket serves one pair. */
+	/* Sockets: one per pair. One for two pairs does not fit the frame. */
 	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_INVALID_ARGUMENT);
-	ck_assert_msg(strstr(err, "need a tap by name"), "%s", err);
+	ck_assert_msg(strstr(err, "fd layout does not match"), "%s", err);
+	{
+		int sp[2][2], bf[2];
+
+		for (int k = 0; k < 2; k++) {
+			ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp[k]),
+					 0);
+			bf[k] = sp[k][1];
+		}
+		ck_assert_int_eq(vnic_add_nic_backends(lconn, &lg.cfg, bf, 2, err, sizeof(err)), 0);
+		ck_assert_int_eq(vnic_status(lconn, &st), 0);
+		ck_assert_uint_eq(st->pairs[0].npairs, 2);
+		vnic_status_free(st);
+		st = NULL;
+		ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
+		ck_assert_uint_eq(rr.nqueues, 4);
+		for (int k = 0; k < 2; k++) {
+			close(sp[k][0]);
+			close(sp[k][1]);
+		}
+	}
 	lg.cfg.backend = VNIC_BACKEND_TAP;
 	lg.cfg.tap_name = "vnq2";
 	lg.cfg.netns = ns;
