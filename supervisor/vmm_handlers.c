@@ -133,6 +133,7 @@ enum pg_kind {
 	PG_ADD,        /* AddNic: every pair's added() */
 	PG_ADD_FAILED, /* AddNic where a pair failed: the others' reap, then the answer */
 	PG_REMOVE,     /* RemoveNic: every pair's removed() */
+	PG_LOG,        /* SetDirtyLog: every pair's dirty_log_set() */
 };
 
 struct pair_group {
@@ -1004,6 +1005,78 @@ static bool dirty_log_wait_take(const struct nic *n, uint64_t *ret_req)
 	return true;
 }
 
+static void pg_log_done(struct vmm_conn *c, struct pair_group *g)
+{
+	if (g->code == VNIC__VMM__STATUS__STATUS_OK)
+		vmm_conn_reply_error(c, g->req, g->code, "%s", "");
+	else
+		vmm_conn_reply_error(c, g->req, g->code,
+				     "nic %s: the dirty log was not set on every pair: %s", g->id,
+				     g->error);
+	pg_free(g);
+}
+
+/* SetDirtyLog on a NIC of several pairs (checked against its memory like
+ * any): each pair's NIC gets its own copy of the log fd (fd: the frame's,
+ * -1 to stop logging); one answer when all took it. */
+static void set_dirty_log_pairs(struct vmm_conn *c, uint64_t req, const char *id, int fd,
+				uint64_t size, uint64_t offset)
+{
+	struct nic *list[NIC_MAX_PAIRS], *o;
+	struct pair_group *g;
+	unsigned cnt = 0;
+	char err[256];
+
+	TAILQ_FOREACH(o, &c->sup->nics, link)
+		if (o->owner == c && !strcmp(o->id, id) && cnt < NIC_MAX_PAIRS)
+			list[cnt++] = o;
+	for (unsigned i = 0; i < cnt; i++)
+		if (dirty_log_wait_find(list[i]) || list[i]->state == NIC_STOPPING ||
+		    list[i]->remove_pending || list[i]->state == NIC_STARTING) {
+			vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+					     "nic %s pair %u: %s", id, list[i]->pair,
+					     dirty_log_wait_find(list[i])
+						     ? "a SetDirtyLog is already in progress"
+						     : "starting or stopping: its log cannot change now");
+			return;
+		}
+	g = pg_new(c, req, PG_LOG, id, cnt);
+	if (!g) {
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+				     "out of memory");
+		return;
+	}
+	for (unsigned i = 0; i < cnt; i++) {
+		struct dirty_log_wait *w = calloc(1, sizeof(*w));
+		int dup_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+		int rc = -ENOMEM;
+
+		if (w && (fd < 0 || dup_fd >= 0)) {
+			/* Before the call: with no worker running it answers at once. */
+			w->n = list[i];
+			w->req = req;
+			w->next = dirty_log_waits;
+			dirty_log_waits = w;
+			w = NULL;
+			rc = nic_set_dirty_log(list[i], dup_fd, size, offset, err, sizeof(err));
+			if (rc)
+				dirty_log_wait_take(list[i], NULL);
+		} else {
+			snprintf(err, sizeof(err), "%s", w ? strerror(errno) : "out of memory");
+		}
+		free(w);
+		if (rc) {
+			if (dup_fd >= 0)
+				close(dup_fd);
+			pg_fail(g, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, list[i]->pair, err);
+			if (--g->left == 0) {
+				pg_log_done(c, g);
+				return;
+			}
+		}
+	}
+}
+
 void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds)
 {
@@ -1018,13 +1091,6 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
 				     "no NIC \"%.64s\" on this connection", d->id);
-		return;
-	}
-	if (n->pair > 0 || lower_pair(c->sup, n) || nic_find_pair(c->sup, n->id, 1)) {
-		/* doc/multiqueue.md: a log for every pair, one answer. */
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
-				     "nic %s has several queue pairs: SetDirtyLog is not built for "
-				     "those yet", n->id);
 		return;
 	}
 	/* wire_vmm_expected_fds already held the frame to these counts;
@@ -1060,6 +1126,11 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	if (dirty_log_wait_find(n)) {
 		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
 				     "nic %s: a SetDirtyLog is already in progress", n->id);
+		return;
+	}
+	if (n->pair > 0 || lower_pair(c->sup, n) || nic_find_pair(c->sup, n->id, 1)) {
+		/* Several queue pairs: the log for every pair, one answer. */
+		set_dirty_log_pairs(c, r->request_id, n->id, fd, d->size, d->offset);
 		return;
 	}
 	/* Its memory is about to be (or was) given back: nothing to log. */
@@ -1104,11 +1175,21 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 
 static void vmm_nic_dirty_log_set(struct nic *n, enum nic_result res, const char *error)
 {
+	struct pair_group *g;
 	uint64_t req;
 
 	if (!dirty_log_wait_take(n, &req)) {
 		log_warn("nic %s: a dirty log change nobody waits for was %s", n->id,
 			 res == NIC_RES_OK ? "applied" : "refused");
+		return;
+	}
+	g = pg_find(n->owner, req);
+	if (g && g->kind == PG_LOG) {
+		if (res != NIC_RES_OK)
+			pg_fail(g, pbconv_result(res), n->pair,
+				error && error[0] ? error : "the worker failed");
+		if (--g->left == 0)
+			pg_log_done(n->owner, g);
 		return;
 	}
 	if (res == NIC_RES_OK)

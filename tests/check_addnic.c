@@ -860,6 +860,16 @@ START_TEST(two_pairs_add_status_remove)
 		ck_assert_uint_eq(st->pairs[0].npairs, 2);
 		vnic_status_free(st);
 		st = NULL;
+		/* A dirty log reaches both pairs' workers, one answer. */
+		{
+			int logfd = memfd_create("log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+			ck_assert_int_eq(ftruncate(logfd, 4096), 0);
+			ck_assert_int_eq(fcntl(logfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+			ck_assert_int_eq(vnic_set_dirty_log(lconn, lg.id, logfd, 4096, 0), 0);
+			ck_assert_int_eq(vnic_set_dirty_log(lconn, lg.id, -1, 0, 0), 0);
+			close(logfd);
+		}
 		ck_assert_int_eq(vnic_remove_nic(lconn, lg.id, 3000, &rr), 0);
 		ck_assert_uint_eq(rr.nqueues, 4);
 		for (int k = 0; k < 2; k++) {
