@@ -212,23 +212,27 @@ static void evq_push(struct vnic_conn *c, const Vnic__Vmm__Event *e)
 		v->signal = e->nic_failed->signal;
 		v->exit_status = e->nic_failed->exit_status;
 		v->syscall = e->nic_failed->syscall;
+		v->pair = e->nic_failed->pair;
 		break;
 	case VNIC__VMM__EVENT__BODY_QUEUE_NEEDS_RESET:
 		v->type = VNIC_EVENT_QUEUE_NEEDS_RESET;
 		copy_str(v->id, sizeof(v->id), e->queue_needs_reset->id);
 		copy_str(v->reason, sizeof(v->reason), e->queue_needs_reset->reason);
 		v->queue = e->queue_needs_reset->queue;
+		v->pair = v->queue / 2;
 		break;
 	case VNIC__VMM__EVENT__BODY_NIC_RESTARTED:
 		v->type = VNIC_EVENT_NIC_RESTARTED;
 		copy_str(v->id, sizeof(v->id), e->nic_restarted->id);
 		v->restarts = e->nic_restarted->restarts;
 		v->restart_us = e->nic_restarted->restart_us;
+		v->pair = e->nic_restarted->pair;
 		break;
 	case VNIC__VMM__EVENT__BODY_NIC_STALLED:
 		v->type = VNIC_EVENT_NIC_STALLED;
 		copy_str(v->id, sizeof(v->id), e->nic_stalled->id);
 		v->silent_ms = e->nic_stalled->silent_ms;
+		v->pair = e->nic_stalled->pair;
 		break;
 	default:
 		v->type = VNIC_EVENT_NIC_STATE_CHANGED;
@@ -236,6 +240,7 @@ static void evq_push(struct vnic_conn *c, const Vnic__Vmm__Event *e)
 		copy_str(v->reason, sizeof(v->reason), e->nic_state_changed->reason);
 		v->old_state = (enum vnic_nic_state)e->nic_state_changed->old_state;
 		v->new_state = (enum vnic_nic_state)e->nic_state_changed->new_state;
+		v->pair = e->nic_state_changed->pair;
 		break;
 	}
 	if (c->evq_tail)

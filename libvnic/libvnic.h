@@ -504,6 +504,8 @@ struct vnic_event {
 	uint64_t restart_us;    /* NIC_RESTARTED: death noticed -> new worker READY */
 	enum vnic_nic_state old_state, new_state; /* NIC_STATE_CHANGED */
 	uint32_t silent_ms;     /* NIC_STALLED: how long the heartbeat stood still */
+	uint32_t pair;          /* since 0.2: the queue pair whose worker it was (issue 15;
+				 * QUEUE_NEEDS_RESET: queue / 2) */
 };
 
 /* The callback gets an event valid during the call only. */

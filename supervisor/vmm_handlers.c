@@ -1213,6 +1213,7 @@ static void vmm_nic_failed(struct nic *n, int sig, int exit_status, int syscall_
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_failed__init(&f);
 	f.id = n->id;
+	f.pair = n->pair;
 	f.reason = n->last_error;
 	f.signal = sig;
 	f.syscall = syscall_nr;
@@ -1230,6 +1231,7 @@ static void vmm_nic_restarted(struct nic *n)
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_restarted__init(&r);
 	r.id = n->id;
+	r.pair = n->pair;
 	r.restarts = n->restarts;
 	r.restart_us = n->restart_us;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_RESTARTED;
@@ -1265,6 +1267,7 @@ static void vmm_nic_state_changed(struct nic *n, enum nic_state old, enum nic_st
 	vnic__vmm__nic_state_changed__init(&s);
 	snprintf(text, sizeof(text), "%s", why ? why : "");
 	s.id = n->id;
+	s.pair = n->pair;
 	s.old_state = pbconv_state(old);
 	s.new_state = pbconv_state(st);
 	s.reason = text;
@@ -1283,6 +1286,7 @@ static void vmm_nic_stalled(struct nic *n, uint64_t silent_ms)
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_stalled__init(&st);
 	st.id = n->id;
+	st.pair = n->pair;
 	st.silent_ms = silent_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)silent_ms;
 	e.body_case = VNIC__VMM__EVENT__BODY_NIC_STALLED;
 	e.nic_stalled = &st;
