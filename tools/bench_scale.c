@@ -2,12 +2,14 @@
 /*
  * vnic-bench scale: many NICs on one vnicd (issue 10).
  *
- *   vnic-bench [--socket PATH] scale --nics N [--frames F] [--status-reps R]
+ *   vnic-bench [--socket PATH] scale --nics N [--queue-pairs P] [--frames F]
+ *                                    [--status-reps R]
  *
  * ceil(N / 32) VMM connections (32 NICs each: vnicd limits one
- * connection's share of its NICs) add N NICs (socket backend, one simulated guest
- * each), passes F checked frames each way on every NIC, takes the status
- * of all NICs R times (vnic_status: every page), and removes them all.
+ * connection's share of its NICs) add N NICs of P queue pairs each (issue
+ * 15; socket backends, a simulated guest and a socket per pair: a "lane"),
+ * passes F checked frames each way on every lane, takes the status of all
+ * NICs R times (vnic_status: every page), and removes them all.
  * Printed: the time of each step; vnicd's RSS and PSS before and with the
  * N NICs; each worker's PSS (min / median / max) idle after AddNic and
  * after the frames; one RESULT line with everything for scripts.
@@ -33,13 +35,16 @@
 
 #define SC_FRAME_LEN 128u
 #define SC_MAX_NICS 1024u
+#define SC_MAX_PAIRS 8u
 #define SC_TIMEOUT_NS (20ull * 1000 * 1000 * 1000)
 /* NICs per VMM connection: vnicd gives one connection a share of its NIC
  * budget (a quarter), so N NICs come from ceil(N / SC_PER_CONN) "VMMs". */
 #define SC_PER_CONN 32u
 
+/* One queue pair of a NIC: its guest, its socket, its worker. */
 struct sc_nic {
-	char id[64];
+	char id[64];                /* the NIC's */
+	unsigned pair;
 	struct vnic_conn *conn;     /* the VMM connection that owns it */
 	struct guest *g;
 	int host_fd;
@@ -51,10 +56,12 @@ struct sc_nic {
 
 void bench_scale_usage(FILE *f)
 {
-	fprintf(f, "usage: vnic-bench [--socket PATH] scale --nics N [--frames F] [--status-reps R]\n"
-		   "  N NICs from N/32 connections: add, F frames each way per NIC (default 4),\n"
-		   "  R status listings of all NICs (default 10), remove; prints the time of\n"
-		   "  each step, vnicd's memory and each worker's PSS\n");
+	fprintf(f, "usage: vnic-bench [--socket PATH] scale --nics N [--queue-pairs P] [--frames F]\n"
+		   "                                   [--status-reps R]\n"
+		   "  N NICs of P queue pairs (default 1; a worker each) from N/32 connections:\n"
+		   "  add, F frames each way per pair (default 4), R status listings of all\n"
+		   "  NICs (default 10), remove; prints the time of each step, vnicd's memory\n"
+		   "  and each worker's PSS\n");
 }
 
 static double ms_since(uint64_t t0)
@@ -109,49 +116,63 @@ static void raise_nofile(void)
 	}
 }
 
-static int sc_add(struct vnic_conn *conn, struct sc_nic *n, unsigned idx)
+/* NIC @idx: lanes l[0..np-1], a guest and a socket per pair, one AddNic. */
+static int sc_add(struct vnic_conn *conn, struct sc_nic *l, unsigned idx, unsigned np)
 {
-	struct vnic_region reg;
-	struct vnic_queue q[2];
+	struct vnic_region reg[SC_MAX_PAIRS];
+	struct vnic_queue q[2 * SC_MAX_PAIRS];
 	struct vnic_nic_config cfg = { 0 };
+	int bf[SC_MAX_PAIRS];
 	char err[256];
 	int sv[2], rc;
 
-	n->host_fd = -1;
-	if (guest_new(idx, &n->g, err, sizeof(err)) < 0) {
-		fprintf(stderr, "vnic-bench: nic %u: %s\n", idx, err);
-		return -EIO;
+	for (unsigned k = 0; k < np; k++) {
+		struct sc_nic *n = &l[k];
+		unsigned lane = idx * np + k;
+
+		n->host_fd = -1;
+		n->pair = k;
+		if (guest_new_pair(lane, k, &n->g, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vnic-bench: nic %u pair %u: %s\n", idx, k, err);
+			return -EIO;
+		}
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+			fprintf(stderr, "vnic-bench: socketpair: %s\n", strerror(errno));
+			return -EIO;
+		}
+		n->host_fd = sv[0];
+		bf[k] = sv[1];
+		memcpy(n->host_mac, (const uint8_t[6]){ 0x52, 0x54, 0x00, 0xcc, (uint8_t)(lane >> 8),
+							(uint8_t)lane }, 6);
+		snprintf(n->id, sizeof(n->id), "scale%d-%u", (int)getpid(), idx);
+		guest_vnic_memory(n->g, &reg[k], &q[2 * k]);
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
-		fprintf(stderr, "vnic-bench: socketpair: %s\n", strerror(errno));
-		return -EIO;
-	}
-	n->host_fd = sv[0];
-	memcpy(n->host_mac, (const uint8_t[6]){ 0x52, 0x54, 0x00, 0xcc, (uint8_t)(idx >> 8),
-						(uint8_t)idx }, 6);
-	snprintf(n->id, sizeof(n->id), "scale%d-%u", (int)getpid(), idx);
-	guest_vnic_memory(n->g, &reg, q);
-	cfg.id = n->id;
-	frames_guest_mac(idx, cfg.mac);
+	cfg.id = l[0].id;
+	frames_guest_mac(idx * np, cfg.mac);
 	cfg.features_offered = VNIC_F_VERSION_1 | VNIC_F_EVENT_IDX | VNIC_F_MRG_RXBUF;
 	cfg.features_acked = cfg.features_offered;
-	cfg.nregions = 1;
-	cfg.regions = &reg;
-	cfg.nqueues = 2;
+	cfg.nregions = np;
+	cfg.regions = reg;
+	cfg.nqueues = 2 * np;
 	cfg.queues = q;
 	cfg.backend = VNIC_BACKEND_SOCKET;
-	cfg.backend_fd = sv[1];
-	rc = vnic_add_nic(conn, &cfg, err, sizeof(err));
-	close(sv[1]);
+	cfg.backend_fd = bf[0];
+	rc = np == 1 ? vnic_add_nic(conn, &cfg, err, sizeof(err))
+		     : vnic_add_nic_backends(conn, &cfg, bf, np, err, sizeof(err));
+	for (unsigned k = 0; k < np; k++)
+		close(bf[k]);
 	if (rc) {
-		fprintf(stderr, "vnic-bench: AddNic %s: %s\n", n->id, err[0] ? err : vnic_last_error(conn));
+		fprintf(stderr, "vnic-bench: AddNic %s: %s\n", l[0].id,
+			err[0] ? err : vnic_last_error(conn));
 		return -EIO;
 	}
-	guest_rx_fill(n->g);
+	for (unsigned k = 0; k < np; k++)
+		guest_rx_fill(l[k].g);
 	return 0;
 }
 
-/* F frames each way on every NIC, each checked; bounded by SC_TIMEOUT_NS. */
+/* F frames each way on every lane (queue pair), each checked; bounded by
+ * SC_TIMEOUT_NS. */
 static int sc_frames(struct sc_nic *nics, unsigned nn, unsigned frames)
 {
 	uint8_t buf[GUEST_MAX_FRAME];
@@ -254,7 +275,7 @@ static void sc_pss(struct sc_nic *nics, unsigned nn, bool busy, double *mn, doub
 
 int bench_scale_main(int argc, char **argv)
 {
-	unsigned long nn = 0, frames = 4, reps = 10;
+	unsigned long nn = 0, np = 1, frames = 4, reps = 10, nl;
 	struct vnic_conn *conn = NULL, **conns = NULL;
 	unsigned nconns = 0;
 	struct sc_nic *nics = NULL;
@@ -273,6 +294,9 @@ int bench_scale_main(int argc, char **argv)
 
 		if (!strcmp(a, "--nics") && v && bench_parse_ulong(v, 1, SC_MAX_NICS, &nn) == 0)
 			i++;
+		else if (!strcmp(a, "--queue-pairs") && v &&
+			 bench_parse_ulong(v, 1, SC_MAX_PAIRS, &np) == 0)
+			i++;
 		else if (!strcmp(a, "--frames") && v && bench_parse_ulong(v, 1, 128, &frames) == 0)
 			i++;
 		else if (!strcmp(a, "--status-reps") && v &&
@@ -288,13 +312,14 @@ int bench_scale_main(int argc, char **argv)
 		return 2;
 	}
 	raise_nofile();
-	nics = calloc(nn, sizeof(*nics));
+	nl = nn * np; /* lanes: a queue pair each, its own guest and worker */
+	nics = calloc(nl, sizeof(*nics));
 	sv = calloc(reps, sizeof(*sv));
 	if (!nics || !sv) {
 		fprintf(stderr, "vnic-bench: out of memory\n");
 		goto out;
 	}
-	for (unsigned i = 0; i < nn; i++)
+	for (unsigned i = 0; i < nl; i++)
 		nics[i].host_fd = -1;
 	nconns = (unsigned)((nn + SC_PER_CONN - 1) / SC_PER_CONN);
 	conns = calloc(nconns, sizeof(*conns));
@@ -315,8 +340,8 @@ int bench_scale_main(int argc, char **argv)
 		}
 	}
 	conn = conns[0];
-	for (unsigned i = 0; i < nn; i++)
-		nics[i].conn = conns[i / SC_PER_CONN];
+	for (unsigned i = 0; i < nl; i++)
+		nics[i].conn = conns[(i / np) / SC_PER_CONN];
 	if (getsockopt(vnic_fd(conn), SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
 		fprintf(stderr, "vnic-bench: SO_PEERCRED: %s\n", strerror(errno));
 		goto out;
@@ -327,27 +352,32 @@ int bench_scale_main(int argc, char **argv)
 
 	t0 = bench_now_ns();
 	for (; added < nn; added++)
-		if (sc_add(nics[added].conn, &nics[added], added) < 0)
+		if (sc_add(nics[added * np].conn, &nics[added * np], added, (unsigned)np) < 0)
 			goto out_remove;
 	add_ms = ms_since(t0);
 	if (vnic_status(conn, &st)) {
 		fprintf(stderr, "vnic-bench: status: %s\n", vnic_last_error(conn));
 		goto out_remove;
 	}
-	for (unsigned i = 0; i < nn; i++)
-		for (unsigned j = 0; j < st->nnics; j++)
-			if (!strcmp(st->nics[j].id, nics[i].id))
-				nics[i].pid = st->nics[j].pid;
+	for (unsigned i = 0; i < nl; i++)
+		for (unsigned j = 0; j < st->nnics; j++) {
+			if (strcmp(st->nics[j].id, nics[i].id))
+				continue;
+			nics[i].pid = st->nics[j].pid;
+			for (unsigned k = 0; st->pairs && k < st->pairs[j].npairs; k++)
+				if (st->pairs[j].pairs[k].pair == nics[i].pair)
+					nics[i].pid = st->pairs[j].pairs[k].pid;
+		}
 	st = vnic_status_free(st);
-	sc_pss(nics, nn, false, &pimin, &pimed, &pimax);
+	sc_pss(nics, (unsigned)nl, false, &pimin, &pimed, &pimax);
 	fds1 = fd_count(cred.pid);
 	wfds = fd_count(nics[0].pid);
 
 	t0 = bench_now_ns();
-	if (sc_frames(nics, nn, frames) < 0)
+	if (sc_frames(nics, (unsigned)nl, frames) < 0)
 		goto out_remove;
 	frames_ms = ms_since(t0);
-	sc_pss(nics, nn, true, &pbmin, &pbmed, &pbmax);
+	sc_pss(nics, (unsigned)nl, true, &pbmin, &pbmed, &pbmax);
 
 	for (unsigned r = 0; r < reps; r++) {
 		unsigned running = 0;
@@ -373,19 +403,20 @@ int bench_scale_main(int argc, char **argv)
 
 	t0 = bench_now_ns();
 	for (unsigned i = 0; i < added; i++)
-		if (vnic_remove_nic(nics[i].conn, nics[i].id, 0, NULL)) {
-			fprintf(stderr, "vnic-bench: RemoveNic %s: %s\n", nics[i].id,
-				vnic_last_error(nics[i].conn));
+		if (vnic_remove_nic(nics[i * np].conn, nics[i * np].id, 0, NULL)) {
+			fprintf(stderr, "vnic-bench: RemoveNic %s: %s\n", nics[i * np].id,
+				vnic_last_error(nics[i * np].conn));
 			goto out_remove;
 		}
 	remove_ms = ms_since(t0);
 	added = 0;
 
-	printf("vnic-bench scale: %lu NICs on %u connections, %lu frames each way per NIC, "
-	       "%lu status listings\n", nn, nconns, frames, reps);
+	printf("vnic-bench scale: %lu NICs of %lu queue pairs (%lu workers) on %u connections, "
+	       "%lu frames each way per pair, %lu status listings\n", nn, np, nl, nconns, frames,
+	       reps);
 	printf("  add all:     %9.1f ms (%.2f ms per NIC, AddNic -> worker READY)\n", add_ms,
 	       add_ms / (double)nn);
-	printf("  frames:      %9.1f ms (%lu checked frames)\n", frames_ms, 2 * frames * nn);
+	printf("  frames:      %9.1f ms (%lu checked frames)\n", frames_ms, 2 * frames * nl);
 	printf("  status all:  %9.2f / %.2f / %.2f ms (min / median / max of %lu; %lu NICs, %lu pages)\n",
 	       smin, smed, smax, reps, nn, (nn + 31) / 32);
 	printf("  remove all:  %9.1f ms (%.2f ms per NIC)\n", remove_ms, remove_ms / (double)nn);
@@ -395,24 +426,24 @@ int bench_scale_main(int argc, char **argv)
 	       (double)(fds1 - fds0) / (double)nn, wfds);
 	printf("  worker PSS idle: %.0f / %.0f / %.0f KiB, after frames: %.0f / %.0f / %.0f KiB "
 	       "(min / median / max)\n", pimin, pimed, pimax, pbmin, pbmed, pbmax);
-	printf("RESULT scale nics=%lu add_ms=%.1f frames_ms=%.1f status_ms_min=%.2f status_ms_med=%.2f "
+	printf("RESULT scale nics=%lu pairs=%lu add_ms=%.1f frames_ms=%.1f status_ms_min=%.2f status_ms_med=%.2f "
 	       "status_ms_max=%.2f remove_ms=%.1f vnicd_rss_kb=%.0f vnicd_pss_kb=%.0f "
 	       "vnicd_rss0_kb=%.0f worker_pss_idle_kb_med=%.0f worker_pss_idle_kb_max=%.0f "
 	       "worker_pss_busy_kb_med=%.0f worker_pss_busy_kb_max=%.0f vnicd_fds0=%d vnicd_fds=%d "
 	       "worker_fds=%d\n",
-	       nn, add_ms, frames_ms, smin, smed, smax, remove_ms, rss1, pss1, rss0, pimed, pimax,
+	       nn, np, add_ms, frames_ms, smin, smed, smax, remove_ms, rss1, pss1, rss0, pimed, pimax,
 	       pbmed, pbmax, fds0, fds1, wfds);
 	rc = 0;
 out_remove:
 	for (unsigned i = 0; i < added; i++)
-		vnic_remove_nic(nics[i].conn, nics[i].id, 0, NULL);
+		vnic_remove_nic(nics[i * np].conn, nics[i * np].id, 0, NULL);
 out:
 	vnic_status_free(st);
 	for (unsigned i = 0; conns && i < nconns; i++)
 		vnic_close(conns[i]);
 	free(conns);
 	if (nics) {
-		for (unsigned i = 0; i < nn; i++) {
+		for (unsigned i = 0; i < nl; i++) {
 			guest_free(nics[i].g);
 			if (nics[i].host_fd >= 0)
 				close(nics[i].host_fd);

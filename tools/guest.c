@@ -39,10 +39,15 @@ static int guest_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 uint8_t *guest_gpa(struct guest *g, uint64_t gpa)
 {
-	return g->mem + (gpa - GUEST_GPA_BASE);
+	return g->mem + (gpa - g->gpa_base);
 }
 
 int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen)
+{
+	return guest_new_pair(nic, 0, ret_g, err, errlen);
+}
+
+int guest_new_pair(unsigned nic, unsigned pair, struct guest **ret_g, char *err, size_t errlen)
 {
 	struct guest *g;
 	size_t size;
@@ -61,7 +66,9 @@ int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen)
 	       (size_t)g->ntxslots * GUEST_TX_SLOT_SIZE;
 	size = (size + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
 	g->memsize = size;
-	g->rxbuf_gpa = GUEST_GPA_BASE + GUEST_RXBUF_OFF;
+	g->pair = pair;
+	g->gpa_base = GUEST_GPA_BASE + (uint64_t)pair * size;
+	g->rxbuf_gpa = g->gpa_base + GUEST_RXBUF_OFF;
 	g->txslot_gpa = g->rxbuf_gpa + (uint64_t)GUEST_QUEUE_SIZE * GUEST_RXBUF_SIZE;
 
 	g->txfree = calloc(g->ntxslots, sizeof(*g->txfree));
@@ -76,7 +83,7 @@ int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen)
 
 	/* Guest RAM as a VMM makes it: a memfd whose size the worker can
 	 * trust because it can neither shrink nor grow. */
-	snprintf(name, sizeof(name), "vnic-bench-guest%u", nic);
+	snprintf(name, sizeof(name), "vnic-bench-guest%u.%u", nic, pair);
 	rc = sealed_memfd_map(name, size, &mem, "guest memory", err, errlen);
 	if (rc < 0)
 		goto free_g;
@@ -86,7 +93,7 @@ int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen)
 	for (unsigned q = 0; q < 2; q++) {
 		struct vring_layout *l = &g->lay[q];
 
-		vring_layout(GUEST_QUEUE_SIZE, GUEST_GPA_BASE + q * GUEST_RING_SPAN, l);
+		vring_layout(GUEST_QUEUE_SIZE, g->gpa_base + q * GUEST_RING_SPAN, l);
 		rc = vring_drv_init(&g->q[q], GUEST_QUEUE_SIZE, guest_gpa(g, l->desc),
 				    guest_gpa(g, l->avail), guest_gpa(g, l->used), true);
 		if (rc < 0) {
@@ -331,11 +338,11 @@ void guest_read_call(struct guest *g, unsigned q)
 
 void guest_vnic_memory(const struct guest *g, struct vnic_region *reg, struct vnic_queue *q)
 {
-	*reg = (struct vnic_region){ .gpa = GUEST_GPA_BASE, .size = g->memsize, .offset = 0,
+	*reg = (struct vnic_region){ .gpa = g->gpa_base, .size = g->memsize, .offset = 0,
 				     .fd = g->memfd };
 	for (unsigned i = 0; i < 2; i++)
 		q[i] = (struct vnic_queue){
-			.index = i, .size = GUEST_QUEUE_SIZE,
+			.index = 2 * g->pair + i, .size = GUEST_QUEUE_SIZE,
 			.desc_gpa = g->lay[i].desc, .avail_gpa = g->lay[i].avail,
 			.used_gpa = g->lay[i].used, .avail_idx = 0,
 			.kick_fd = g->kick[i], .call_fd = g->call[i],

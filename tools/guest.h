@@ -36,6 +36,8 @@ enum { GUEST_RX = 0, GUEST_TX = 1 };
 
 struct guest {
 	unsigned nic;
+	unsigned pair;               /* queue pair k of its NIC: virtqueues 2k, 2k + 1 */
+	uint64_t gpa_base;           /* where its memory starts (GUEST_GPA_BASE for pair 0) */
 	int memfd;
 	uint8_t *mem;
 	size_t memsize;
@@ -64,6 +66,13 @@ struct guest {
  * Returns: 0 and *ret_g, or a negative errno with err filled.
  */
 int guest_new(unsigned nic, struct guest **ret_g, char *err, size_t errlen);
+
+/*
+ * guest_new_pair - the same for queue pair @pair of NIC @nic (issue 15):
+ * its own memory, placed after the pairs before it (so a NIC of several
+ * pairs has a region per pair), its rings virtqueues 2 x pair, 2 x pair + 1.
+ */
+int guest_new_pair(unsigned nic, unsigned pair, struct guest **ret_g, char *err, size_t errlen);
 
 /* guest_vnic_memory - what AddNic needs of this guest: its one memory
  * region and its rx0/tx0 queues (q[0], q[1]; fds borrowed from the guest). */
