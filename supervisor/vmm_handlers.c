@@ -230,12 +230,63 @@ static void stop_for(struct nic *n, uint64_t req, uint32_t ms, const char *why)
 	nic_stop(n, ms, why);
 }
 
-/* Every pair's added() came. All OK: the answer. One failed: the others
- * are stopped first, and the answer follows their reap. */
-static void pg_add_done(struct vmm_conn *c, struct pair_group *g)
+/* An AddNic of several pairs where one failed: stop the pairs that run,
+ * the answer follows their reap. */
+static void pg_add_stop_others(struct vmm_conn *c, struct pair_group *g)
 {
 	struct nic *list[NIC_MAX_PAIRS], *n;
 	unsigned cnt = 0;
+
+	TAILQ_FOREACH(n, &c->sup->nics, link)
+		if (n->owner == c && !strcmp(n->id, g->id) && cnt < NIC_MAX_PAIRS &&
+		    n->state != NIC_STOPPING)
+			list[cnt++] = n;
+	g->kind = PG_ADD_FAILED;
+	g->left = cnt;
+	if (cnt == 0) {
+		vmm_conn_reply_error(c, g->req, g->code, "nic %s: %s", g->id, g->error);
+		pg_free(g);
+		return;
+	}
+	for (unsigned i = 0; i < cnt; i++)
+		stop_for(list[i], g->req, SUP_STOP_DEFAULT_MS, "AddNic failed on another pair");
+}
+
+/* The stops of pg_add_stop_others, after the added() call that found
+ * the group failed has returned (nic.c moves that NIC to RUNNING right
+ * after it): found again by connection id and request id, in case the
+ * connection went meanwhile (then its NICs are stopping anyway). */
+struct pg_later {
+	struct sup *sup;
+	unsigned conn_id;
+	uint64_t req;
+};
+
+static void pg_later_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pg_later *l = arg;
+	struct vmm_conn *c;
+	struct pair_group *g = NULL;
+
+	(void)fd;
+	(void)what;
+	TAILQ_FOREACH(c, &l->sup->conns, link)
+		if (c->id == l->conn_id) {
+			g = pg_find(c, l->req);
+			break;
+		}
+	if (g && g->kind == PG_ADD)
+		pg_add_stop_others(c, g);
+	free(l);
+}
+
+/* Every pair's added() came. All OK: the answer. One failed: the others
+ * are stopped first (once this call has returned), and the answer
+ * follows their reap. */
+static void pg_add_done(struct vmm_conn *c, struct pair_group *g)
+{
+	static const struct timeval now = { 0, 0 };
+	struct pg_later *l;
 
 	if (g->code == VNIC__VMM__STATUS__STATUS_OK) {
 		Vnic__Vmm__Reply rep;
@@ -251,19 +302,18 @@ static void pg_add_done(struct vmm_conn *c, struct pair_group *g)
 		pg_free(g);
 		return;
 	}
-	TAILQ_FOREACH(n, &c->sup->nics, link)
-		if (n->owner == c && !strcmp(n->id, g->id) && cnt < NIC_MAX_PAIRS &&
-		    n->state != NIC_STOPPING)
-			list[cnt++] = n;
-	g->kind = PG_ADD_FAILED;
-	g->left = cnt;
-	if (cnt == 0) {
-		vmm_conn_reply_error(c, g->req, g->code, "nic %s: %s", g->id, g->error);
-		pg_free(g);
-		return;
+	l = calloc(1, sizeof(*l));
+	if (l) {
+		l->sup = c->sup;
+		l->conn_id = c->id;
+		l->req = g->req;
 	}
-	for (unsigned i = 0; i < cnt; i++)
-		stop_for(list[i], g->req, SUP_STOP_DEFAULT_MS, "AddNic failed on another pair");
+	if (!l || event_base_once(c->sup->base, -1, EV_TIMEOUT, pg_later_cb, l, &now) < 0) {
+		/* Cannot defer: stop now (nic.c then logs a refused
+		 * transition for the NIC whose READY this is). */
+		free(l);
+		pg_add_stop_others(c, g);
+	}
 }
 
 /* AddNic with 2N queues: validated as a whole, split into a spec per
