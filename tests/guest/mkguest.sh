@@ -30,7 +30,7 @@ command -v python3 >/dev/null || skip "no python3"
 
 wanted="failover net_failover virtio_ring virtio virtio_net virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci"
 stamp=$(cat "$0" "$here/init" "$here/extract_vmlinux.py" | md5sum | cut -d' ' -f1)
-stamp="$stamp $kver $(stat -c %Y:%s "$bz" "$bb" "$iperf" | tr '\n' ' ')"
+stamp="$stamp $kver $(stat -c %Y:%s "$bz" "$bb" "$iperf" $(command -v ethtool || true) | tr '\n' ' ')"
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ] &&
    [ -f "$out/vmlinux" ] && [ -f "$out/initramfs.cpio.gz" ]; then
 	exit 0
@@ -72,11 +72,15 @@ for rel in $order; do
 	echo "$name" >>"$root/etc/modules.order"
 done
 
-# iperf3 and what ldd says it needs, at the same paths.
-cp "$iperf" "$root/bin/iperf3"
-for lib in $(ldd "$iperf" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
-	mkdir -p "$root$(dirname "$lib")"
-	cp -L "$lib" "$root$lib"
+# iperf3, ethtool when the host has it (the multiqueue cases change the
+# guest's channels: issue 15), and what ldd says they need, at the same paths.
+ethtool=$(command -v ethtool || true)
+for bin in "$iperf" $ethtool; do
+	cp "$bin" "$root/bin/$(basename "$bin")"
+	for lib in $(ldd "$bin" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
 done
 case "$(uname -m)" in x86_64) mkdir -p "$root/lib64"; [ -e "$root/lib64/ld-linux-x86-64.so.2" ] || cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/" ;; esac
 

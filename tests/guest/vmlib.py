@@ -279,8 +279,11 @@ class Guest:
 
     def __init__(self, image, nic, ip="198.18.0.2/24", mtu=None, netns=None, mem="512M",
                  workdir=None, name="vm", tso=True, incoming=False, mac=None, announce=None,
-                 memfd=None, console=None):
+                 memfd=None, console=None, smp=1, queues=1):
         self.image, self.nic, self.ip, self.mtu = image, nic, ip, mtu
+        # smp: vCPUs; queues: the NIC's queue pairs (vhost-user only:
+        # queues=N on the netdev, mq=on on the device; issue 15).
+        self.smp, self.queues = smp, queues
         self.netns, self.mem, self.tso = netns, mem, tso
         # incoming: a migration's destination (-incoming defer), the same
         # guest-visible command line as its source.  mac: the NIC's MAC
@@ -306,7 +309,8 @@ class Guest:
 
     def argv(self):
         a = [QEMU, "-name", self.name + ",debug-threads=on", "-accel", "tcg", "-cpu", "qemu64",
-             "-m", self.mem, "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
+             "-m", self.mem, "-smp", str(self.smp), "-nodefaults", "-display", "none",
+             "-no-reboot",
              "-kernel", os.path.join(self.image, "vmlinux"),
              "-initrd", os.path.join(self.image, "initramfs.cpio.gz"),
              "-append", self.append(),
@@ -349,10 +353,13 @@ class Guest:
                   % (txo, opts)]
         elif kind == "vhost-user":
             _, path, server = self.nic
+            mq_net = ",queues=%d" % self.queues if self.queues > 1 else ""
+            mq_dev = ",mq=on" if self.queues > 1 else ""
             a += ["-chardev", "socket,id=c,path=%s%s" % (path, ",server=on,wait=off"
                                                        if server else ""),
-                  "-netdev", "vhost-user,id=n0,chardev=c",
-                  "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=%s" % opts]
+                  "-netdev", "vhost-user,id=n0,chardev=c%s" % mq_net,
+                  "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=%s%s"
+                  % (mq_dev, opts)]
         else:
             raise ValueError(kind)
         return a
