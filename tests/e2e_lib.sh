@@ -135,8 +135,9 @@ e2e_result_field() {
 
 # e2e_check_counters EXPECT STATUS - vnicctl status --json (STATUS) shows
 # every NIC of EXPECT (written by vnic-bench --expect-json) RUNNING, with
-# the schema's fields, and tx0/rx0 packets and bytes equal to what the
-# guests sent and received.
+# the schema's fields, every queue's (tx0/rx0, tx1/rx1 ...) packets and
+# bytes equal to what the guests sent and received, and a RUNNING worker of
+# its own per queue pair.
 e2e_check_counters() {
 	python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -170,6 +171,14 @@ for e in exp["nics"]:
                            % (e["id"], name, k, q[k], want[k]))
         if q["broken"]:
             bad.append("%s %s: broken" % (e["id"], name))
+    # A worker per queue pair (issue 15), each running, none shared.
+    npairs = len([q for q in e["queues"] if q.startswith("tx")])
+    rows = n.get("pairs", [])
+    pids = [p["pid"] for p in rows]
+    if len(rows) != npairs:
+        bad.append("%s: %d pair rows, want %d" % (e["id"], len(rows), npairs))
+    elif any(p["state"] != "RUNNING" for p in rows) or 0 in pids or len(set(pids)) != npairs:
+        bad.append("%s: pairs not each RUNNING with its own worker: %s" % (e["id"], rows))
 print("checked %d NIC(s) against vnicctl status --json" % len(exp["nics"]))
 for b in bad:
     print("counter mismatch: " + b, file=sys.stderr)

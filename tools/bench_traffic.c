@@ -229,8 +229,10 @@ void bench_traffic_usage(FILE *f)
 		"           [--direction g2h|h2g|both] [--size BYTES|random] [--seconds S]\n"
 		"           [--count N] [--netns NAME] [--window N]\n"
 		"           [--policy default|timer|bh|adaptive|poll]\n"
-		"           [--expect-json FILE] [--before-remove CMD]\n"
+		"           [--expect-json FILE] [--before-remove CMD] [--queue-pairs P]\n"
 		"  Simulated VMM + guests: N NICs on vnicd, checked UDP frames each way.\n"
+		"  --queue-pairs P  every NIC has P queue pairs, a worker and a flow\n"
+		"               each way per pair (socket backend; N x P <= %u)\n"
 		"  --size       frame size %u..%u (tap: ..%u), or random (default)\n"
 		"  --seconds    sending time (default 3); --count stops a flow earlier\n"
 		"  --netns      tap backend: namespace for the taps (created and removed\n"
@@ -266,7 +268,7 @@ void bench_traffic_usage(FILE *f)
 		"  --dirty-log-after S  the same, the log set at S s while frames flow\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
-		FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_BURST, TR_DEFAULT_WINDOW,
+		TR_MAX_NICS, FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_BURST, TR_DEFAULT_WINDOW,
 		TR_WINDOW_BYTES >> 20);
 }
 
@@ -387,6 +389,11 @@ static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 		return 0;
 	case 1007:
 		return bench_parse_double(arg, 0, 3600, &r->dirty_log_after);
+	case 1008:
+		if (bench_parse_ulong(arg, 1, TR_MAX_NICS, &v) < 0)
+			return -EINVAL;
+		r->pairs = (unsigned)v;
+		return 0;
 	case 'P':
 	case 1000:
 	case 1001:
@@ -435,6 +442,7 @@ static int tr_traffic_args(struct tr_run *r, int argc, char **argv)
 		{ "guest-batch", required_argument, NULL, 1005 },
 		{ "dirty-log", no_argument, NULL, 1006 },
 		{ "dirty-log-after", required_argument, NULL, 1007 },
+		{ "queue-pairs", required_argument, NULL, 1008 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -473,6 +481,22 @@ static int tr_traffic_check(const struct tr_run *r)
 	}
 	if (r->rr && r->dirty_log_after >= 0) {
 		fprintf(stderr, "vnic-bench: --rr takes --dirty-log, not --dirty-log-after\n");
+		return -EINVAL;
+	}
+	if (r->pairs > 1 && r->nnics * r->pairs > TR_MAX_NICS) {
+		fprintf(stderr, "vnic-bench: %u NICs x %u queue pairs: at most %u in all\n",
+			r->nnics, r->pairs, TR_MAX_NICS);
+		return -EINVAL;
+	}
+	/* A tap picks the queue of a host->guest frame by its flow hash, so
+	 * frames could not be checked per pair; the lifecycle and dirty-log
+	 * checks are per NIC of one pair. */
+	if (r->pairs > 1 && (r->backend != TR_SOCKET || r->rr || r->fault_nic >= 0 ||
+			     r->unplug_after >= 0 || r->disconnect_after >= 0 ||
+			     r->stall_after >= 0 || r->dirty_log || r->dirty_log_after >= 0)) {
+		fprintf(stderr, "vnic-bench: --queue-pairs takes the socket backend, and none of "
+				"--rr, --fault-nic, --unplug-after, --disconnect-after, "
+				"--stall-backend-after, --dirty-log(-after)\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -523,6 +547,10 @@ int bench_traffic_main(int argc, char **argv)
 	if (tr_traffic_check(&r) < 0)
 		return 2;
 	tr_init_common(&r);
+	printf("vnic-bench traffic: %u NIC(s)", r.nnics);
+	if (r.pairs > 1)
+		printf(" of %u queue pairs", r.pairs);
+	r.nnics *= r.pairs; /* from here on: lanes */
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
 	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX : FRAMES_MAX;
@@ -533,7 +561,7 @@ int bench_traffic_main(int argc, char **argv)
 	}
 	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500 : r.backend == TR_TAP ? FRAMES_TAP_MTU : 65535;
 
-	printf("vnic-bench traffic: %u NIC(s), %s backend, %s, size %s%s, %.1f s\n", r.nnics,
+	printf(", %s backend, %s, size %s%s, %.1f s\n",
 	       r.backend == TR_TAP ? "tap" : "socket",
 	       r.dirs == 3 ? "both directions" : r.dirs == 1 ? "guest->host" : "host->guest",
 	       r.fixed ? "" : "random", r.fixed ? "" : "", r.seconds);

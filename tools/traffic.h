@@ -38,7 +38,7 @@
 #include "bench.h"
 #include "libvnic.h"
 
-#define TR_MAX_NICS 64u
+#define TR_MAX_NICS 64u                      /* lanes (NICs x pairs) */
 #define TR_STALL_NS (5ull * 1000000000ull)   /* no progress for 5 s: stall */
 #define TR_DRAIN_NS (5ull * 1000000000ull)   /* after sending: wait this long */
 #define TR_CPU_SAMPLE_NS 100000000ull        /* worker CPU sampled every 100 ms */
@@ -77,9 +77,20 @@ struct tr_flow {
 	uint64_t first_ns, last_ns; /* first and last frame received */
 };
 
+/*
+ * A lane: one queue pair of one NIC, with its own guest memory, rings,
+ * host end and flows (--queue-pairs P gives every NIC P lanes; frames
+ * carry the lane's idx, so a frame delivered on the wrong pair fails its
+ * check). The lanes of a NIC are next to each other in tr_run.nics, pair
+ * 0 first; it alone does what is per NIC (AddNic, RemoveNic, counters
+ * summed over all queues).
+ */
 struct tr_nic {
-	unsigned idx;
-	char id[48];
+	unsigned idx;               /* lane index, unique in the run */
+	unsigned pair;              /* its queue pair: queues rx<pair>, tx<pair> */
+	unsigned npairs;            /* pairs of its NIC */
+	char id[48];                /* the NIC's id (the same on all its lanes) */
+	char qname[2][12];          /* "tx<pair>", "rx<pair>": [FRAMES_G2H], [FRAMES_H2G] */
 	struct guest *g;
 	int host_fd;                /* socketpair end or UDP socket; -1 */
 	char tap[IFNAMSIZ];
@@ -137,7 +148,8 @@ struct tr_run {
 	unsigned window;
 	char netns[64];
 	bool netns_created;
-	unsigned nnics;
+	unsigned nnics;             /* lanes: NICs x pairs */
+	unsigned pairs;             /* --queue-pairs: lanes per NIC (1) */
 	struct tr_nic *nics;
 	uint8_t *buf;               /* host scratch, one frame */
 	uint32_t mtu;

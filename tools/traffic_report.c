@@ -50,11 +50,12 @@ static bool tr_counters_match(struct tr_run *r, const struct vnic_status *st, bo
 
 		if (n->hostile || n->faulty || n->gone)
 			continue;
-		tx = s ? tr_queue(s, "tx0") : NULL;
-		rx = s ? tr_queue(s, "rx0") : NULL;
+		tx = s ? tr_queue(s, n->qname[FRAMES_G2H]) : NULL;
+		rx = s ? tr_queue(s, n->qname[FRAMES_H2G]) : NULL;
 		if (!tx || !rx) {
 			if (report)
-				tr_fail(r, "nic %s missing from status", n->id);
+				tr_fail(r, "nic %s %s/%s missing from status", n->id,
+					n->qname[FRAMES_G2H], n->qname[FRAMES_H2G]);
 			ok = false;
 			continue;
 		}
@@ -62,24 +63,24 @@ static bool tr_counters_match(struct tr_run *r, const struct vnic_status *st, bo
 		    rx->packets != rxp || rx->bytes != rxb) {
 			if (report)
 				tr_fail(r,
-					"nic %s counters: tx0 %llu pkts %llu B (guest sent %llu, %llu B), "
-					"rx0 %llu pkts %llu B (guest got %llu, %llu B)",
-					n->id, (unsigned long long)tx->packets,
+					"nic %s counters: %s %llu pkts %llu B (guest sent %llu, %llu B), "
+					"%s %llu pkts %llu B (guest got %llu, %llu B)",
+					n->id, tx->name, (unsigned long long)tx->packets,
 					(unsigned long long)tx->bytes,
 					(unsigned long long)n->f[FRAMES_G2H].sent,
-					(unsigned long long)n->f[FRAMES_G2H].sent_bytes,
+					(unsigned long long)n->f[FRAMES_G2H].sent_bytes, rx->name,
 					(unsigned long long)rx->packets, (unsigned long long)rx->bytes,
 					(unsigned long long)rxp, (unsigned long long)rxb);
 			ok = false;
 		}
 		if (report && r->backend == TR_SOCKET &&
 		    (tx->drops || tx->errors || rx->drops || rx->errors)) {
-			tr_fail(r, "nic %s: drops/errors tx0 %llu/%llu rx0 %llu/%llu on a lossless backend",
-				n->id, (unsigned long long)tx->drops, (unsigned long long)tx->errors,
-				(unsigned long long)rx->drops, (unsigned long long)rx->errors);
+			tr_fail(r, "nic %s: drops/errors %s %llu/%llu %s %llu/%llu on a lossless backend",
+				n->id, tx->name, (unsigned long long)tx->drops, (unsigned long long)tx->errors,
+				rx->name, (unsigned long long)rx->drops, (unsigned long long)rx->errors);
 			ok = false;
 		}
-		for (unsigned q = 0; report && q < s->nqueues; q++)
+		for (unsigned q = 0; report && n->pair == 0 && q < s->nqueues; q++)
 			if (s->queues[q].broken) {
 				tr_fail(r, "nic %s %s broken: %s", n->id, s->queues[q].name,
 					s->queues[q].broken_reason);
@@ -103,14 +104,21 @@ int tr_write_expect(struct tr_run *r)
 
 		if (n->hostile)
 			continue;
+		/* One object per NIC, its lanes' queues in it. */
+		if (n->pair == 0) {
+			fprintf(f, "%s\n {\"id\": \"%s\", \"queues\": {", first ? "" : ",", n->id);
+			first = 0;
+		}
 		fprintf(f,
-			"%s\n {\"id\": \"%s\", \"queues\": {\"tx0\": {\"packets\": %llu, \"bytes\": %llu}, "
-			"\"rx0\": {\"packets\": %llu, \"bytes\": %llu}}}",
-			first ? "" : ",", n->id, (unsigned long long)n->f[FRAMES_G2H].sent,
-			(unsigned long long)n->f[FRAMES_G2H].sent_bytes,
+			"%s\"%s\": {\"packets\": %llu, \"bytes\": %llu}, "
+			"\"%s\": {\"packets\": %llu, \"bytes\": %llu}",
+			n->pair ? ", " : "", n->qname[FRAMES_G2H],
+			(unsigned long long)n->f[FRAMES_G2H].sent,
+			(unsigned long long)n->f[FRAMES_G2H].sent_bytes, n->qname[FRAMES_H2G],
 			(unsigned long long)(n->f[FRAMES_H2G].recv + n->other_rx),
 			(unsigned long long)(n->f[FRAMES_H2G].recv_bytes + n->other_rx_bytes));
-		first = 0;
+		if (n->pair + 1 == n->npairs)
+			fprintf(f, "}}");
 	}
 	fprintf(f, "\n]}\n");
 	return fclose(f) == 0 ? 0 : -1;
@@ -124,8 +132,8 @@ static void tr_sum_counters(struct tr_run *r, const struct vnic_status *st, uint
 	for (unsigned i = 0; i < r->nnics; i++) {
 		const struct vnic_nic_status *s = tr_nic_status(st, r->nics[i].id);
 
-		if (!s || r->nics[i].hostile)
-			continue;
+		if (!s || r->nics[i].hostile || r->nics[i].pair != 0)
+			continue; /* per NIC: its first lane sums all its queues */
 		for (unsigned q = 0; q < s->nqueues; q++) {
 			*kicks += s->queues[q].kicks;
 			*irqs += s->queues[q].interrupts;
@@ -145,7 +153,8 @@ static void tr_report_policy(struct tr_run *r, const struct vnic_status *st)
 
 	for (unsigned i = 0; i < r->nnics; i++) {
 		const struct vnic_nic_status *s = tr_nic_status(st, r->nics[i].id);
-		const struct vnic_queue_status *q = s ? tr_queue(s, "tx0") : NULL;
+		const struct vnic_queue_status *q =
+			s ? tr_queue(s, r->nics[i].qname[FRAMES_G2H]) : NULL;
 
 		if (!q || r->nics[i].hostile)
 			continue;
@@ -155,7 +164,8 @@ static void tr_report_policy(struct tr_run *r, const struct vnic_status *st)
 		th += q->timer_hits;
 		ps += q->poll_spins;
 		ph += q->poll_hits;
-		sw += s->policy_switches;
+		if (r->nics[i].pair == 0)
+			sw += s->policy_switches; /* per NIC */
 		if (q->window > win)
 			win = q->window;
 	}
@@ -326,6 +336,7 @@ static double tr_report_workers(struct tr_run *r, const struct vnic_status *st)
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		const struct vnic_nic_status *s = tr_nic_status(st, n->id);
+		char lane[24];
 
 		if (n->hostile || n->gone)
 			continue;
@@ -336,7 +347,7 @@ static double tr_report_workers(struct tr_run *r, const struct vnic_status *st)
 			have_cpu = false;
 		else
 			cpu += n->cpu_dead + n->cpu1 - n->cpu0;
-		for (unsigned q = 0; s && q < s->nqueues; q++) {
+		for (unsigned q = 0; s && n->pair == 0 && q < s->nqueues; q++) {
 			const struct vnic_queue_status *qs = &s->queues[q];
 
 			printf("  %s %s: %llu pkts %llu B, kicks %llu, interrupts %llu, suppressed %llu, "
@@ -346,9 +357,10 @@ static double tr_report_workers(struct tr_run *r, const struct vnic_status *st)
 			       (unsigned long long)qs->interrupts, (unsigned long long)qs->suppressed,
 			       (unsigned long long)qs->drops, (unsigned long long)qs->errors);
 		}
-		printf("  %s worker pid %d (%s), guest: kicks sent rx %llu tx %llu, "
+		snprintf(lane, sizeof(lane), " pair %u", n->pair);
+		printf("  %s%s worker pid %d (%s), guest: kicks sent rx %llu tx %llu, "
 		       "interrupts seen rx %llu tx %llu\n",
-		       n->id, (int)n->pid, s && s->sandboxed ? "sandboxed" : "NOT sandboxed",
+		       n->id, n->npairs > 1 ? lane : "", (int)n->pid, s && s->sandboxed ? "sandboxed" : "NOT sandboxed",
 		       (unsigned long long)n->g->kicks_sent[0],
 		       (unsigned long long)n->g->kicks_sent[1],
 		       (unsigned long long)n->g->irqs_seen[0], (unsigned long long)n->g->irqs_seen[1]);

@@ -75,10 +75,11 @@ double tr_cpu_seconds(pid_t pid)
 
 /* ---- events ---- */
 
-static struct tr_nic *tr_find(struct tr_run *r, const char *id)
+/* The lane of NIC id that runs queue pair `pair`, NULL when none. */
+static struct tr_nic *tr_find(struct tr_run *r, const char *id, uint32_t pair)
 {
 	for (unsigned i = 0; i < r->nnics; i++)
-		if (!strcmp(r->nics[i].id, id))
+		if (r->nics[i].pair == pair && !strcmp(r->nics[i].id, id))
 			return &r->nics[i];
 	return NULL;
 }
@@ -86,7 +87,7 @@ static struct tr_nic *tr_find(struct tr_run *r, const char *id)
 static void tr_on_event(struct vnic_conn *conn, const struct vnic_event *ev, void *arg)
 {
 	struct tr_run *r = arg;
-	struct tr_nic *n = tr_find(r, ev->id);
+	struct tr_nic *n = tr_find(r, ev->id, ev->pair);
 
 	(void)conn;
 	if (!n)
@@ -145,61 +146,83 @@ static void tr_on_event(struct vnic_conn *conn, const struct vnic_event *ev, voi
 
 /* ---- NICs and their workers ---- */
 
-static int tr_nic_add(struct tr_run *r, struct tr_nic *n)
+/* AddNic for the NIC whose lanes are l[0 .. l->npairs): one guest memory
+ * region, two queues and (socket backend) one socketpair per pair. */
+static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 {
-	struct vnic_region reg;
-	struct vnic_queue q[2];
+	struct vnic_region reg[TR_MAX_NICS];
+	struct vnic_queue q[2 * TR_MAX_NICS];
+	int bf[TR_MAX_NICS];
 	struct vnic_nic_config cfg = { 0 };
+	unsigned np = l->npairs;
 	char err[256];
-	int vmm_end = -1, rc;
+	int rc = 0;
 
-	rc = guest_new(n->idx, &n->g, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "vnic-bench: nic %u: %s\n", n->idx, err);
-		return -EIO;
-	}
-	if (r->id_prefix)
-		snprintf(n->id, sizeof(n->id), "%s%u", r->id_prefix, n->idx);
-	else
-		snprintf(n->id, sizeof(n->id), "bench%d-%u", (int)getpid(), n->idx);
-	snprintf(n->tap, sizeof(n->tap), "vnicb%u", n->idx);
-	if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &vmm_end) < 0)
-		return -EIO;
+	for (unsigned k = 0; k < np; k++)
+		bf[k] = -1;
+	for (unsigned k = 0; k < np && rc == 0; k++) {
+		struct tr_nic *n = &l[k];
 
-	guest_vnic_memory(n->g, &reg, q);
-	cfg.id = n->id;
-	frames_guest_mac(n->idx, cfg.mac);
-	cfg.mtu = r->mtu;
-	cfg.features_offered = VNIC_F_VERSION_1 | VNIC_F_EVENT_IDX | VNIC_F_MRG_RXBUF |
-			       VNIC_F_MAC | VNIC_F_MTU;
-	cfg.features_acked = VNIC_F_VERSION_1 | VNIC_F_EVENT_IDX | VNIC_F_MRG_RXBUF;
-	cfg.nregions = 1;
-	cfg.regions = &reg;
-	cfg.nqueues = 2;
-	cfg.queues = q;
-	cfg.policy = r->pol;
-	cfg.policy.mode = r->policy;
-	if (r->backend == TR_SOCKET) {
-		cfg.backend = VNIC_BACKEND_SOCKET;
-		cfg.backend_fd = vmm_end;
-	} else {
-		cfg.backend = VNIC_BACKEND_TAP;
-		cfg.tap_name = n->tap;
-		cfg.netns = r->netns;
-		cfg.backend_fd = -1;
+		if (guest_new_pair(n->idx, k, &n->g, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vnic-bench: nic %u pair %u: %s\n", l->idx, k, err);
+			rc = -EIO;
+			break;
+		}
+		if (r->id_prefix)
+			snprintf(n->id, sizeof(n->id), "%s%u", r->id_prefix, l->idx / np);
+		else
+			snprintf(n->id, sizeof(n->id), "bench%d-%u", (int)getpid(), l->idx / np);
+		snprintf(n->qname[FRAMES_G2H], sizeof(n->qname[0]), "tx%u", k);
+		snprintf(n->qname[FRAMES_H2G], sizeof(n->qname[0]), "rx%u", k);
+		snprintf(n->tap, sizeof(n->tap), "vnicb%u", l->idx);
+		if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &bf[k]) < 0)
+			rc = -EIO;
+		else
+			guest_vnic_memory(n->g, &reg[k], &q[2 * k]);
 	}
-	rc = vnic_add_nic(n->conn, &cfg, err, sizeof(err));
-	if (vmm_end >= 0)
-		close(vmm_end); /* libvnic borrowed it; vnicd has its own now */
-	if (rc != 0) {
-		fprintf(stderr, "vnic-bench: AddNic %s: %s\n", n->id,
-			err[0] ? err : vnic_last_error(n->conn));
-		return -EIO;
+	if (rc == 0) {
+		cfg.id = l->id;
+		frames_guest_mac(l->idx, cfg.mac);
+		cfg.mtu = r->mtu;
+		cfg.features_offered = VNIC_F_VERSION_1 | VNIC_F_EVENT_IDX | VNIC_F_MRG_RXBUF |
+				       VNIC_F_MAC | VNIC_F_MTU;
+		cfg.features_acked = VNIC_F_VERSION_1 | VNIC_F_EVENT_IDX | VNIC_F_MRG_RXBUF;
+		cfg.nregions = np;
+		cfg.regions = reg;
+		cfg.nqueues = 2 * np;
+		cfg.queues = q;
+		cfg.policy = r->pol;
+		cfg.policy.mode = r->policy;
+		if (r->backend == TR_SOCKET) {
+			cfg.backend = VNIC_BACKEND_SOCKET;
+			cfg.backend_fd = bf[0];
+		} else {
+			cfg.backend = VNIC_BACKEND_TAP;
+			cfg.tap_name = l->tap;
+			cfg.netns = r->netns;
+			cfg.backend_fd = -1;
+		}
+		rc = r->backend == TR_SOCKET && np > 1
+			     ? vnic_add_nic_backends(l->conn, &cfg, bf, np, err, sizeof(err))
+			     : vnic_add_nic(l->conn, &cfg, err, sizeof(err));
+		if (rc != 0) {
+			fprintf(stderr, "vnic-bench: AddNic %s: %s\n", l->id,
+				err[0] ? err : vnic_last_error(l->conn));
+			rc = -EIO;
+		}
 	}
-	n->added = true;
-	if (r->backend == TR_TAP && tr_tap_setup(r, n) < 0)
+	/* libvnic borrowed the VMM ends; vnicd has its own now. */
+	for (unsigned k = 0; k < np; k++)
+		if (bf[k] >= 0)
+			close(bf[k]);
+	if (rc < 0)
+		return rc;
+	for (unsigned k = 0; k < np; k++)
+		l[k].added = true;
+	if (r->backend == TR_TAP && tr_tap_setup(r, l) < 0)
 		return -EIO;
-	guest_rx_fill(n->g);
+	for (unsigned k = 0; k < np; k++)
+		guest_rx_fill(l[k].g);
 	return 0;
 }
 
@@ -214,18 +237,26 @@ static int tr_read_pids(struct tr_run *r)
 		return -EIO;
 	}
 	for (unsigned i = 0; i < st->nnics; i++) {
-		struct tr_nic *n = tr_find(r, st->nics[i].id);
+		const struct vnic_nic_pairs *ps = st->pairs ? &st->pairs[i] : NULL;
+		unsigned np = ps && ps->npairs ? ps->npairs : 1;
 
-		if (!n)
-			continue;
-		if (n->pid > 0 && st->nics[i].pid != n->pid) {
-			/* A new worker: bank what the old one used (up to its
-			 * last sample), count the new one from its start. */
-			if (n->cpu0 >= 0 && n->cpu_last >= n->cpu0)
-				n->cpu_dead += n->cpu_last - n->cpu0;
-			n->cpu0 = n->cpu_last = 0;
+		for (unsigned j = 0; j < np; j++) {
+			uint32_t pair = ps && ps->npairs ? ps->pairs[j].pair : 0;
+			pid_t pid = ps && ps->npairs ? ps->pairs[j].pid : st->nics[i].pid;
+			struct tr_nic *n = tr_find(r, st->nics[i].id, pair);
+
+			if (!n)
+				continue;
+			if (n->pid > 0 && pid != n->pid) {
+				/* A new worker: bank what the old one used (up
+				 * to its last sample), count the new one from
+				 * its start. */
+				if (n->cpu0 >= 0 && n->cpu_last >= n->cpu0)
+					n->cpu_dead += n->cpu_last - n->cpu0;
+				n->cpu0 = n->cpu_last = 0;
+			}
+			n->pid = pid;
 		}
-		n->pid = st->nics[i].pid;
 	}
 	vnic_status_free(st);
 	return 0;
@@ -262,8 +293,8 @@ static void tr_switch_policy(struct tr_run *r, uint64_t now)
 		struct tr_nic *n = &r->nics[i];
 		int rc;
 
-		if (n->gone || n->hostile || n->failed)
-			continue;
+		if (n->gone || n->hostile || n->failed || n->pair != 0)
+			continue; /* per NIC: SetPolicy reaches all its pairs */
 		rc = vnic_set_policy(n->conn, n->id, &p);
 		if (rc) {
 			tr_fail(r, "nic %u: SetPolicy %s: %s", n->idx, vnic_mitigation_name(p.mode),
@@ -497,16 +528,21 @@ void tr_loop(struct tr_run *r)
 
 /* ---- teardown ---- */
 
+/* RemoveNic per NIC (its first lane). The reply promises every worker of
+ * the NIC is gone (reaped): no lane's worker pid may exist any more, not
+ * even as a zombie. */
 static void tr_remove_all(struct tr_run *r)
 {
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		struct vnic_remove_result res;
+		bool alive = false;
 		int rc;
 
-		if (!n->added)
+		if (!n->added || n->pair != 0)
 			continue;
-		n->added = false;
+		for (unsigned k = 0; k < n->npairs; k++)
+			n[k].added = false;
 		rc = vnic_remove_nic(n->conn, n->id, 5000, &res);
 		if (rc != 0 && n->faulty && n->failed) {
 			printf("  removed %s (failed under fault): %s\n", n->id,
@@ -517,16 +553,22 @@ static void tr_remove_all(struct tr_run *r)
 			tr_fail(r, "RemoveNic %s: %s", n->id, vnic_last_error(n->conn));
 			continue;
 		}
-		/* The reply promises the worker is gone (reaped): its pid must
-		 * not exist any more, not even as a zombie. */
+		for (unsigned k = 0; k < n->npairs; k++)
+			if (n[k].pid > 0 && (kill(n[k].pid, 0) == 0 || errno != ESRCH)) {
+				tr_fail(r, "RemoveNic %s replied while the worker of pair %u, pid %d, "
+					   "still exists", n->id, k, (int)n[k].pid);
+				alive = true;
+			}
+		if (alive)
+			continue;
 		if (n->pid <= 0)
 			printf("  removed %s\n", n->id);
-		else if (kill(n->pid, 0) == 0 || errno != ESRCH)
-			tr_fail(r, "RemoveNic %s replied while worker pid %d still exists", n->id,
-				(int)n->pid);
-		else
+		else if (n->npairs == 1)
 			printf("  removed %s: unplug %.1f ms, worker pid %d gone\n", n->id,
 			       res.unplug_latency_us / 1000.0, (int)n->pid);
+		else
+			printf("  removed %s: unplug %.1f ms, the workers of its %u pairs gone\n",
+			       n->id, res.unplug_latency_us / 1000.0, n->npairs);
 	}
 }
 
@@ -580,8 +622,12 @@ int tr_setup(struct tr_run *r)
 	r->nics = calloc(r->nnics, sizeof(*r->nics));
 	if (!r->buf || !r->nics)
 		return -EIO;
+	if (!r->pairs || r->nnics % r->pairs)
+		return -EIO; /* bench_traffic_main makes nnics NICs x pairs */
 	for (unsigned i = 0; i < r->nnics; i++) {
 		r->nics[i].idx = i;
+		r->nics[i].pair = i % r->pairs;
+		r->nics[i].npairs = r->pairs;
 		r->nics[i].host_fd = -1;
 		r->nics[i].log_fd = -1;
 	}
@@ -629,7 +675,7 @@ int tr_setup(struct tr_run *r)
 				return -EIO;
 			}
 		}
-		if (tr_nic_add(r, n) < 0)
+		if (n->pair == 0 && tr_nic_add(r, n) < 0)
 			return -EIO;
 	}
 	if (tr_read_pids(r) < 0)
@@ -707,7 +753,7 @@ void tr_run_init(struct tr_run *r, unsigned nnics)
 	*r = (struct tr_run){ .backend = TR_SOCKET, .dirs = 3, .seconds = 3, .nnics = nnics,
 			      .window = TR_DEFAULT_WINDOW, .fault_nic = -1, .unplug_after = -1,
 			      .disconnect_after = -1, .stall_after = -1,
-			      .remove_deadline_ms = 5000, .dirty_log_after = -1 };
+			      .remove_deadline_ms = 5000, .dirty_log_after = -1, .pairs = 1 };
 }
 
 /* tr_usage_exit - a command line that ends the subcommand: rc 1 (--help)
