@@ -492,6 +492,22 @@ static int add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, const
 		rc = set_err(c, -EINVAL, "vnic_add_nic: missing configuration");
 		goto out;
 	}
+	/* Only a socket or a tap fd travels; one per queue pair. */
+	if (cfg->backend != VNIC_BACKEND_SOCKET && cfg->backend != VNIC_BACKEND_TAP_FD)
+		nb = 0;
+	else if (cfg->nqueues > 2 && nb != cfg->nqueues / 2) {
+		rc = set_err(c, -EINVAL,
+			     "vnic_add_nic: %u queues need %u backend fds (one per queue pair), "
+			     "not %u: vnic_add_nic_backends", cfg->nqueues, cfg->nqueues / 2, nb);
+		goto out;
+	}
+	/* Each count bounded first: their sum cannot wrap. */
+	if (cfg->nregions > WIRE_MAX_FDS || cfg->nqueues > WIRE_MAX_FDS || nb > WIRE_MAX_FDS) {
+		rc = set_err(c, -E2BIG, "vnic_add_nic: %u regions, %u queues, %u backend fds: "
+			     "at most %u fds fit one message", cfg->nregions, cfg->nqueues, nb,
+			     WIRE_MAX_FDS);
+		goto out;
+	}
 	maxfds = cfg->nregions + 2 * cfg->nqueues + nb;
 	if (maxfds > WIRE_MAX_FDS) {
 		rc = set_err(c, -E2BIG, "vnic_add_nic: %u fds, at most %u fit one message",

@@ -118,8 +118,10 @@ struct vnic_hello_info {
 	uint32_t version;
 	char server[64];
 	uint64_t device_features; /* bits the device supports (tap backend) */
-	/* max_regions: what one AddNic can carry with any backend (248: one
-	 * frame's 253 fds less 2 eventfds per queue and a backend fd). */
+	/* max_regions: what one AddNic of one queue pair can carry with any
+	 * backend (248: one frame's 253 fds less 2 eventfds per queue and a
+	 * backend fd; each further pair 5 fewer). max_queues: 2 per queue
+	 * pair, up to vnicd's --max-queue-pairs (2 before vnicd 0.2). */
 	uint32_t max_regions, max_queues, max_queue_size, max_message_size, max_fds;
 	/* vnicd's release; 0.0.0 and "" from a vnicd older than 0.1.0. */
 	uint32_t vnicd_major, vnicd_minor, vnicd_patch;
@@ -187,7 +189,8 @@ struct vnic_nic_config {
 				     * several pairs need a tap by name, a worker each) */
 	const struct vnic_queue *queues;
 	enum vnic_backend backend;
-	const char *tap_name;       /* TAP: interface name or NULL/"" for tapN */
+	const char *tap_name;       /* TAP: interface name or NULL/"" for tapN
+				     * (one pair only: several need a name) */
 	const char *netns;          /* TAP: /run/netns/<netns>, NULL/"" for vnicd's own */
 	int backend_fd;             /* SOCKET, TAP_FD: borrowed; else ignored */
 	struct vnic_policy policy;

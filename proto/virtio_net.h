@@ -54,10 +54,12 @@
 #define NIC_QUEUE_RX0 0
 #define NIC_QUEUE_TX0 1
 
-/* Queue pairs of one NIC at most (issue 15): virtqueue indices 0..255,
- * what vhost-user's 8-bit ring index field can name. Each pair is served
- * by its own worker, whose queues are virtqueues 2k and 2k + 1. */
-#define NIC_MAX_PAIRS 128u
+/* Queue pairs of one NIC at most (issue 15). Each pair is served by its
+ * own worker, whose queues are virtqueues 2k and 2k + 1. 8, because every
+ * queue of a NIC must fit its status and RemoveNic answers: libvnic's ABI
+ * has VNIC_MAX_QUEUES (16) queues per NIC. More pairs (vhost-user could
+ * name 128) need a status paged per NIC first. */
+#define NIC_MAX_PAIRS 8u
 
 /* Queue name for logs and status: "rx0", "tx0", "rx1", ... */
 static inline void virtio_net_queue_name(unsigned qidx, char *buf, size_t len)

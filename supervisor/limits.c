@@ -89,8 +89,8 @@ static unsigned nic_vmm_fds(const struct nic *n)
 	return n->nregions + 2 * NIC_NUM_QUEUES + (n->backend != NIC_BACKEND_TAP);
 }
 
-int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nfds, char *err,
-		     size_t errlen)
+int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nnics, unsigned nfds,
+		     char *err, size_t errlen)
 {
 	unsigned all_fds = 0, conn_fds = 0, conn_nics = 0;
 	struct nic *n;
@@ -102,12 +102,13 @@ int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nfds, cha
 			conn_nics++;
 		}
 	}
-	if (s->nnics >= s->lim.max_nics) {
+	/* nnics: one per queue pair (issue 15), each a struct nic. */
+	if (s->nnics + nnics > s->lim.max_nics) {
 		snprintf(err, errlen, "at most %u NICs per supervisor (fd limit %llu)",
 			 s->lim.max_nics, (unsigned long long)s->lim.nofile);
 		return -ENOSPC;
 	}
-	if (conn_nics >= s->lim.conn_nics) {
+	if (conn_nics + nnics > s->lim.conn_nics) {
 		snprintf(err, errlen, "this connection has %u NICs, its budget is %u", conn_nics,
 			 s->lim.conn_nics);
 		return -ENOSPC;

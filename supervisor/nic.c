@@ -208,6 +208,17 @@ static const struct nic *nic_uid_sibling(const struct nic *n)
 	return NULL;
 }
 
+/* Does a NIC other than n run as n's uid? */
+static bool nic_uid_in_use(const struct nic *n)
+{
+	const struct nic *o;
+
+	TAILQ_FOREACH(o, &n->sup->nics, link)
+		if (o != n && o->worker_uid == n->worker_uid)
+			return true;
+	return false;
+}
+
 /* The uid and gid this NIC's workers run as, for its whole life (its
  * restarts included): its own from --uid-range (shared by every queue
  * pair of the NIC), --user's, or none. */
@@ -314,8 +325,10 @@ static struct nic *nic_free(struct nic *n)
 		event_free(n->ev_timer);
 	nic_close_vmm_fds(n);
 	free(n->regions);
-	/* The uid goes back to the range with the NIC's last pair. */
-	if (!nic_uid_sibling(n))
+	/* The uid goes back to the range with the last NIC that runs as it
+	 * (the NIC's last pair). Any NIC, not only a sibling by id and owner:
+	 * an owner's detach unlinks its pairs one at a time. */
+	if (!nic_uid_in_use(n))
 		uidrange_free(&n->sup->uids, n->worker_uid);
 	free(n);
 	return NULL;

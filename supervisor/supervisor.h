@@ -512,10 +512,11 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg);
 void sup_limits_derive(uint64_t nofile, struct sup_limits *l);
 /* sup_limits_init - raise RLIMIT_NOFILE to its hard limit, derive s->lim. */
 void sup_limits_init(struct sup *s);
-/* sup_budget_check - may connection c add a NIC carrying nfds fds?
+/* sup_budget_check - may connection c add nnics NICs (a NIC's queue pairs,
+ * each a struct nic) carrying nfds fds in all?
  * Returns: 0, or -ENOSPC with err filled (answer RESOURCE_EXHAUSTED). */
-int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nfds, char *err,
-		     size_t errlen);
+int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nnics, unsigned nfds,
+		     char *err, size_t errlen);
 /* sup_accept_pause - accept failed with errnum (EMFILE & co.): listener
  * off, back after SUP_ACCEPT_RETRY_MS or at sup_accept_resume. */
 void sup_accept_pause(struct sup *s, int errnum);

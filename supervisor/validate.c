@@ -363,6 +363,11 @@ int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *r
 			return fail(err, errlen, -EINVAL, "queue index %u given twice", idx);
 		seen[idx] = true;
 	}
+	/* An empty name lets the kernel pick tapN, a new one per open:
+	 * the pairs would each get a tap of their own, not a queue of one. */
+	if (s->backend == NIC_BACKEND_TAP && !s->tap_name[0])
+		return fail(err, errlen, -EINVAL, "%u queue pairs need the tap's name (one "
+			    "multi-queue tap, a queue per pair)", s->nqueues / 2);
 	if (s->backend != NIC_BACKEND_TAP && s->nbackend != s->nqueues / 2)
 		return fail(err, errlen, -EINVAL, "%u queue pairs need a tap by name, or a socket or "
 			    "a tap fd each (%u sent)", s->nqueues / 2, s->nbackend);

@@ -346,6 +346,10 @@ void vu_conn_close(struct vu_endpoint *ep, const char *why)
 		close_fd(&ep->p[k].tap_fd);
 		ep->p[k].detached = false;
 	}
+	/* A log change this connection waited for answers nobody now: the
+	 * next connection's wait must not count a stopping worker's. */
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		ep->p[k].log_pending = false;
 	if (!ep->cfg.server && !ep->removing && !ep->shutting_down)
 		vu_client_schedule(ep);
 }

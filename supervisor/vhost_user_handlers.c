@@ -483,15 +483,17 @@ int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t er
 		snprintf(err, errlen, "SET_VRING_ENABLE: %u is neither 0 nor 1", m->p.state.num);
 		return -EINVAL;
 	}
+	/* No worker: the pair's tap queue leaves the steering now (with
+	 * one, when it is reaped: vu_nic_gone). Also when the ring was off
+	 * already: after a device reset (SET_STATUS 0) every ring reads off
+	 * while a stopped pair's queue may still be attached. */
+	if (!on && i / 2 > 0 && !c->ep->p[i / 2].nic)
+		vu_tap_queue(c->ep, &c->ep->p[i / 2], false);
 	if (c->r[i].enabled == on)
 		return 0;
 	c->r[i].enabled = on;
 	if (on)
 		return 0;
-	/* No worker to stop: the pair's tap queue leaves the steering now
-	 * (with one, when it is reaped: vu_nic_gone). */
-	if (!c->ep->p[i / 2].nic)
-		vu_tap_queue(c->ep, &c->ep->p[i / 2], false);
 	return vu_reconfigure_pair(c, m, (unsigned)i / 2, "ring disabled");
 }
 

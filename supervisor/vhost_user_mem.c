@@ -278,40 +278,50 @@ int vu_live_log(struct vu_conn *c, const struct vu_msg *m, int fd, uint64_t size
 	/* Set before the calls: a NIC with no worker running answers with
 	 * dirty_log_set at once, from inside nic_set_dirty_log. The answer is
 	 * sent from ev_resume once no pair is pending. */
+	int dups[NIC_MAX_PAIRS];     /* max_pairs <= NIC_MAX_PAIRS (--max-queue-pairs) */
+
+	/* Everything that can fail first, so that the change reaches every
+	 * running pair or none: a pair still busy with the last change, an
+	 * fd we cannot duplicate. */
+	for (unsigned k = 0; k < ep->max_pairs; k++)
+		dups[k] = -1;
+	for (unsigned k = 0; k < ep->max_pairs && rc == 0; k++) {
+		struct vu_pair *p = &ep->p[k];
+
+		if (!p->nic || p->stopping)
+			continue;
+		if (p->nic->log_pending) {
+			rc = -EBUSY;
+			snprintf(sub, sizeof(sub), "pair %u: a dirty log change is still in progress",
+				 k);
+		} else if (fd >= 0 && (dups[k] = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+			rc = -errno;
+			snprintf(sub, sizeof(sub), "duplicating the log fd: %s", strerror(errno));
+		}
+	}
+	if (rc) {
+		for (unsigned k = 0; k < ep->max_pairs; k++)
+			if (dups[k] >= 0)
+				close(dups[k]);
+		snprintf(err, errlen, "%s", sub);
+		return rc; /* nothing changed */
+	}
+	/* Set before the calls: a NIC with no worker running answers with
+	 * dirty_log_set at once, from inside nic_set_dirty_log. The answer is
+	 * sent from ev_resume once no pair is pending. */
 	vu_wait(c, m, -1, -1);
 	c->wait_log = true;
 	c->log_want = fd >= 0;
 	c->log_failed = false;
-	for (unsigned k = 0; k < ep->max_pairs && rc == 0; k++) {
+	for (unsigned k = 0; k < ep->max_pairs; k++) {
 		struct vu_pair *p = &ep->p[k];
-		int dup_fd = -1;
 
 		if (!p->nic || p->stopping)
 			continue;
-		if (fd >= 0 && (dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-			rc = -errno;
-			snprintf(sub, sizeof(sub), "duplicating the log fd: %s", strerror(errno));
-			break;
-		}
 		p->log_pending = true;
-		rc = nic_set_dirty_log(p->nic, dup_fd, fd >= 0 ? size : 0, fd >= 0 ? offset : 0,
-				       sub, sizeof(sub));
-		if (rc) {
-			p->log_pending = false;
-			if (dup_fd >= 0)
-				close(dup_fd);
-		}
-	}
-	if (rc) {
-		/* Pairs that took it keep it; the answer says it failed, and
-		 * vu_wait_over stops the workers (no pair may write unlogged
-		 * while the front end believes in its log). */
-		c->log_failed = c->log_want;
-		snprintf(err, errlen, "%s", sub);
-		if (!vu_log_pending(ep)) {
-			c->waiting = c->wait_log = false;
-			return rc;
-		}
+		/* Cannot fail: not pending (checked above); takes dups[k]. */
+		nic_set_dirty_log(p->nic, dups[k], fd >= 0 ? size : 0, fd >= 0 ? offset : 0, sub,
+				  sizeof(sub));
 	}
 	return VU_WAIT;
 }

@@ -387,22 +387,25 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 		goto out_log;
 	}
 	/* The same fd budgets as AddNic (limits.c); no connection's own. */
-	rc = sup_budget_check(ep->sup, NULL, total, err, sizeof(err));
+	rc = sup_budget_check(ep->sup, NULL, 1, total, err, sizeof(err));
 	if (rc) {
 		vu_errorf(ep, "%s", err);
 		goto out_log;
 	}
+	/* Before nic_start: a launch that fails at once runs gone() now. */
+	p->gen = ep->conn_gen;
 	rc = nic_start(ep->sup, &vu_nic_owner, ep, 0, &spec, NULL, NULL, err, sizeof(err));
 	if (rc) {
 		vu_errorf(ep, "cannot start the NIC: %s", err);
 		goto out_log;
 	}
 	ndups = 0; /* adopted */
-	p->gen = ep->conn_gen;
 	/* nic_start may already have failed and freed it (then gone() ran). */
 	p->nic = nic_find_pair(ep->sup, ep->cfg.id, k);
 	if (p->nic && p->nic->owner != ep)
 		p->nic = NULL;
+	if (!p->nic && k > 0)
+		vu_tap_queue(ep, p, false); /* no reader: out of the steering */
 	if (p->nic) {
 		void *pg = mmap(NULL, p->nic->stats_len, PROT_READ, MAP_SHARED, p->nic->stats_fd, 0);
 
@@ -423,6 +426,10 @@ out_errno:
 	vu_errorf(ep, "duplicating fds: %s", strerror(errno));
 out_log:
 	rc = -1;
+	/* The queue was attached for the worker that did not start: a
+	 * queue nobody reads would swallow 1/N of the host's flows. */
+	if (k > 0)
+		vu_tap_queue(ep, p, false);
 	ep->start_failed = true;
 	c->needs_reset = true;
 	log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
@@ -455,7 +462,9 @@ void vu_try_start(struct vu_endpoint *ep)
 			continue;
 		if (nic_find_pair(ep->sup, ep->cfg.id, k))
 			continue; /* an earlier NIC of this pair is still going away */
-		if (vu_start_pair(ep, k) < 0)
+		/* A pair that failed at once (start_failed, via gone()) stops
+		 * the loop too: the device needs a reset. */
+		if (vu_start_pair(ep, k) < 0 || ep->start_failed)
 			return;
 	}
 }

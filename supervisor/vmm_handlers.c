@@ -63,10 +63,12 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 	hr.version = c->version;
 	hr.server = server;
 	hr.device_features = validate_nic_offered(NIC_BACKEND_TAP);
-	/* What one AddNic frame can carry with any backend: 253 fds less
-	 * two eventfds per queue and a backend fd (issue 11 item 5). */
+	/* What one AddNic frame of one queue pair can carry with any
+	 * backend: 253 fds less two eventfds per queue and a backend fd
+	 * (issue 11 item 5); each further pair takes 5 fds more. Queues: 2
+	 * per pair, up to --max-queue-pairs (issue 15). */
 	hr.max_regions = WIRE_MAX_FDS - 2 * NIC_NUM_QUEUES - 1;
-	hr.max_queues = NIC_NUM_QUEUES;
+	hr.max_queues = 2 * (c->sup->max_pairs ? c->sup->max_pairs : SUP_PAIRS_DEFAULT);
 	hr.max_queue_size = VRING_MAX_SIZE;
 	hr.max_message_size = WIRE_VMM_MSG_MAX;
 	hr.max_fds = WIRE_MAX_FDS;
@@ -84,7 +86,8 @@ void vmm_handle_hello(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wi
 /* May connection c add a NIC of id holding nfds fds now? Answers req when
  * not: the id taken (by an endpoint, or a NIC, maybe still stopping),
  * vnicd shutting down, or a budget spent (issue 11). */
-static bool add_nic_admissible(struct vmm_conn *c, uint64_t req, const char *id, unsigned nfds)
+static bool add_nic_admissible(struct vmm_conn *c, uint64_t req, const char *id, unsigned npairs,
+			       unsigned nfds)
 {
 	struct sup *s = c->sup;
 	struct nic *old = nic_find(s, id);
@@ -113,7 +116,7 @@ static bool add_nic_admissible(struct vmm_conn *c, uint64_t req, const char *id,
 				     "vnicd is shutting down");
 		return false;
 	}
-	if (sup_budget_check(s, c, nfds, err, sizeof(err)) < 0) {
+	if (sup_budget_check(s, c, npairs, nfds, err, sizeof(err)) < 0) {
 		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED, "%s", err);
 		return false;
 	}
@@ -152,10 +155,12 @@ struct pair_group {
 };
 static struct pair_group *pair_groups;
 
-static struct pair_group *pg_find(const struct vmm_conn *c, uint64_t req)
+/* The group of request req on connection c for NIC id (NULL: any). The
+ * id too: a one-pair request may reuse a pending group's request id. */
+static struct pair_group *pg_find(const struct vmm_conn *c, uint64_t req, const char *id)
 {
 	for (struct pair_group *g = pair_groups; g; g = g->next)
-		if (g->conn == c && g->req == req)
+		if (g->conn == c && g->req == req && (!id || !strcmp(g->id, id)))
 			return g;
 	return NULL;
 }
@@ -163,8 +168,15 @@ static struct pair_group *pg_find(const struct vmm_conn *c, uint64_t req)
 static struct pair_group *pg_new(const struct vmm_conn *c, uint64_t req, enum pg_kind kind,
 				 const char *id, unsigned left)
 {
-	struct pair_group *g = calloc(1, sizeof(*g));
+	struct pair_group *g;
 
+	/* One group per request id in flight: a client that reuses one
+	 * before its answer gets FAILED_PRECONDITION (pg_refuse). */
+	if (pg_find(c, req, NULL)) {
+		errno = EEXIST;
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
 	g->conn = c;
@@ -177,6 +189,18 @@ static struct pair_group *pg_new(const struct vmm_conn *c, uint64_t req, enum pg
 	g->next = pair_groups;
 	pair_groups = g;
 	return g;
+}
+
+/* pg_new returned NULL: say why. */
+static void pg_refuse(struct vmm_conn *c, uint64_t req)
+{
+	if (errno == EEXIST)
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
+				     "request id %llu is still in progress on this connection",
+				     (unsigned long long)req);
+	else
+		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+				     "out of memory");
 }
 
 static void pg_free(struct pair_group *g)
@@ -260,6 +284,7 @@ struct pg_later {
 	struct sup *sup;
 	unsigned conn_id;
 	uint64_t req;
+	char id[VALIDATE_ID_MAX + 1];
 };
 
 static void pg_later_cb(evutil_socket_t fd, short what, void *arg)
@@ -272,7 +297,7 @@ static void pg_later_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	TAILQ_FOREACH(c, &l->sup->conns, link)
 		if (c->id == l->conn_id) {
-			g = pg_find(c, l->req);
+			g = pg_find(c, l->req, l->id);
 			break;
 		}
 	if (g && g->kind == PG_ADD)
@@ -307,6 +332,7 @@ static void pg_add_done(struct vmm_conn *c, struct pair_group *g)
 		l->sup = c->sup;
 		l->conn_id = c->id;
 		l->req = g->req;
+		snprintf(l->id, sizeof(l->id), "%s", g->id);
 	}
 	if (!l || event_base_once(c->sup->base, -1, EV_TIMEOUT, pg_later_cb, l, &now) < 0) {
 		/* Cannot defer: stop now (nic.c then logs a refused
@@ -351,12 +377,11 @@ static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spe
 		return;
 	}
 	/* Every pair holds its own copy of the memory's fds. */
-	if (!add_nic_admissible(c, req, spec->id, nfds + (npairs - 1) * spec->nregions))
+	if (!add_nic_admissible(c, req, spec->id, npairs, nfds + (npairs - 1) * spec->nregions))
 		return;
 	g = pg_new(c, req, PG_ADD, spec->id, npairs);
 	if (!g) {
-		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
-				     "out of memory");
+		pg_refuse(c, req);
 		return;
 	}
 	for (k = 0; k < npairs; k++) {
@@ -454,7 +479,7 @@ void vmm_handle_add_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct 
 				     "%s", err);
 		goto out;
 	}
-	if (!add_nic_admissible(c, r->request_id, spec.id, lay.total))
+	if (!add_nic_admissible(c, r->request_id, spec.id, 1, lay.total))
 		goto out;
 	/* Validated: now state may change. The reply follows READY. */
 	rc = nic_start(s, &vmm_nic_owner, c, r->request_id, &spec, fds, &lay, err, sizeof(err));
@@ -474,7 +499,7 @@ static void vmm_nic_added(struct nic *n, enum nic_result res, const char *error)
 {
 	struct vmm_conn *conn = n->owner;
 	Vnic__Vmm__Status code = pbconv_result(res);
-	struct pair_group *g = pg_find(conn, n->add_req);
+	struct pair_group *g = pg_find(conn, n->add_req, n->id);
 	Vnic__Vmm__Reply rep;
 	Vnic__Vmm__AddNicReply ar;
 
@@ -545,8 +570,7 @@ void vmm_handle_remove_nic(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	if (ms > SUP_STOP_MAX_MS)
 		ms = SUP_STOP_MAX_MS;
 	if (cnt > 1 && !pg_new(c, r->request_id, PG_REMOVE, n->id, cnt)) {
-		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
-				     "out of memory");
+		pg_refuse(c, r->request_id);
 		return;
 	}
 	/* RUNNING: Stop and a deadline; RESTARTING with a worker starting:
@@ -612,7 +636,7 @@ static void vmm_nic_removed(struct nic *n, enum nic_result res, const char *erro
 	Vnic__Vmm__QueueIndex qi[NIC_NUM_QUEUES], *qp[NIC_NUM_QUEUES];
 	struct timespec now;
 	size_t nq = 0;
-	struct pair_group *g = pg_find(conn, n->remove_req);
+	struct pair_group *g = pg_find(conn, n->remove_req, n->id);
 
 	if (g && g->kind != PG_ADD) {
 		pg_removed(conn, g, n, code, error);
@@ -771,6 +795,8 @@ static bool lower_pair(struct sup *s, const struct nic *n)
 {
 	const struct nic *o;
 
+	if (n->pair == 0)
+		return false; /* most NICs: no walk, so a status listing stays linear */
 	TAILQ_FOREACH(o, &s->nics, link)
 		if (o->pair < n->pair && !strcmp(o->id, n->id) && !vu_nic_socket_path(o))
 			return true;
@@ -807,8 +833,8 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	TAILQ_FOREACH(n, &s->nics, link) {
 		/* An endpoint's pairs are in its row; a NIC of several pairs
 		 * is one row, its first pair's. */
-		if (!vu_nic_socket_path(n) && !lower_pair(s, n) && cnt < s->nnics + nvu &&
-		    (!g->id[0] || !strcmp(g->id, n->id)))
+		if ((!g->id[0] || !strcmp(g->id, n->id)) && !vu_nic_socket_path(n) &&
+		    cnt < s->nnics + nvu && !lower_pair(s, n))
 			all[cnt++] = (struct status_ent){ n->id, n, NULL };
 	}
 	if (g->id[0] && cnt == 0) {
@@ -952,10 +978,35 @@ static void vmm_admin_policy_set(struct nic *n, enum nic_result res, const char 
 		vmm_conn_reply_error(c, n->policy_req, pbconv_result(res), "%s", error ? error : "");
 }
 
-/* The NIC's other queue pairs (issue 15: a worker each) take the policy
- * too; the request's answer follows the first's PolicySet. A pair that
- * cannot take it now (stopping, starting) gets it at its next start, from
- * its owner (vhost-user keeps the endpoint's policy). */
+/* Can every other pair of first's NIC (issue 15) take a policy now, so
+ * that a SetPolicy reaches all of them or none? Running with no change
+ * pending, or between two workers (the next one starts with it). */
+static int set_policy_pairs_ready(struct sup *s, const struct nic *first, char *err,
+				  size_t errlen)
+{
+	const struct nic *o;
+
+	TAILQ_FOREACH(o, &s->nics, link) {
+		if (o == first || o->ops != first->ops || o->owner != first->owner ||
+		    strcmp(o->id, first->id))
+			continue;
+		if (o->policy_pending) {
+			snprintf(err, errlen, "nic %s: pair %u: a SetPolicy is already in progress",
+				 o->id, o->pair);
+			return -EBUSY;
+		}
+		if (o->state != NIC_RUNNING && !(o->state == NIC_RESTARTING && o->w.pid == 0)) {
+			snprintf(err, errlen, "nic %s: pair %u is %s: a policy can change while it runs",
+				 o->id, o->pair, nic_state_name(o->state));
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
+/* The other pairs of first's NIC take p too (checked by
+ * set_policy_pairs_ready). Their confirmations answer nobody (request 0):
+ * the first pair's answers the request. */
 static void set_policy_other_pairs(struct sup *s, const struct nic *first,
 				   const struct vnic_policy *p)
 {
@@ -963,9 +1014,9 @@ static void set_policy_other_pairs(struct sup *s, const struct nic *first,
 	char err[128];
 
 	TAILQ_FOREACH(o, &s->nics, link)
-		if (o != first && !strcmp(o->id, first->id) &&
-		    nic_set_policy(o, p, 0, 0, err, sizeof(err)) < 0)
-			log_info("nic %s: pair %u: policy not applied now: %s", o->id, o->pair, err);
+		if (o != first && o->ops == first->ops && o->owner == first->owner &&
+		    !strcmp(o->id, first->id) && nic_set_policy(o, p, 0, 0, err, sizeof(err)) < 0)
+			log_warn("nic %s: pair %u: policy not applied: %s", o->id, o->pair, err);
 }
 
 void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
@@ -991,7 +1042,9 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		return;
 	}
 	nic_policy_resolve(&p);
-	rc = nic_set_policy(n, &p, r->request_id, admin ? c->id : 0, err, sizeof(err));
+	rc = set_policy_pairs_ready(c->sup, n, err, sizeof(err));
+	if (rc == 0)
+		rc = nic_set_policy(n, &p, r->request_id, admin ? c->id : 0, err, sizeof(err));
 	if (rc >= 0)
 		set_policy_other_pairs(c->sup, n, &p);
 	if (rc < 0) {
@@ -1012,6 +1065,8 @@ void vmm_handle_set_policy(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 
 static void vmm_nic_policy_set(struct nic *n, enum nic_result res, const char *error)
 {
+	if (n->policy_req == 0)
+		return; /* a pair after the first: its SetPolicy answers nobody */
 	vmm_conn_reply_error(n->owner, n->policy_req, pbconv_result(res), "%s", error ? error : "");
 }
 
@@ -1081,48 +1136,60 @@ static void set_dirty_log_pairs(struct vmm_conn *c, uint64_t req, const char *id
 		if (o->owner == c && !strcmp(o->id, id) && cnt < NIC_MAX_PAIRS)
 			list[cnt++] = o;
 	for (unsigned i = 0; i < cnt; i++)
-		if (dirty_log_wait_find(list[i]) || list[i]->state == NIC_STOPPING ||
+		if (dirty_log_wait_find(list[i]) || list[i]->log_pending ||
+		    list[i]->state == NIC_STOPPING ||
 		    list[i]->remove_pending || list[i]->state == NIC_STARTING) {
 			vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION,
 					     "nic %s pair %u: %s", id, list[i]->pair,
-					     dirty_log_wait_find(list[i])
+					     dirty_log_wait_find(list[i]) || list[i]->log_pending
 						     ? "a SetDirtyLog is already in progress"
 						     : "starting or stopping: its log cannot change now");
 			return;
 		}
-	g = pg_new(c, req, PG_LOG, id, cnt);
-	if (!g) {
-		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
-				     "out of memory");
-		return;
-	}
-	for (unsigned i = 0; i < cnt; i++) {
-		struct dirty_log_wait *w = calloc(1, sizeof(*w));
-		int dup_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
-		int rc = -ENOMEM;
+	/* Everything that can fail before any pair changes, so the log
+	 * reaches every pair or none: the copies of the fd, the waits. */
+	{
+		struct dirty_log_wait *ws[NIC_MAX_PAIRS] = { NULL };
+		int dups[NIC_MAX_PAIRS];
+		bool ok = true;
+		int why = 0;
 
-		if (w && (fd < 0 || dup_fd >= 0)) {
-			/* Before the call: with no worker running it answers at once. */
-			w->n = list[i];
-			w->req = req;
-			w->next = dirty_log_waits;
-			dirty_log_waits = w;
-			w = NULL;
-			rc = nic_set_dirty_log(list[i], dup_fd, size, offset, err, sizeof(err));
-			if (rc)
-				dirty_log_wait_take(list[i], NULL);
-		} else {
-			snprintf(err, sizeof(err), "%s", w ? strerror(errno) : "out of memory");
-		}
-		free(w);
-		if (rc) {
-			if (dup_fd >= 0)
-				close(dup_fd);
-			pg_fail(g, VNIC__VMM__STATUS__STATUS_UNAVAILABLE, list[i]->pair, err);
-			if (--g->left == 0) {
-				pg_log_done(c, g);
-				return;
+		for (unsigned i = 0; i < cnt; i++) {
+			dups[i] = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+			ws[i] = calloc(1, sizeof(*ws[i]));
+			if (!ws[i] || (fd >= 0 && dups[i] < 0)) {
+				why = ws[i] ? errno : ENOMEM;
+				ok = false;
 			}
+		}
+		g = ok ? pg_new(c, req, PG_LOG, id, cnt) : NULL;
+		if (!g) {
+			int e = errno;
+
+			for (unsigned i = 0; i < cnt; i++) {
+				if (dups[i] >= 0)
+					close(dups[i]);
+				free(ws[i]);
+			}
+			if (ok) {
+				errno = e;
+				pg_refuse(c, req);
+			} else {
+				vmm_conn_reply_error(c, req,
+						     VNIC__VMM__STATUS__STATUS_RESOURCE_EXHAUSTED,
+						     "nic %s: cannot give every pair the log: %s", id,
+						     strerror(why));
+			}
+			return;
+		}
+		for (unsigned i = 0; i < cnt; i++) {
+			/* Before the call: with no worker running it answers
+			 * at once. Cannot fail: no change pending (above). */
+			ws[i]->n = list[i];
+			ws[i]->req = req;
+			ws[i]->next = dirty_log_waits;
+			dirty_log_waits = ws[i];
+			nic_set_dirty_log(list[i], dups[i], size, offset, err, sizeof(err));
 		}
 	}
 }
@@ -1233,7 +1300,7 @@ static void vmm_nic_dirty_log_set(struct nic *n, enum nic_result res, const char
 			 res == NIC_RES_OK ? "applied" : "refused");
 		return;
 	}
-	g = pg_find(n->owner, req);
+	g = pg_find(n->owner, req, n->id);
 	if (g && g->kind == PG_LOG) {
 		if (res != NIC_RES_OK)
 			pg_fail(g, pbconv_result(res), n->pair,
@@ -1255,11 +1322,23 @@ static void vmm_nic_gone(struct nic *n)
 	dirty_log_wait_take(n, NULL);
 }
 
+/* A pair of an AddNic of several pairs that is not answered yet (or
+ * failed): the VMM hears nothing of it before the answer, and nothing at
+ * all when the answer is a failure, as for a NIC of one pair. */
+static bool vmm_nic_unannounced(const struct nic *n)
+{
+	const struct pair_group *g = pg_find(n->owner, n->add_req, n->id);
+
+	return g && (g->kind == PG_ADD || g->kind == PG_ADD_FAILED);
+}
+
 static void vmm_nic_failed(struct nic *n, int sig, int exit_status, int syscall_nr)
 {
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicFailed f;
 
+	if (vmm_nic_unannounced(n))
+		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_failed__init(&f);
 	f.id = n->id;
@@ -1278,6 +1357,8 @@ static void vmm_nic_restarted(struct nic *n)
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicRestarted r;
 
+	if (vmm_nic_unannounced(n))
+		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_restarted__init(&r);
 	r.id = n->id;
@@ -1295,6 +1376,8 @@ static void vmm_nic_queue_reset(struct nic *n, uint32_t queue, const char *reaso
 	Vnic__Vmm__QueueNeedsReset q;
 	char text[256];
 
+	if (vmm_nic_unannounced(n))
+		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__queue_needs_reset__init(&q);
 	q.id = n->id;
@@ -1313,6 +1396,8 @@ static void vmm_nic_state_changed(struct nic *n, enum nic_state old, enum nic_st
 	Vnic__Vmm__NicStateChanged s;
 	char text[256];
 
+	if (vmm_nic_unannounced(n))
+		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_state_changed__init(&s);
 	snprintf(text, sizeof(text), "%s", why ? why : "");
@@ -1331,7 +1416,7 @@ static void vmm_nic_stalled(struct nic *n, uint64_t silent_ms)
 	Vnic__Vmm__Event e;
 	Vnic__Vmm__NicStalled st;
 
-	if (!n->announced)
+	if (!n->announced || vmm_nic_unannounced(n))
 		return;
 	vnic__vmm__event__init(&e);
 	vnic__vmm__nic_stalled__init(&st);

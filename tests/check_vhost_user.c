@@ -888,6 +888,27 @@ START_TEST(t_queue_num)
 }
 END_TEST
 
+/* Does a line of the log at path contain needle, within 2 s? */
+static bool log_file_has(const char *path, const char *needle)
+{
+	for (int i = 0; i < 200; i++) {
+		FILE *f = fopen(path, "r");
+		char *line = NULL;
+		size_t cap = 0;
+		bool found = false;
+
+		while (f && !found && getline(&line, &cap, f) >= 0)
+			found = strstr(line, needle) != NULL;
+		free(line);
+		if (f)
+			fclose(f);
+		if (found)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* --max-queue-pairs: a vnicd serving 2 pairs answers GET_QUEUE_NUM 4 and
  * refuses ring 4 by name. */
 START_TEST(t_max_queue_pairs)
@@ -919,6 +940,8 @@ START_TEST(t_max_queue_pairs)
 	ck_assert_uint_eq(fe_get_u64(f.fd, VU_GET_QUEUE_NUM), 4);
 	ck_assert_int_gt(fe_ack_state(f.fd, VU_SET_VRING_NUM, 4, QS), 0);
 	ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_NUM, 3, QS), 0);
+	ck_assert_msg(log_file_has(v2.log, "ring 4 does not exist (2 queue pairs: rings 0..3)"),
+		      "no refusal of ring 4 by name in %s", v2.log);
 	fe_mem_free(&f);
 	ck_assert_int_eq(vnic_remove_endpoint(c2, "mq2", 0, NULL), 0);
 	vnic_close(c2);

@@ -127,6 +127,11 @@ static int sc_add(struct vnic_conn *conn, struct sc_nic *l, unsigned idx, unsign
 	int sv[2], rc;
 
 	for (unsigned k = 0; k < np; k++) {
+		bf[k] = -1;
+		l[k].host_fd = -1;
+		l[k].g = NULL;
+	}
+	for (unsigned k = 0; k < np; k++) {
 		struct sc_nic *n = &l[k];
 		unsigned lane = idx * np + k;
 
@@ -134,11 +139,11 @@ static int sc_add(struct vnic_conn *conn, struct sc_nic *l, unsigned idx, unsign
 		n->pair = k;
 		if (guest_new_pair(lane, k, &n->g, err, sizeof(err)) < 0) {
 			fprintf(stderr, "vnic-bench: nic %u pair %u: %s\n", idx, k, err);
-			return -EIO;
+			goto fail;
 		}
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
 			fprintf(stderr, "vnic-bench: socketpair: %s\n", strerror(errno));
-			return -EIO;
+			goto fail;
 		}
 		n->host_fd = sv[0];
 		bf[k] = sv[1];
@@ -169,6 +174,18 @@ static int sc_add(struct vnic_conn *conn, struct sc_nic *l, unsigned idx, unsign
 	for (unsigned k = 0; k < np; k++)
 		guest_rx_fill(l[k].g);
 	return 0;
+
+fail:
+	/* What this call made: the caller cleans up only NICs it added. */
+	for (unsigned k = 0; k < np; k++) {
+		if (bf[k] >= 0)
+			close(bf[k]);
+		if (l[k].host_fd >= 0)
+			close(l[k].host_fd);
+		l[k].host_fd = -1;
+		l[k].g = guest_free(l[k].g);
+	}
+	return -EIO;
 }
 
 /* F frames each way on every lane (queue pair), each checked; bounded by
