@@ -41,6 +41,7 @@ static int mon_ready(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 	if (n->ready_seen)
 		return -1;
 	n->ready_seen = true;
+	n->ever_ready = true;
 	return nic_worker_ready(n, m->ready->sandboxed);
 }
 

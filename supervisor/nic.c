@@ -40,6 +40,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <endian.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -279,6 +280,7 @@ static int nic_read_guest_u16(const struct nic *n, uint64_t gpa, uint16_t *v)
 		if (d->fd < 0 || d->size < 2 || gpa < d->gpa || gpa - d->gpa > d->size - 2)
 			continue;
 		k = pread(d->fd, v, sizeof(*v), (off_t)(d->offset + (gpa - d->gpa)));
+		*v = le16toh(*v); /* VERSION_1 rings are little-endian */
 		return k == (ssize_t)sizeof(*v) ? 0 : -EIO;
 	}
 	return -EFAULT;
@@ -294,7 +296,10 @@ static int nic_read_guest_u16(const struct nic *n, uint64_t gpa, uint16_t *v)
  * VMMs read the used ring themselves. */
 static void nic_final_from_used_ring(struct nic *n)
 {
-	if (!n->base_from_used_idx)
+	/* No worker of this NIC ever ran the rings: they are where the front
+	 * end's SET_VRING_BASE put them (the guest's used->idx may be behind
+	 * it, with chains an earlier back end had in flight). */
+	if (!n->base_from_used_idx || !n->ever_ready)
 		return;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		struct nic_queue *q = &n->q[i];
@@ -722,6 +727,12 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 		if (rc)
 			return rc;
 	}
+	if (spec->backend == NIC_BACKEND_TAP && vu_tap_user(n->sup, spec->netns, spec->tap_name,
+							    spec->id)) {
+		snprintf(err, errlen, "tap %s is in use by \"%s\"", spec->tap_name,
+			 vu_tap_user(n->sup, spec->netns, spec->tap_name, spec->id));
+		return -EBUSY;
+	}
 	if (spec->backend == NIC_BACKEND_TAP) {
 		/* A pair of several: a queue of a multi-queue tap (one that
 		 * someone else made single-queue is refused, not remade). */
@@ -834,7 +845,9 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	if (n->state == NIC_STOPPING)
 		return;
 	if (n->w.pid == 0) {
-		/* FAILED, or RESTARTING during the backoff: nothing to stop. */
+		/* FAILED, or RESTARTING during the backoff: nothing to stop;
+		 * the rings are where the last worker left them. */
+		nic_final_from_used_ring(n);
 		nic_remove(n, why);
 		return;
 	}

@@ -251,6 +251,7 @@ struct nic {
 	struct event *ev_timer;     /* READY or Stop deadline */
 	bool sandboxed;
 	bool ready_seen, stopped_seen;
+	bool ever_ready;            /* some worker of this NIC became READY (ran its rings) */
 	bool kill_sent;
 	bool ctrl_closed;           /* the worker closed its control socket */
 	char exit_desc[160];

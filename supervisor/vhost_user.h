@@ -89,6 +89,14 @@ int vu_endpoint_remove(struct sup *s, const char *id, uint32_t deadline_ms, vu_r
 
 bool vu_endpoint_exists(struct sup *s, const char *id);
 
+/* vu_tap_user - the id of a vhost-user endpoint or a NIC other than
+ * except_id (NULL: none excepted) that uses tap `tap` in netns ("": vnicd's
+ * own), else NULL. A multi-queue tap lets a second opener attach queues
+ * beside the first (the kernel does not refuse, as it does a single-queue
+ * tap in use), so vnicd refuses a second NIC on one tap itself. */
+const char *vu_tap_user(struct sup *s, const char *netns, const char *tap,
+			const char *except_id);
+
 /* vu_status_list - every endpoint, in no order: fills up to max entries,
  * returns how many there are. */
 unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max);

@@ -47,6 +47,28 @@ bool vu_endpoint_exists(struct sup *s, const char *id)
 	return vu_find(s, id) != NULL;
 }
 
+const char *vu_tap_user(struct sup *s, const char *netns, const char *tap,
+			const char *except_id)
+{
+	struct vu_state *vs = vu_state(s);
+	struct vu_endpoint *ep;
+	struct nic *n;
+
+	if (!tap || !tap[0])
+		return NULL; /* the kernel picks a new tapN */
+	netns = netns ? netns : "";
+	if (vs)
+		TAILQ_FOREACH(ep, &vs->eps, link)
+			if ((!except_id || strcmp(ep->cfg.id, except_id)) &&
+			    !strcmp(ep->ifname, tap) && !strcmp(ep->cfg.netns, netns))
+				return ep->cfg.id;
+	TAILQ_FOREACH(n, &s->nics, link)
+		if ((!except_id || strcmp(n->id, except_id)) && !strcmp(n->ifname, tap) &&
+		    !strcmp(n->netns, netns) && !vu_nic_socket_path(n))
+			return n->id;
+	return NULL;
+}
+
 static void vu_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct vu_endpoint *ep = arg;
@@ -205,6 +227,11 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	if ((cfg->tap[0] && validate_ifname(cfg->tap, err, errlen)) ||
 	    (cfg->netns[0] && validate_netns_name(cfg->netns, err, errlen)))
 		return -EINVAL;
+	if (vu_tap_user(s, cfg->netns, cfg->tap, NULL)) {
+		snprintf(err, errlen, "tap %s is in use by \"%s\"", cfg->tap,
+			 vu_tap_user(s, cfg->netns, cfg->tap, NULL));
+		return -EBUSY;
+	}
 	if (cfg->mac_set && validate_mac(cfg->mac, 6, err, errlen))
 		return -EINVAL;
 	if (cfg->mtu && validate_mtu(cfg->mtu, err, errlen))

@@ -542,6 +542,7 @@ int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
  * to the connection and stay. Any other value is the driver's status. */
 int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
+	int errfd[2 * NIC_MAX_PAIRS]; /* c->nrings = 2 x max_pairs */
 	int rc;
 
 	if (m->p.u64 > 0xff) {
@@ -556,7 +557,16 @@ int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	rc = vu_reconfigure(c, m, "SET_STATUS 0: device reset");
 	for (unsigned k = 0; k < c->ep->max_pairs; k++)
 		c->ep->p[k].gen = 0; /* their reap sets no base on the reset rings */
+	/* The error eventfds survive a reset: QEMU sends SET_VRING_ERR once,
+	 * at device init, and SET_STATUS 0 at every device stop; everything
+	 * else comes again at the next start. */
+	for (unsigned i = 0; i < c->nrings && i < 2 * NIC_MAX_PAIRS; i++) {
+		errfd[i] = c->r[i].err_fd;
+		c->r[i].err_fd = -1;
+	}
 	vu_conn_forget_device(c);
+	for (unsigned i = 0; i < c->nrings && i < 2 * NIC_MAX_PAIRS; i++)
+		c->r[i].err_fd = errfd[i];
 	c->needs_reset = false;
 	c->ep->start_failed = false;
 	return rc;

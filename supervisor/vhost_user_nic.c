@@ -291,7 +291,7 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	unsigned total;
 	int *dups = NULL;           /* every fd the NIC would adopt, to close on failure */
 	unsigned ndups = 0;
-	bool unsealed = false;
+	bool unsealed = false, refused = false;
 	char err[256];
 	int rc = -1;
 
@@ -342,12 +342,14 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 
 		if (vu_ring_gpas(c, r, g, err, sizeof(err)) < 0) {
 			vu_errorf(ep, "ring %u: %s", i, err);
+			refused = true;
 			goto out_log;
 		}
 		if (r->log && r->log_addr != g[2]) {
 			vu_errorf(ep, "ring %u: log_guest_addr 0x%llx is not the used ring's "
 				  "guest-physical address 0x%llx", i, (unsigned long long)r->log_addr,
 				  (unsigned long long)g[2]);
+			refused = true;
 			goto out_log;
 		}
 		if (r->call_fd < 0) {
@@ -384,6 +386,7 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	rc = validate_nic_spec(&spec, err, sizeof(err));
 	if (rc) {
 		vu_errorf(ep, "front end's configuration refused: %s", err);
+		refused = true;
 		goto out_log;
 	}
 	/* The same fd budgets as AddNic (limits.c); no connection's own. */
@@ -431,7 +434,11 @@ out_log:
 	if (k > 0)
 		vu_tap_queue(ep, p, false);
 	ep->start_failed = true;
-	c->needs_reset = true;
+	/* DEVICE_NEEDS_RESET for what the front end configured; a host-side
+	 * failure (fds, memory, budget, spawn) is no fault of the device:
+	 * the next message the front end sends tries again. */
+	if (refused)
+		c->needs_reset = true;
 	log_warn("vhost-user %s: %s", ep->cfg.id, ep->last_error);
 out_close:
 	for (unsigned i = 0; i < ndups; i++)

@@ -168,6 +168,7 @@ int main(void)
 		fprintf(stderr, "check_tap: SKIP: needs root, /dev/net/tun and ip netns\n");
 		return 77;
 	}
+	tu_netns_init("vnictap"); /* this run's namespaces only, for the sweep */
 	sr = srunner_create(tap_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

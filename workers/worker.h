@@ -36,6 +36,7 @@ struct worker_queue {
 	bool rx_nobuf;            /* RX: backend read off until this queue is kicked */
 	bool broken;
 	bool polled;              /* never kicked (Config.polled_queues): never waits for one */
+	uint32_t poll_idle_us;    /* polled: the pause before the next look, 0 after work */
 };
 
 /* Per queue pair: the backend fd (a multiqueue tap has one per pair). */

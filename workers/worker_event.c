@@ -35,6 +35,13 @@
 
 static const struct timeval zero_tv = { 0, 0 };
 
+/* A polled queue (a ring with no kick fd) that found nothing looks again
+ * after a pause that doubles from MIN to MAX, back to none once it moves
+ * frames: a front end that never kicks cannot make its worker spin a core
+ * (at most 1,000 idle looks a second), and a busy one never waits. */
+#define WORKER_POLL_IDLE_MIN_US 50u
+#define WORKER_POLL_IDLE_MAX_US 1000u
+
 int worker_send(struct worker *w, Vnic__Worker__WorkerMessage *m)
 {
 	/* The channel is non-blocking once the loop runs; a full socket
@@ -211,6 +218,24 @@ static void pair_read(struct worker_pair *p, bool on)
 	p->rd_on = on;
 }
 
+/* A polled queue's next look: at once after work (moved), else after
+ * the backing-off pause. */
+static void polled_again(struct worker_queue *wq, bool moved)
+{
+	struct timeval tv = { 0, 0 };
+
+	if (moved)
+		wq->poll_idle_us = 0;
+	else if (wq->poll_idle_us < WORKER_POLL_IDLE_MIN_US)
+		wq->poll_idle_us = WORKER_POLL_IDLE_MIN_US;
+	else if (wq->poll_idle_us < WORKER_POLL_IDLE_MAX_US)
+		wq->poll_idle_us = wq->poll_idle_us * 2 < WORKER_POLL_IDLE_MAX_US
+					   ? wq->poll_idle_us * 2
+					   : WORKER_POLL_IDLE_MAX_US;
+	tv.tv_usec = (suseconds_t)wq->poll_idle_us;
+	event_add(wq->resched_ev, &tv);
+}
+
 enum tx_hook { TX_KICK, TX_RESUME, TX_TIMER };
 
 /* What a TX policy hook asked for. */
@@ -240,9 +265,11 @@ static void run_tx(struct worker_queue *wq, enum tx_hook hook)
 {
 	struct worker *w = wq->w;
 	enum net_run r;
+	uint64_t pkts0;
 
 	if (!w->started || wq->broken || wq->tx_blocked)
 		return; /* blocked: the backend's EV_WRITE resumes us */
+	pkts0 = __atomic_load_n(&w->stats->q[wq->idx].packets, __ATOMIC_RELAXED);
 	switch (hook) {
 	case TX_KICK:
 		r = net_tx_kick(w->net, wq->idx);
@@ -255,10 +282,12 @@ static void run_tx(struct worker_queue *wq, enum tx_hook hook)
 		break;
 	}
 	/* A polled queue is never kicked: whatever the policy decided, it
-	 * looks again after the other events. */
+	 * looks again (polled_again). */
 	if (wq->polled && r == NET_IDLE)
-		r = NET_POLL;
-	tx_next(wq, r);
+		polled_again(wq, __atomic_load_n(&w->stats->q[wq->idx].packets,
+						 __ATOMIC_RELAXED) != pkts0);
+	else
+		tx_next(wq, r);
 	/* Stores after the run's last flush (avail_event, used->flags). */
 	net_log_flush_all(w->net);
 }
@@ -286,7 +315,8 @@ static void run_rx(struct worker_queue *wq)
 		wq->rx_nobuf = true;
 		pair_read(p, false);
 		if (wq->polled)
-			event_add(wq->resched_ev, &zero_tv);
+			polled_again(wq, __atomic_load_n(&w->stats->q[wq->idx].packets,
+							 __ATOMIC_RELAXED) != pkts0);
 		break;
 	case NET_BROKEN:
 		wq->broken = true;
