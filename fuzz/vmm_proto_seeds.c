@@ -234,7 +234,7 @@ static void m_policy_timer(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
 	(void)a;
 	p->mode = VNIC__VMM__MITIGATION__MITIGATION_TIMER;
-	p->timer_us = 1;
+	p->timer_us = 100001; /* one past NET_TIMER_US_MAX: refused */
 }
 static void m_policy_budget(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
@@ -259,13 +259,14 @@ static void set_policy_p(const char *id, const Vnic__Vmm__Policy *pol)
 	rec(0, 0, &r);
 }
 
-/* Each of validate_policy's refusals, then a good one. */
+/* Each of validate_policy's refusals (the timer's lower bound, 1 us, is
+ * reachable only as 0, which means "vnicd's default"), then a good one. */
 static void bad_policies(const char *id)
 {
 	static const struct {
 		unsigned mode, timer_us, poll_us, latency_us, safety_pct, max_window, pkts, bytes;
 	} bad[] = {
-		{ 9, 0, 0, 0, 0, 0, 0, 0 },         { 1, 1, 0, 0, 0, 0, 0, 0 },
+		{ 9, 0, 0, 0, 0, 0, 0, 0 },         { 1, 100001, 0, 0, 0, 0, 0, 0 },
 		{ 1, 100000000, 0, 0, 0, 0, 0, 0 }, { 4, 0, 100000000, 0, 0, 0, 0, 0 },
 		{ 3, 0, 0, 1, 0, 0, 0, 0 },         { 3, 0, 0, 100000000, 0, 0, 0, 0 },
 		{ 3, 0, 0, 0, 1, 0, 0, 0 },         { 3, 0, 0, 0, 250, 0, 0, 0 },
@@ -537,7 +538,7 @@ int main(int argc, char **argv)
 			{ "add-nic-avail-idx-0x10000", m_avail_idx },
 			{ "add-nic-region-size-overflows", m_region_size },
 			{ "add-nic-policy-mode-9", m_policy_mode },
-			{ "add-nic-policy-timer-1us", m_policy_timer },
+			{ "add-nic-policy-timer-too-long", m_policy_timer },
 			{ "add-nic-policy-budget", m_policy_budget },
 		};
 

@@ -419,7 +419,9 @@ static int wire_recv_frame_trunc(int sock, size_t max, unsigned max_fds,
 	buflen = WIRE_HDR_LEN + max + 1;
 	do {
 		/* recvmsg, the one receive call the worker's sandbox allows;
-		 * a peek leaves the frame's fds queued for the real read. */
+		 * a peek leaves the frame's fds queued for the real read. A
+		 * pending socket error (ECONNRESET) is consumed here: the real
+		 * read then returns the frames queued before it, or EOF. */
 		struct msghdr pm = { .msg_iov = NULL, .msg_iovlen = 0 };
 
 		peek = recvmsg(sock, &pm, MSG_PEEK | MSG_TRUNC);

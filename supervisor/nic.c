@@ -1033,7 +1033,9 @@ int nic_set_policy(struct nic *n, const struct vnic_policy *p, uint64_t req,
 	rc = wire_worker_send(n->w.ctrl_fd, &m, NULL, 0);
 	if (rc) {
 		snprintf(err, errlen, "nic %s: cannot reach the worker: %s", n->id, strerror(-rc));
-		return rc;
+		/* Not the send's errno: a full socket's EAGAIN would read as
+		 * "not running" (FAILED_PRECONDITION) to the callers. */
+		return -EIO;
 	}
 	/* A worker restarted from here on starts with the new policy. */
 	n->policy = *p;

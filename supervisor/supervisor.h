@@ -462,13 +462,14 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, char *err,
 		      size_t errlen);
 /* nic_set_policy - apply @p (validated, resolved) to the NIC. A running
- * worker gets SetPolicy; the owner's policy_set() (or, with an
- * @admin_conn_id, the administrator's admin_policy_set) follows its
- * PolicySet, with @req as policy_req. Between two workers of a RESTARTING
- * NIC the next one starts with it.
+ * worker gets SetPolicy; the owner's policy_set() follows its PolicySet,
+ * with @req as policy_req, or, with an @admin_conn_id and
+ * sup->admin_policy_set set by the caller, the administrator's
+ * admin_policy_set (without the hook the owner's policy_set() answers).
+ * Between two workers of a RESTARTING NIC the next one starts with it.
  * Returns: 0 (applied when the worker confirms), 1 (applied now), or with
  * err filled: -EBUSY (a SetPolicy is in progress), -EAGAIN (the NIC is
- * not running), another negative errno (the worker cannot be reached). */
+ * not running), -EIO (the worker cannot be reached). */
 int nic_set_policy(struct nic *n, const struct vnic_policy *p, uint64_t req,
 		   unsigned admin_conn_id, char *err, size_t errlen);
 /* nic_set_call_fd - adopt fd (an eventfd) as the call fd of virtqueue
