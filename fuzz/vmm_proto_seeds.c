@@ -15,6 +15,7 @@
  *   /tmp/vmm_proto_seeds fuzz/corpus/vmm_proto
  */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,11 @@ static void add_nic_mut(const char *id, enum be be, unsigned kind,
 	}
 	r.body_case = VNIC__VMM__REQUEST__BODY_ADD_NIC;
 	r.add_nic = &a;
-	rec(be == BE_TAP ? 5 : 6, kind, &r);
+	/* fds: regions, kick/call per queue, a socket or tap fd per pair. */
+	rec(a.n_queues > 2 ? (unsigned)(a.n_regions + 2 * a.n_queues +
+					(be == BE_TAP ? 0 : a.n_queues / 2))
+			   : be == BE_TAP ? 5u : 6u,
+	    kind, &r);
 }
 
 static void add_nic(const char *id, enum be be, unsigned kind)
@@ -224,6 +229,40 @@ static void m_region_size(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
 	(void)p;
 	a->regions[0]->size = UINT64_MAX - 4095;
+}
+/* Several queue pairs (issue 15): n queues, rings of queue j at 0x4000 j
+ * (all inside the 64 KiB region); @dup: queue 3 says it is queue 2. */
+static void queues_n(Vnic__Vmm__AddNic *a, unsigned n, bool dup)
+{
+	static Vnic__Vmm__Queue q[4];
+	static Vnic__Vmm__Queue *qp[4];
+
+	for (unsigned j = 0; j < n && j < 4; j++) {
+		vnic__vmm__queue__init(&q[j]);
+		q[j].index = dup && j == 3 ? 2 : j;
+		q[j].size = 256;
+		q[j].desc_gpa = 0x4000 * j;
+		q[j].avail_gpa = 0x4000 * j + 0x1000;
+		q[j].used_gpa = 0x4000 * j + 0x2000;
+		qp[j] = &q[j];
+	}
+	a->n_queues = n < 4 ? n : 4;
+	a->queues = qp;
+}
+static void m_two_pairs(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	queues_n(a, 4, false);
+}
+static void m_two_pairs_dup(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	queues_n(a, 4, true);
+}
+static void m_three_queues(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	queues_n(a, 3, false);
 }
 static void m_policy_mode(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
@@ -546,6 +585,15 @@ int main(int argc, char **argv)
 			hello(1, 1), add_nic_mut("n0", BE_SOCKET, 0, m[i].mut), save(d, m[i].name);
 	}
 	hello(1, 1), add_nic("n0", BE_SOCKET, 0), bad_policies("n0"), save(d, "set-policy-refused");
+	/* Two queue pairs (issue 15): a worker each, one answer per request. */
+	hello(1, 1), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs), get_status(""),
+		set_policy("mq", VNIC__VMM__MITIGATION__MITIGATION_BH), set_dirty_log("mq", 4096),
+		remove_nic("mq"), save(d, "two-pairs-socket-session");
+	hello(1, 1), add_nic_mut("mq", BE_TAP, 0, m_two_pairs), get_status("mq"),
+		remove_nic("mq"), save(d, "two-pairs-tap");
+	hello(1, 1), add_nic_mut("mq", BE_TAP_FD, 0, m_two_pairs), save(d, "two-pairs-tap-fd");
+	hello(1, 1), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs_dup), save(d, "two-pairs-dup-queue");
+	hello(1, 1), add_nic_mut("mq", BE_SOCKET, 0, m_three_queues), save(d, "three-queues");
 	hello(1, 1), bad_policies("nothere"), save(d, "set-policy-no-nic");
 	hello(1, 1), add_nic("n0", BE_SOCKET, 0), set_dirty_log_full("n0", 1ull << 31, 0, 1),
 		set_dirty_log_full("n0", 4096, UINT64_MAX - 100, 1),
