@@ -845,8 +845,8 @@ START_TEST(two_pairs_add_status_remove)
 	lg.cfg.queues = q;
 	lg.cfg.nqueues = 4;
 	/* Sockets: one per pair. libvnic refuses one for two pairs before
-	 * sending. (vnicd checks the fd layout of the frame itself, too:
-	 * check_supervisor's c2_10k_bad_frames sends raw frames.) */
+	 * sending. (vnicd checks the frame's fd count itself, too:
+	 * check_supervisor's pairs_fd_layout_refused sends raw frames.) */
 	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "one per queue pair"), "%s", err);
 	{

@@ -520,6 +520,77 @@ START_TEST(c2_10k_bad_frames_fd_count_unchanged)
 }
 END_TEST
 
+/* An AddNic of two queue pairs with a socket backend carries a socket per
+ * pair (issue 15): one region, 4 x kick/call, 2 sockets = 11 fds. A frame
+ * with one socket too few or too many is refused by the wire layer's fd
+ * count (wire_vmm_expected_fds), before any handler, every fd closed. (libvnic refuses the first
+ * itself: this is what a raw client gets.) */
+START_TEST(pairs_fd_layout_refused)
+{
+	static const unsigned counts[] = { 10, 12 };
+	int before = st_fd_count(vd.pid), fd = raw_connect(), e[12];
+
+	for (int i = 0; i < 12; i++) {
+		e[i] = eventfd(0, EFD_CLOEXEC);
+		ck_assert_int_ge(e[i], 0);
+	}
+	hello_raw(fd);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		Vnic__Vmm__Request req;
+		Vnic__Vmm__AddNic a;
+		Vnic__Vmm__MemRegion reg, *regp = &reg;
+		Vnic__Vmm__Queue q[4], *qp[4];
+		Vnic__Vmm__Backend b;
+		Vnic__Vmm__SocketBackend sock;
+		Vnic__Vmm__VmmMessage *m = NULL;
+		uint8_t mac[6] = { 0x52, 0x54, 0, 0, 0, 1 };
+		char id[] = "twopairs";
+
+		vnic__vmm__request__init(&req);
+		vnic__vmm__add_nic__init(&a);
+		vnic__vmm__mem_region__init(&reg);
+		vnic__vmm__backend__init(&b);
+		vnic__vmm__socket_backend__init(&sock);
+		a.id = id;
+		a.mac.data = mac;
+		a.mac.len = 6;
+		reg.size = 65536;
+		a.n_regions = 1;
+		a.regions = &regp;
+		for (unsigned j = 0; j < 4; j++) {
+			vnic__vmm__queue__init(&q[j]);
+			q[j].index = j;
+			q[j].size = 256;
+			q[j].desc_gpa = 0x4000 * j;
+			q[j].avail_gpa = 0x4000 * j + 0x1000;
+			q[j].used_gpa = 0x4000 * j + 0x2000;
+			qp[j] = &q[j];
+		}
+		a.n_queues = 4;
+		a.queues = qp;
+		b.kind_case = VNIC__VMM__BACKEND__KIND_SOCKET;
+		b.socket = &sock;
+		a.backend = &b;
+		req.request_id = 20 + c;
+		req.version = 1;
+		req.body_case = VNIC__VMM__REQUEST__BODY_ADD_NIC;
+		req.add_nic = &a;
+		ck_assert_int_eq(send_req(fd, &req, e, counts[c]), 0);
+		ck_assert_int_eq(raw_reply(fd, &m), 0);
+		ck_assert_int_eq(m->msg_case, VNIC__VMM__VMM_MESSAGE__MSG_REPLY);
+		ck_assert_uint_eq(m->reply->request_id, 20 + c);
+		ck_assert_int_eq(m->reply->code, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT);
+		ck_assert_msg(strstr(m->reply->error, "needs 11 fds"), "%u fds: %s", counts[c],
+			      m->reply->error);
+		wire_vmm_free(m);
+	}
+	close(fd);
+	for (int i = 0; i < 12; i++)
+		close(e[i]);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, before), before);
+}
+END_TEST
+
 START_TEST(c10_before_hello_and_wrong_version)
 {
 	Vnic__Vmm__Request req;
@@ -883,6 +954,7 @@ static Suite *supervisor_suite(void)
 	tcase_set_timeout(tv, 120);
 	tcase_add_test(tv, c2_10k_bad_frames_fd_count_unchanged);
 	tcase_add_test(tv, c10_before_hello_and_wrong_version);
+	tcase_add_test(tv, pairs_fd_layout_refused);
 	tcase_add_test(tv, l7_sigterm_removes_socket);
 	tcase_add_test(tv, worker_without_ready_is_killed);
 	tcase_add_test(tv, worker_sending_garbage_is_killed);
