@@ -6,8 +6,8 @@
 # Each round: a fresh vnicd with one fault armed (VNIC_FAULT, on NIC lc0
 # only: VNIC_FAULT_NIC), a warm-up run on other NICs, then vnic-bench
 # traffic on two NICs (lc0 under fault, lc1 the bystander, socket
-# backend, both directions) while lc0 is unplugged, disconnected, crashes
-# or fails to start. Invariants checked per round:
+# backend, both directions; some rounds with two queue pairs per NIC)
+# while lc0 is unplugged, disconnected, crashes or fails to start. Invariants checked per round:
 #   bench    vnic-bench passes: every TX descriptor back exactly once,
 #            every frame at most once and intact, the bystander loses
 #            nothing and its counters show no drop or error, no stall
@@ -340,6 +340,12 @@ fixed_rounds() {
 	# served without a new kick. vnicd dying mid-restart leaves no worker.
 	round "worker.tx.send=sigkill@2000,sup.restart=delay:500" crash
 	round "worker.tx.send=sigkill@2000,sup.restart=sigkill" supdeath
+	# Issue 15: NICs of two queue pairs, a worker each (the fault is
+	# armed in both of lc0's). Unplug with chains in hand, a crash, a
+	# disconnect: every pair byte-exact, every worker gone at the reply.
+	MIN_MS=100 round "worker.tx.after_pop=delay:1500@200" unplug --queue-pairs 2
+	round "worker.tx.after_pop=crash@2000" crash --queue-pairs 2
+	round "worker.flush.before_idx=delay:1500@300" disconnect --queue-pairs 2
 	# L4: the inflight steps, where vnicd hands workers an inflight region.
 	OPTIONAL=yes round "worker.inflight.used_elem=sigkill@1000" crash
 	OPTIONAL=yes round "worker.inflight.popped=crash@1000" crash

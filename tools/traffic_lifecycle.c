@@ -99,7 +99,8 @@ static bool tr_pid_gone(pid_t pid)
 	return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
 }
 
-/* RemoveNic on NIC 0 while the others run. */
+/* RemoveNic on NIC 0 (lanes n[0 .. npairs), one per queue pair) while the
+ * others run. */
 static void tr_unplug(struct tr_run *r, struct tr_nic *n)
 {
 	struct vnic_remove_result res;
@@ -111,63 +112,79 @@ static void tr_unplug(struct tr_run *r, struct tr_nic *n)
 	t0 = bench_now_ns();
 	rc = vnic_remove_nic(n->conn, n->id, r->remove_deadline_ms, &res);
 	t1 = bench_now_ns();
-	n->added = false;
+	for (unsigned k = 0; k < n->npairs; k++)
+		n[k].added = false;
 	if (rc < 0 || (rc > 0 && rc != VNIC_STATUS_DEADLINE_EXCEEDED)) {
 		tr_fail(r, "RemoveNic %s: %s", n->id, vnic_last_error(n->conn));
-		tr_retire(r, n);
+		for (unsigned k = 0; k < n->npairs; k++)
+			tr_retire(r, &n[k]);
 		return;
 	}
 	/* Bounded: the deadline, then a SIGKILL and a reap (1 s is ample). */
 	if (t1 - t0 > (uint64_t)(r->remove_deadline_ms + 1000) * 1000000ull)
 		tr_fail(r, "RemoveNic %s took %.1f ms, bound %u ms (deadline + 1 s)", n->id,
 			(t1 - t0) / 1e6, r->remove_deadline_ms + 1000);
-	/* The promise: the reply comes after the worker was reaped. */
-	if (!tr_pid_gone(n->pid))
-		tr_fail(r, "RemoveNic %s replied while worker pid %d still exists", n->id,
-			(int)n->pid);
+	/* The promise: the reply comes after every pair's worker was reaped. */
+	for (unsigned k = 0; k < n->npairs; k++)
+		if (!tr_pid_gone(n[k].pid))
+			tr_fail(r, "RemoveNic %s replied while the worker of pair %u, pid %d, still "
+				   "exists", n->id, k, (int)n[k].pid);
 	printf("UNPLUG nic=%s status=%s latency_ms=%.3f reply_latency_ms=%.3f worker_pid=%d "
-	       "gone=%s\n", n->id, rc ? "DEADLINE_EXCEEDED" : "OK", (t1 - t0) / 1e6,
-	       res.unplug_latency_us / 1000.0, (int)n->pid, tr_pid_gone(n->pid) ? "yes" : "NO");
+	       "gone=%s pairs=%u\n", n->id, rc ? "DEADLINE_EXCEEDED" : "OK", (t1 - t0) / 1e6,
+	       res.unplug_latency_us / 1000.0, (int)n->pid, tr_pid_gone(n->pid) ? "yes" : "NO",
+	       n->npairs);
 	for (unsigned q = 0; q < res.nqueues; q++) {
 		const struct vnic_queue_index *qi = &res.queues[q];
-		unsigned slot = qi->index == 1 ? GUEST_TX : GUEST_RX;
-		uint16_t seen = __atomic_load_n(&n->g->q[slot].used->idx, __ATOMIC_ACQUIRE);
+		unsigned k = qi->index / 2, slot = qi->index % 2 ? GUEST_TX : GUEST_RX;
+		uint16_t seen;
 
-		printf("  final %s: avail %u used %u (guest sees used %u)\n",
-		       qi->index == 1 ? "tx0" : "rx0", qi->avail_idx, qi->used_idx, seen);
-		if (qi->index > 1)
+		if (k >= n->npairs) {
+			tr_fail(r, "nic %s: RemoveNic answered queue %u of %u pairs", n->id, qi->index,
+				n->npairs);
 			continue;
+		}
+		seen = __atomic_load_n(&n[k].g->q[slot].used->idx, __ATOMIC_ACQUIRE);
+		printf("  final %s%u: avail %u used %u (guest sees used %u)\n",
+		       slot == GUEST_TX ? "tx" : "rx", k, qi->avail_idx, qi->used_idx, seen);
 		if ((uint16_t)qi->used_idx != seen)
 			tr_fail(r, "nic %s q%u: reply says used %u, the ring says %u", n->id, qi->index,
 				qi->used_idx, seen);
 		/* A clean stop finishes the packet in hand: every TX chain
 		 * the device consumed is back. */
-		if (qi->index == 1 && (uint16_t)qi->used_idx != (uint16_t)qi->avail_idx)
-			tr_fail(r, "nic %s tx0: stopped with %u chains consumed and not returned",
-				n->id, (uint16_t)(qi->avail_idx - qi->used_idx));
+		if (slot == GUEST_TX && (uint16_t)qi->used_idx != (uint16_t)qi->avail_idx)
+			tr_fail(r, "nic %s tx%u: stopped with %u chains consumed and not returned",
+				n->id, k, (uint16_t)(qi->avail_idx - qi->used_idx));
 	}
-	/* Take back what was returned before the stop: a double or bogus
-	 * id fails here. */
-	if (guest_tx_reclaim(n->g, err, sizeof(err)) < 0)
-		tr_fail(r, "nic %s after unplug: %s", n->id, err);
-	tr_retire(r, n);
-	tr_canary_set(n);
+	for (unsigned k = 0; k < n->npairs; k++) {
+		/* Take back what was returned before the stop: a double or
+		 * bogus id fails here. */
+		if (guest_tx_reclaim(n[k].g, err, sizeof(err)) < 0)
+			tr_fail(r, "nic %s pair %u after unplug: %s", n->id, k, err);
+		tr_retire(r, &n[k]);
+		tr_canary_set(&n[k]);
+	}
 }
 
-/* Close NIC 0's own connection in the middle of a frame. */
+/* Close NIC 0's own connection (its lanes share it) in the middle of a
+ * frame. */
 static void tr_disconnect(struct tr_run *r, struct tr_nic *n)
 {
 	/* A length prefix announcing 64 bytes, and 2 of them. */
 	static const uint8_t half[] = { 0, 0, 0, 64, 0x0a, 0x02 };
+	uint64_t now;
 
 	if (write(vnic_fd(n->conn), half, sizeof(half)) < 0)
 		fprintf(stderr, "vnic-bench: half frame: %s\n", strerror(errno));
-	n->conn = vnic_close(n->conn);
-	n->added = false;
-	n->disc_wait = true;
-	n->disc_ns = bench_now_ns();
+	vnic_close(n->conn);
+	now = bench_now_ns();
 	printf("DISCONNECT nic=%s closed mid-frame\n", n->id);
-	tr_retire(r, n);
+	for (unsigned k = 0; k < n->npairs; k++) {
+		n[k].conn = NULL;
+		n[k].added = false;
+		n[k].disc_wait = true;
+		n[k].disc_ns = now;
+		tr_retire(r, &n[k]);
+	}
 }
 
 /* After a disconnect: the worker must be gone within a bound; then the
@@ -198,7 +215,8 @@ void tr_lifecycle(struct tr_run *r, uint64_t now)
 
 	if (r->stall_after >= 0 && !r->stall_done && t >= r->stall_after) {
 		r->stall_done = true;
-		n0->stalled = true;
+		for (unsigned k = 0; k < n0->npairs; k++)
+			n0[k].stalled = true; /* every pair's host end */
 		printf("STALL nic=%s host end stops reading at %.2f s\n", n0->id, t);
 	}
 	if (r->unplug_after >= 0 && !r->unplug_done && t >= r->unplug_after) {

@@ -424,9 +424,10 @@ static unsigned tr_poll_set(const struct tr_run *r, struct pollfd *pfd, bool *mo
 					  (n->host_blocked ? POLLOUT : 0)),
 		};
 	}
+	/* A NIC's own connection once, at its first lane. */
 	for (unsigned i = 0; i < r->nnics; i++)
 		pfd[np++] = (struct pollfd){
-			.fd = r->nics[i].conn && r->nics[i].conn != r->conn
+			.fd = r->nics[i].pair == 0 && r->nics[i].conn && r->nics[i].conn != r->conn
 				      ? vnic_fd(r->nics[i].conn) : -1,
 			.events = POLLIN };
 	pfd[np++] = (struct pollfd){ .fd = vnic_fd(r->conn), .events = POLLIN };
@@ -591,8 +592,11 @@ static void tr_cleanup(struct tr_run *r)
 		if (!n->failed)
 			tr_dirty_log_check(r, n);
 		tr_dirty_log_free(n);
-		if (n->conn && n->conn != r->conn)
-			n->conn = vnic_close(n->conn);
+		/* A NIC's own connection (--disconnect-after) is its first
+		 * lane's; the others borrow it. */
+		if (n->pair == 0 && n->conn && n->conn != r->conn)
+			vnic_close(n->conn);
+		n->conn = NULL;
 		guest_free(n->g);
 		if (n->host_fd >= 0)
 			close(n->host_fd);
@@ -657,9 +661,11 @@ int tr_setup(struct tr_run *r)
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 
-		n->conn = r->conn;
-		n->faulty = r->fault_nic == (int)i ||
-			    (i == 0 && (r->unplug_after >= 0 || r->disconnect_after >= 0));
+		unsigned nic = i / r->pairs; /* lanes of one NIC share these */
+
+		n->conn = n->pair ? n[-(int)n->pair].conn : r->conn;
+		n->faulty = r->fault_nic == (int)nic ||
+			    (nic == 0 && (r->unplug_after >= 0 || r->disconnect_after >= 0));
 		if (i == 0 && r->disconnect_after >= 0) {
 			/* Its own connection, so that closing it takes only
 			 * this NIC away. */
