@@ -1,22 +1,30 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# bench_scale.sh BUILD_DIR [REPS]: vnic-bench scale at N = 1, 64 and 256
-# NICs against one fresh vnicd per run, the three sizes alternating, REPS
-# rounds (default 3); prints min / median / max of each figure per N and
-# the load average before and after. Needs root (sandboxed workers).
+# bench_scale.sh BUILD_DIR [REPS] [PAIRS] [N...]: vnic-bench scale at N =
+# 1, 64 and 256 NICs (or the Ns given) of PAIRS queue pairs each (default
+# 1) against one fresh vnicd per run, the sizes alternating, REPS rounds
+# (default 3); prints min / median / max of each figure per N and the load
+# average before and after. vnicd runs with the shipped unit's fd limit
+# (LimitNOFILE=65536). Needs root (sandboxed workers). Issue 15's goal:
+#   tools/bench_scale.sh build/plain 3 2 1024
 set -eu
-b=${1:?usage: bench_scale.sh BUILD_DIR [REPS]}
+b=${1:?usage: bench_scale.sh BUILD_DIR [REPS] [PAIRS] [N...]}
 reps=${2:-3}
+pairs=${3:-1}
+shift $(($# < 3 ? $# : 3))
+sizes=${*:-1 64 256}
+ulimit -n 65536
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 echo "load before: $(cat /proc/loadavg)"
 for r in $(seq "$reps"); do
-	for n in 1 64 256; do
+	for n in $sizes; do
 		"$b/supervisor/vnicd" --socket "$t/s" --foreground --worker "$b/workers/vnicd-worker" \
 			2>"$t/vnicd.log" &
 		p=$!
 		i=0; until [ -S "$t/s" ] || [ $i -ge 100 ]; do sleep 0.05; i=$((i + 1)); done
-		timeout 300 "$b/tools/vnic-bench" --socket "$t/s" scale --nics $n | grep '^RESULT' >>"$t/results" ||
+		timeout 900 "$b/tools/vnic-bench" --socket "$t/s" scale --nics "$n" --queue-pairs "$pairs" |
+			grep '^RESULT' >>"$t/results" ||
 			echo "run $r N=$n failed" >&2
 		kill -TERM $p
 		wait $p || true
@@ -31,7 +39,7 @@ for line in open(sys.argv[1]):
     rows.setdefault(int(kv["nics"]), []).append({k: float(v) for k, v in kv.items()})
 keys = ["add_ms", "frames_ms", "status_ms_med", "remove_ms", "vnicd_rss_kb", "vnicd_pss_kb",
         "worker_pss_idle_kb_med", "worker_pss_idle_kb_max", "worker_pss_busy_kb_med"]
-print("%-24s" % "figure (min/med/max)" + "".join("%26s" % ("N=%d (%d runs)" % (n, len(rows[n]))) for n in sorted(rows)))
+print("%-24s" % "figure (min/med/max)" + "".join("%26s" % ("N=%d x %d pairs (%d runs)" % (n, int(rows[n][0].get("pairs", 1)), len(rows[n]))) for n in sorted(rows)))
 for k in keys:
     cells = []
     for n in sorted(rows):
