@@ -234,7 +234,7 @@ static void pg_fail(struct pair_group *g, Vnic__Vmm__Status code, uint32_t pair,
 	if (g->code != VNIC__VMM__STATUS__STATUS_OK)
 		return;
 	g->code = code;
-	snprintf(g->error, sizeof(g->error), "pair %u: %s", pair, error ? error : "failed");
+	snprintf(g->error, sizeof(g->error), "pair %u: %.180s", pair, error ? error : "failed");
 }
 
 /* Stop NIC n for request req as a RemoveNic does: the reply (or the
@@ -693,7 +693,7 @@ struct nic_status_buf {
 	Vnic__Vmm__QueueStatus qs[STATUS_QUEUES];
 	Vnic__Vmm__QueueStatus *qp[STATUS_QUEUES];
 	struct stats_queue_snapshot snap[STATUS_QUEUES];
-	char names[STATUS_QUEUES][8];
+	char names[STATUS_QUEUES][16];
 	struct admin_status_buf admin;
 };
 
