@@ -949,7 +949,7 @@ START_TEST(t_max_queue_pairs)
 		struct timeval tv = { 10, 0 };
 
 		f.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", path);
 		ck_assert_int_eq(connect(f.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 		setsockopt(f.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
