@@ -296,10 +296,7 @@ static int nic_read_guest_u16(const struct nic *n, uint64_t gpa, uint16_t *v)
  * VMMs read the used ring themselves. */
 static void nic_final_from_used_ring(struct nic *n)
 {
-	/* No worker of this NIC ever ran the rings: they are where the front
-	 * end's SET_VRING_BASE put them (the guest's used->idx may be behind
-	 * it, with chains an earlier back end had in flight). */
-	if (!n->base_from_used_idx || !n->ever_ready)
+	if (!n->base_from_used_idx)
 		return;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		struct nic_queue *q = &n->q[i];
@@ -307,6 +304,13 @@ static void nic_final_from_used_ring(struct nic *n)
 		int rc;
 
 		if (q->final_valid || q->size == 0)
+			continue;
+		/* No worker of this NIC ever ran the rings: a ring is where
+		 * the worker would have started, the front end's base (the
+		 * guest's used->idx may be behind it, with chains an earlier
+		 * back end had in flight), or used->idx for a base of 0 (the
+		 * one case where the worker starts there). */
+		if (!n->ever_ready && q->avail_idx != 0)
 			continue;
 		rc = nic_read_guest_u16(n, q->used + 2, &idx);
 		if (rc < 0) {

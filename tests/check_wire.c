@@ -336,7 +336,7 @@ static void vmm_case(struct vmm_store *s, int i, enum wire_peer *ret_from, unsig
 	case 3:
 		vmm_add_nic(s, 4, 1, 4, VNIC__VMM__BACKEND__KIND_TAP_FD);
 		*ret_from = WIRE_PEER_VMM;
-		*ret_nfds = 1 + 2 * 4 + 1;
+		*ret_nfds = 1 + 2 * 4 + 2; /* a tap fd per queue pair (issue 15) */
 		break;
 	case 4:
 		vmm_request(s, 5);
