@@ -173,6 +173,24 @@ int h_set_mem_table(struct vu_conn *c, struct vu_msg *m, char *err, size_t errle
 	return vu_mem_replace(c, m, tmp, t->nregions, from, "new memory table");
 }
 
+/* Region r, with fd, is one the table already holds: the same guest
+ * range, front-end address and offset, in the same file. */
+static bool vu_region_same(const struct vu_region *x, const struct vu_mem_region *r, int fd)
+{
+	struct stat a, b;
+
+	return x->d.gpa == r->gpa && x->d.size == r->size && x->uva == r->uva &&
+	       x->d.offset == r->mmap_offset && fstat(x->d.fd, &a) == 0 && fstat(fd, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* ADD_MEM_REG and REM_MEM_REG come once per queue pair from QEMU up to 8.0:
+ * each of a virtio-net device's vhost_devs (one per pair) keeps its own
+ * copy of the table and sends its own changes (QEMU later made them
+ * one-time requests, as SET_MEM_TABLE is). So a region the table already
+ * holds, in the same file, is added again as a no-op, and the removal of
+ * a region already gone is one too; anything else that overlaps is still
+ * refused. */
 int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
 	const struct vu_mem_region *r = &m->p.mreg.r;
@@ -182,6 +200,13 @@ int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	char sub[160];
 	int rc;
 
+	for (unsigned i = 0; i < n; i++)
+		if (vu_region_same(&c->reg[i], r, m->fds[0])) {
+			log_debug("vhost-user %s: ADD_MEM_REG: region gpa 0x%llx already in the "
+				  "table (another queue pair's copy): nothing to do", c->ep->cfg.id,
+				  (unsigned long long)r->gpa);
+			return 0; /* the dispatcher closes the fd */
+		}
 	if (n >= MEMTABLE_MAX_REGIONS) {
 		snprintf(err, errlen, "ADD_MEM_REG: already %u regions (at most %u)", n,
 			 MEMTABLE_MAX_REGIONS);
@@ -222,10 +247,14 @@ int h_rem_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 		c->nreg--;
 		return vu_reconfigure(c, m, "memory region removed");
 	}
-	snprintf(err, errlen, "REM_MEM_REG: no region gpa 0x%llx size 0x%llx uva 0x%llx",
-		 (unsigned long long)r->gpa, (unsigned long long)r->size,
-		 (unsigned long long)r->uva);
-	return -ENOENT;
+	/* Already removed (by another queue pair's copy of the table, see
+	 * h_add_mem_reg): the table is as asked. */
+	log_debug("vhost-user %s: REM_MEM_REG: no region gpa 0x%llx size 0x%llx uva 0x%llx "
+		  "(already removed): nothing to do", c->ep->cfg.id, (unsigned long long)r->gpa,
+		  (unsigned long long)r->size, (unsigned long long)r->uva);
+	(void)err;
+	(void)errlen;
+	return 0;
 }
 
 int h_get_max_mem_slots(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)

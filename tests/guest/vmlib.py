@@ -119,7 +119,10 @@ def need_testpmd():
 
 def tmpdir(prefix="vnic-qemu."):
     d = tempfile.mkdtemp(prefix=prefix)
-    on_exit(lambda: shutil.rmtree(d, ignore_errors=True))
+    if os.environ.get("VNIC_KEEP_TMP"):  # debugging: keep the logs, say where
+        log("VNIC_KEEP_TMP: keeping %s" % d)
+    else:
+        on_exit(lambda: shutil.rmtree(d, ignore_errors=True))
     return d
 
 
