@@ -90,7 +90,7 @@ struct tr_nic {
 	unsigned pair;              /* its queue pair: queues rx<pair>, tx<pair> */
 	unsigned npairs;            /* pairs of its NIC */
 	char id[48];                /* the NIC's id (the same on all its lanes) */
-	char qname[2][12];          /* "tx<pair>", "rx<pair>": [FRAMES_G2H], [FRAMES_H2G] */
+	char qname[2][16];          /* "tx<pair>", "rx<pair>": [FRAMES_G2H], [FRAMES_H2G] */
 	struct guest *g;
 	int host_fd;                /* socketpair end or UDP socket; -1 */
 	char tap[IFNAMSIZ];
