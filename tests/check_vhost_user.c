@@ -1501,6 +1501,26 @@ static int pair_pid(const char *id, uint32_t k)
 	return pid;
 }
 
+/* Wait (5 s at most) until every pair of id that has a row is RUNNING. */
+static void wait_pairs_running(const char *id)
+{
+	for (int tries = 0; tries < 500; tries++) {
+		struct vnic_status *st = NULL;
+		bool all = true;
+
+		ck_assert_int_eq(vnic_status(ctl, &st), 0);
+		for (unsigned i = 0; i < st->nnics; i++)
+			for (unsigned j = 0; !strcmp(st->nics[i].id, id) && st->pairs &&
+					     j < st->pairs[i].npairs; j++)
+				all = all && st->pairs[i].pairs[j].state == VNIC_NIC_RUNNING;
+		vnic_status_free(st);
+		if (all)
+			return;
+		msleep(10);
+	}
+	ck_abort_msg("pairs of %s not all RUNNING within 5 s", id);
+}
+
 static void expect_tap(const char *has)
 {
 	char cmd[160], out[4096];
@@ -1555,6 +1575,8 @@ START_TEST(t_two_pairs)
 	{
 		struct vnic_policy pol = { .mode = VNIC_MITIGATION_TIMER, .timer_us = 300 };
 
+		/* All pairs or none: refused while a pair is still starting. */
+		wait_pairs_running("vu0");
 		ck_assert_int_eq(vnic_set_policy(ctl, "vu0", &pol), 0);
 		ck_assert_int_eq(log_count("worker: nic vu0: policy timer,", 2), 2);
 	}
