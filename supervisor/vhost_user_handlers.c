@@ -534,15 +534,19 @@ int h_net_set_mtu(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	return vu_reconfigure(c, m, "new MTU");
 }
 
-/* SET_STATUS 0 is the driver's device reset (virtio 1.x, 2.1.2; QEMU
- * sends it after GET_VRING_BASE when it stops the device): the worker
- * stops (the answer waits for its reap) and the device is forgotten as at
- * connect: features, memory table, rings (their bases back to 0), the
- * dirty log and NEEDS_RESET. The owner and the protocol features belong
- * to the connection and stay. Any other value is the driver's status. */
+/* SET_STATUS 0 is the driver's device reset. QEMU sends it at every
+ * device stop (driver reset or reload, VM stop, a migration's switch-over),
+ * before GET_VRING_BASE, and then starts the device again with features,
+ * rings and enables but, with CONFIGURE_MEM_SLOTS, no memory table: it
+ * sends only changes to the table it believes the back end holds. So it
+ * stops the device as RESET_OWNER does, and keeps what the front end will
+ * not send again: every ring is stopped and disabled (the answer waits for
+ * the workers' reap) and keeps its final index as its base, for the
+ * GET_VRING_BASE that follows; NEEDS_RESET and a failed start are cleared;
+ * the memory table, features, dirty log and error eventfds stay. Any other
+ * value is the driver's status. */
 int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	int errfd[2 * NIC_MAX_PAIRS]; /* c->nrings = 2 x max_pairs */
 	int rc;
 
 	if (m->p.u64 > 0xff) {
@@ -550,23 +554,12 @@ int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 			 (unsigned long long)m->p.u64);
 		return -EINVAL;
 	}
-	if (m->p.u64 != 0) {
-		c->status = m->p.u64;
+	c->status = m->p.u64;
+	if (m->p.u64 != 0)
 		return 0;
-	}
+	for (unsigned i = 0; i < c->nrings; i++)
+		c->r[i].started = c->r[i].enabled = false;
 	rc = vu_reconfigure(c, m, "SET_STATUS 0: device reset");
-	for (unsigned k = 0; k < c->ep->max_pairs; k++)
-		c->ep->p[k].gen = 0; /* their reap sets no base on the reset rings */
-	/* The error eventfds survive a reset: QEMU sends SET_VRING_ERR once,
-	 * at device init, and SET_STATUS 0 at every device stop; everything
-	 * else comes again at the next start. */
-	for (unsigned i = 0; i < c->nrings && i < 2 * NIC_MAX_PAIRS; i++) {
-		errfd[i] = c->r[i].err_fd;
-		c->r[i].err_fd = -1;
-	}
-	vu_conn_forget_device(c);
-	for (unsigned i = 0; i < c->nrings && i < 2 * NIC_MAX_PAIRS; i++)
-		c->r[i].err_fd = errfd[i];
 	c->needs_reset = false;
 	c->ep->start_failed = false;
 	return rc;

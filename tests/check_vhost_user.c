@@ -794,8 +794,8 @@ START_TEST(t_base_honoured)
 END_TEST
 
 /* RESET_OWNER disables and stops every ring and keeps the device; SET_STATUS
- * 0 resets the device; DEVICE_NEEDS_RESET shows in GET_STATUS once the
- * guest broke a queue, until that reset. */
+ * 0 stops the device too and clears DEVICE_NEEDS_RESET, which shows in
+ * GET_STATUS once the guest broke a queue. */
 START_TEST(t_reset_semantics)
 {
 	struct fe f;
@@ -847,22 +847,22 @@ START_TEST(t_reset_semantics)
 	ck_assert_uint_eq(st, 0xf | VU_STATUS_NEEDS_RESET);
 	ck_assert_int_eq(read(errfd, &v, sizeof(v)), (ssize_t)sizeof(v)); /* signalled */
 
-	/* SET_STATUS 0: answered after the reap, the device forgotten (vnicd
-	 * holds the connection's socket and no other fd of it), the status 0. */
+	/* SET_STATUS 0 (QEMU's device stop): answered after the reap, the
+	 * status and NEEDS_RESET cleared. */
 	pid2 = ep_pid("vu0", NULL, 0);
 	ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_STATUS, 0), 0);
 	if (pid2 > 0)
 		ck_assert_msg(!st_pid_alive(pid2), "worker %d alive at SET_STATUS 0's answer", pid2);
 	ck_assert_uint_eq(fe_get_u64(f.fd, VU_GET_STATUS), 0);
-	assert_no_leak(with_ep + 2); /* the socket and the error eventfd */
-	/* Still the owner, with its protocol features: a full setup runs. */
+	/* The device starts again as QEMU 7.2 starts it after a driver
+	 * reload: features, the rings from index 0, enable, and no memory
+	 * table (with CONFIGURE_MEM_SLOTS it sends only changes to it). */
 	vring_drv_fini(&f.drv[0]);
 	vring_drv_fini(&f.drv[1]);
 	for (int q = 0; q < 2; q++)
 		ck_assert_int_eq(vring_drv_init(&f.drv[q], QS, f.mem + ring_off(q, 0),
 						f.mem + ring_off(q, 1), f.mem + ring_off(q, 2), false), 0);
 	ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
-	ck_assert_int_eq(fe_mem_table(&f), 0);
 	for (int q = 0; q < 2; q++)
 		fe_ring(&f, q, 0);
 	for (int q = 0; q < 2; q++)
@@ -881,6 +881,47 @@ START_TEST(t_reset_semantics)
 	wait_no_worker("vu0");
 	assert_no_leak(with_ep);
 	close(errfd);
+}
+END_TEST
+
+/* QEMU stops a device (VM stop, migration switch-over, driver reset)
+ * with SET_STATUS 0 and then GET_VRING_BASE per ring, and sends the
+ * answers to the destination or back at the next start: SET_STATUS 0 must
+ * keep each ring's index. Then a start without a memory table runs. */
+START_TEST(t_status_zero_keeps_bases)
+{
+	const uint16_t idx = 5;
+	struct fe f;
+	int with_ep, pid;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	fe_mem_init(&f, true);
+	for (int q = 0; q < 2; q++) {
+		*(uint16_t *)(void *)(f.mem + ring_off(q, 1) + 2) = idx; /* avail->idx */
+		*(uint16_t *)(void *)(f.mem + ring_off(q, 2) + 2) = idx; /* used->idx */
+	}
+	fe_negotiate(&f);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, idx);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	pid = wait_worker("vu0");
+	ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_STATUS, 0), 0);
+	ck_assert_msg(!st_pid_alive(pid), "worker %d alive at SET_STATUS 0's answer", pid);
+	for (uint32_t q = 0; q < 2; q++)
+		ck_assert_uint_eq(fe_get_base(&f, q), idx);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, idx);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	ck_assert_int_ne(wait_worker("vu0"), pid);
+	for (uint32_t q = 0; q < 2; q++)
+		ck_assert_uint_eq(fe_get_base(&f, q), idx);
+	fe_mem_free(&f);
+	wait_no_worker("vu0");
+	assert_no_leak(with_ep);
 }
 END_TEST
 
@@ -2164,13 +2205,13 @@ START_TEST(t_log_base_refused)
 	ck_assert_int_eq(errno, EPERM);
 	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
 	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
-	/* SET_STATUS 0 (a device reset) forgets the device, its log too:
-	 * vnicd keeps the connection's socket and nothing else. */
-	fe_send(f.fd, VU_SET_STATUS, 0, &(uint64_t){ 0 }, 8, NULL, 0);
+	/* SET_STATUS 0 (QEMU's device stop) stops the worker and keeps the
+	 * log, as it keeps the memory table: a new log still replaces it. */
+	ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_STATUS, 0), 0);
 	wait_no_worker("vu0");
-	assert_no_leak(with_ep + 1);
+	fds0 = st_fd_count(vd.pid);
 	ck_assert_int_eq(fe_log_base(f.fd, LOG_SIZE, 0, &good, 1), 0);
-	ck_assert_int_eq(st_fd_count(vd.pid), with_ep + 2);
+	ck_assert_int_eq(st_fd_count(vd.pid), fds0);
 	/* Without LOG_SHMFD negotiated, SET_LOG_BASE is not a request vnicd
 	 * knows on this connection: the ordinary NEED_REPLY failure. */
 	close(f.fd);
@@ -2589,6 +2630,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_mandatory_answers);
 	tcase_add_test(t, t_base_honoured);
 	tcase_add_test(t, t_reset_semantics);
+	tcase_add_test(t, t_status_zero_keeps_bases);
 	tcase_add_test(t, t_base_after_kill);
 	tcase_add_test(t, t_polled_kick);
 	tcase_add_test(t, t_queue_num);

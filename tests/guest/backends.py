@@ -81,12 +81,13 @@ class VnicdBackend:
 
 def stop_events(text, nic_id):
     """[(seconds, event)] of nic_id in text (vnicd's log; seconds of the
-    day, UTC): "spawned" (a worker), "stopping" (GET_VRING_BASE made vnicd
-    stop it), "reaped", "answered" (GET_VRING_BASE ring 0).  QEMU stops the
-    rings (device_del, a migration's switch-over) with GET_VRING_BASE, and
-    vnicd answers ring 0 only once the worker is reaped."""
+    day, UTC): "spawned" (a worker), "stopping" (the front end's device
+    stop made vnicd stop it), "reaped", "answered" (GET_VRING_BASE ring 0).
+    QEMU stops the device (device_del, a migration's switch-over) with
+    SET_STATUS 0 (when STATUS is negotiated) and then GET_VRING_BASE per
+    ring; vnicd answers each only once the worker is reaped."""
     pats = [("answered", r"vhost-user %s: GET_VRING_BASE ring 0 answered"),
-            ("stopping", r"nic %s: \S+ -> STOPPING: GET_VRING_BASE"),
+            ("stopping", r"nic %s: \S+ -> STOPPING: (GET_VRING_BASE|SET_STATUS 0)"),
             ("reaped", r"nic %s: .*worker reaped"),
             ("spawned", r"nic %s: worker pid \d+ spawned")]
     ev = []

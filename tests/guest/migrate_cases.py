@@ -33,7 +33,8 @@ from one migration:
 and on vnicd: the destination endpoint's queue counters at the switch-over
 and after (vnicctl status --json), the source endpoint's workers (every
 pid it had during the migration) and, in the source vnicd's log, the worker that
-the switch-over's GET_VRING_BASE stopped reaped before ring 0 was answered
+the switch-over's device stop (SET_STATUS 0, then GET_VRING_BASE) stopped reaped
+before ring 0 was answered
 (and the time between the two, vnicd's share of the downtime)."""
 import os
 import re
@@ -286,9 +287,9 @@ class Pair:
 
 def stop_check(ev):
     """From the source vnicd's stop events (backends.stop_events): whether
-    the worker the switch-over's GET_VRING_BASE stopped was reaped before
+    the worker the switch-over's device stop stopped was reaped before
     ring 0 was answered (and none spawned in between), the order seen, and
-    the time from GET_VRING_BASE to the answer (ms, vnicd's log)."""
+    the time from that stop to the answer (ms, vnicd's log)."""
     names = [e for _, e in ev]
     out = {"src_order": names, "src_reaped_first": False, "src_stop_ms": None}
     if "stopping" not in names:
@@ -442,7 +443,7 @@ def check(r):
     if r["src_alive"]:
         bad.append("source worker(s) %s not reaped after the migration" % r["src_alive"])
     if not r["src_reaped_first"]:
-        bad.append("the source vnicd's log does not show the worker GET_VRING_BASE stopped "
+        bad.append("the source vnicd's log does not show the worker the device stop stopped "
                    "reaped before ring 0 was answered: %s" % (" then ".join(r["src_order"])
                                                               or "no such line"))
     return bad
