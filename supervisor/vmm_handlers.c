@@ -673,11 +673,15 @@ struct status_ent {
 	const struct vu_status *vu;    /* NULL: not an endpoint */
 };
 
+/* By id, then a NIC's pairs in order: a row's pairs sit together, its
+ * first pair first. */
 static int cmp_ent(const void *a, const void *b)
 {
 	const struct status_ent *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+	uint32_t px = x->n ? x->n->pair : 0, py = y->n ? y->n->pair : 0;
 
-	return strcmp(x->id, y->id);
+	return c ? c : px < py ? -1 : px > py;
 }
 
 /* One NIC's status, into storage the caller provides: the queues of
@@ -831,10 +835,12 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		if (!g->id[0] || !strcmp(g->id, vus[i].id))
 			all[cnt++] = (struct status_ent){ vus[i].id, vus[i].nic, &vus[i] };
 	TAILQ_FOREACH(n, &s->nics, link) {
-		/* An endpoint's pairs are in its row; a NIC of several pairs
-		 * is one row, its first pair's. */
+		/* An endpoint's pairs are in its row. A NIC of several pairs
+		 * is one row: every pair is listed here, and after the sort
+		 * the first (lowest pair) stands for the row, the others
+		 * follow it (O(N log N) for a listing, not a walk per pair). */
 		if ((!g->id[0] || !strcmp(g->id, n->id)) && !vu_nic_socket_path(n) &&
-		    cnt < s->nnics + nvu && !lower_pair(s, n))
+		    cnt < s->nnics + nvu)
 			all[cnt++] = (struct status_ent){ n->id, n, NULL };
 	}
 	if (g->id[0] && cnt == 0) {
@@ -848,16 +854,15 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 	for (i = 0; i < cnt && out < SUP_STATUS_PAGE; i++) {
 		if (g->start_after[0] && strcmp(all[i].id, g->start_after) <= 0)
 			continue;
+		if (i > 0 && !all[i].vu && !all[i - 1].vu && !strcmp(all[i].id, all[i - 1].id))
+			continue; /* a later pair: in its first pair's row */
 		if (all[i].n)
 			fill_status(all[i].n, &bufs[out]);
 		if (all[i].n && !all[i].vu) {
-			struct nic *o;
-
-			/* The NIC's other pairs' queues (issue 15). */
-			TAILQ_FOREACH(o, &s->nics, link)
-				if (o != all[i].n && !vu_nic_socket_path(o) &&
-				    !strcmp(o->id, all[i].n->id))
-					fill_queues(o, &bufs[out]);
+			/* The NIC's other pairs' queues (issue 15): next to it. */
+			for (size_t j = i + 1; j < cnt && !all[j].vu && !strcmp(all[j].id, all[i].id);
+			     j++)
+				fill_queues(all[j].n, &bufs[out]);
 		}
 		if (all[i].vu) {
 			/* The other pairs' queues, after the first's. */
@@ -872,9 +877,11 @@ void vmm_handle_get_status(struct vmm_conn *c, const Vnic__Vmm__Request *r, stru
 		list[out] = &bufs[out].ns;
 		out++;
 	}
-	/* More when a NIC past the page remains. */
+	/* More when a NIC past the page remains (not a later pair of the
+	 * page's last row). */
 	for (; i < cnt; i++)
-		if (!g->start_after[0] || strcmp(all[i].id, g->start_after) > 0)
+		if ((!g->start_after[0] || strcmp(all[i].id, g->start_after) > 0) &&
+		    !(out > 0 && !strcmp(all[i].id, list[out - 1]->id)))
 			sr.more = true;
 	sr.n_nics = out;
 	sr.nics = list;
