@@ -198,13 +198,20 @@ static void taps_sweep(bool check)
 				i->if_name);
 			abort();
 		}
-		fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->if_name);
-		if (ioctl(fd, TUNSETIFF, &ifr) == 0)
-			ioctl(fd, TUNSETPERSIST, 0);
-		close(fd);
+		/* A multi-queue tap (an endpoint of several pairs) is attached
+		 * to only with IFF_MULTI_QUEUE, a single-queue one only without. */
+		for (int mq = 0; mq < 2; mq++) {
+			fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+			if (fd < 0)
+				break;
+			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->if_name);
+			ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (mq ? IFF_MULTI_QUEUE : 0);
+			if (ioctl(fd, TUNSETIFF, &ifr) == 0) {
+				ioctl(fd, TUNSETPERSIST, 0);
+				mq = 2;
+			}
+			close(fd);
+		}
 	}
 	if_freenameindex(ifs);
 }
