@@ -76,9 +76,20 @@ static void drop_line(enum log_level level, const char *text, void *arg)
 {
 }
 
+/* VNIC_FUZZ_LOG=1: the product's log lines on stderr, to see what an
+ * input (a seed, a finding) makes the code under test say. */
+static void print_line(enum log_level level, const char *text, void *arg)
+{
+	(void)level;
+	(void)arg;
+	fprintf(stderr, "log: %s\n", text);
+}
+
 void fuzz_setup(void)
 {
-	log_set_handler(drop_line, NULL);
+	const char *v = getenv("VNIC_FUZZ_LOG");
+
+	log_set_handler(v && *v == '1' ? print_line : drop_line, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -147,8 +147,8 @@ def vring_seeds():
 
 # --------------------------------------------------------- virtio_net_hdr
 # Opcodes: enum op in fuzz/virtio_net_hdr.c; header bits as its comment.
-N_TX, N_TX_RUN, N_RX_BUFS, N_RX_SEND, N_RX_RUN, N_WRITE = range(6)
-TAP, MRG, N_EVENT_IDX, DGRAM = 1, 2, 4, 8
+N_TX, N_TX_RUN, N_RX_BUFS, N_RX_SEND, N_RX_RUN, N_WRITE, N_PEER = range(7)
+TAP, MRG, N_EVENT_IDX, DGRAM, DLOG = 1, 2, 4, 8, 16
 O_CSUM, O_TSO4, O_TSO6, O_ECN, O_UFO, O_USO, O_GCSUM, O_GOFF = (1 << i for i in range(8))
 NEEDS_CSUM = 1
 GSO_NONE, GSO_TCPV4, GSO_UDP, GSO_TCPV6, GSO_UDP_L4, GSO_TUNNEL4, GSO_ECN = 0, 1, 3, 4, 5, 0x20, 0x80
@@ -238,6 +238,24 @@ def net_seeds():
                           + rx_send(65550, vhdr()) + rxrun)
     s['tx-rx-both'] = (net_header(TAP | MRG, O_CSUM | O_TSO4 | O_GCSUM) + rx_bufs([[2048]] * 4)
                        + tx(tcp4, 3000) + rx_send(1000, vhdr()) + run + rxrun)
+    # Live migration: every page the engine writes must be in the log.
+    s['dirty-log-rx-tx'] = (net_header(TAP | MRG | DLOG, O_CSUM | O_GCSUM) + rx_bufs([[1024]] * 6)
+                            + rx_send(3000, vhdr()) + rx_send(60, vhdr()) + tx(vhdr(), 1514)
+                            + run + rxrun)
+    s['dirty-log-socket-event-idx'] = (net_header(N_EVENT_IDX | DLOG) + rx_bufs([[2048], [64, 2000]])
+                                       + rx_send(1500) + rxrun + tx(vhdr(), 60) + run)
+    # The backend's far end goes away; the engine's send buffer fills.
+    gone, tiny = bytes([N_PEER, 0]), bytes([N_PEER, 1])
+    s['backend-gone'] = (net_header(0) + rx_bufs([[2048]]) + gone + tx(vhdr(), 60) + run
+                         + rxrun)
+    s['backend-gone-tap'] = net_header(TAP) + gone + tx(vhdr(), 60) + run
+    s['backend-send-buffer-full'] = (net_header(TAP, 0, 8) + tiny
+                                     + b''.join(tx(vhdr(), 60000) for _ in range(12)) + run)
+    # More guest errors than a log window lets through.
+    s['guest-errors-rate-limited'] = (net_header(TAP, O_CSUM)
+                                      + b''.join(tx(vhdr(NEEDS_CSUM, csum_start=0xfff0,
+                                                         csum_offset=0x20), 60)
+                                                 for _ in range(40)) + run)
     return s
 
 

@@ -17,7 +17,10 @@
  *
  * Input (little-endian; reading past the end yields zeros):
  *   u8 flags    bit 0: tap (else socket); 1: MRG_RXBUF; 2: EVENT_IDX;
- *               3: socket is SOCK_DGRAM (else SOCK_SEQPACKET)
+ *               3: socket is SOCK_DGRAM (else SOCK_SEQPACKET);
+ *               4: dirty logging on (live migration): after every run,
+ *               every guest page that changed must have its bit in the
+ *               log, which the harness then clears as a VMM does
  *   u8 offloads (tap only) bit 0 CSUM, 1 HOST_TSO4, 2 HOST_TSO6,
  *               3 HOST_ECN, 4 HOST_UFO, 5 HOST_USO, 6 GUEST_CSUM,
  *               7 GUEST_TSO4/TSO6/ECN/UFO
@@ -62,6 +65,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "dirtylog.h"
 #include "memtable.h"
 #include "vring.h"
 #include "vring_drv.h"
@@ -88,6 +92,9 @@ enum op {
 		     * NET_MAX_FRAME + 16: too long ones too): into the backend */
 	OP_RX_RUN,  /* net_rx_run, reclaim the used RX buffers */
 	OP_WRITE,   /* u32 offset, u8 len, len bytes: the guest rewrites memory */
+	OP_PEER,    /* u8: even: the backend's far end goes away (TX sends
+		     * fail, RX reads end); odd: the engine's send buffer
+		     * shrinks to the minimum, so that a burst fills it */
 	OP_COUNT
 };
 
@@ -113,7 +120,11 @@ struct harness {
 	struct net_dev *d;
 	struct vring_drv drv[2];
 	bool drv_ok[2];
-	int be[2];                    /* be[0] the engine's, be[1] ours */
+	int be[2];                    /* be[0] the engine's, be[1] ours (-1: gone) */
+	int log_fd;                   /* flags bit 4: the dirty log's memfd */
+	uint8_t *log;                 /* ... mapped, as the VMM reads it */
+	struct dirtylog *dl;          /* ... mapped by the engine's side */
+	unsigned guest_lines;         /* net_guest_log lines that got through */
 	uint64_t features;
 	bool tap, tainted;
 	size_t tx_next, rx_next;      /* bump allocators (memfd offsets) */
@@ -137,7 +148,16 @@ static void cb_broken(void *opaque, unsigned qidx, const char *reason)
 {
 }
 
-static const struct net_ops ops = { .notify = cb_notify, .broken = cb_broken };
+/* The worker passes these to vnicd; their count shows the rate limit. */
+static void cb_log(void *opaque, unsigned qidx, const char *line)
+{
+	(void)opaque;
+	(void)qidx;
+	(void)line;
+	H.guest_lines++;
+}
+
+static const struct net_ops ops = { .notify = cb_notify, .broken = cb_broken, .log = cb_log };
 
 static bool has(const struct harness *h, unsigned bit)
 {
@@ -219,7 +239,8 @@ static void drain_backend(struct harness *h)
 {
 	ssize_t r;
 
-	while ((r = recv(h->be[1], h->frame, FULL + 64, MSG_DONTWAIT | MSG_TRUNC)) >= 0) {
+	while (h->be[1] >= 0 &&
+	       (r = recv(h->be[1], h->frame, FULL + 64, MSG_DONTWAIT | MSG_TRUNC)) >= 0) {
 		struct virtio_net_hdr_v1 v;
 		const uint8_t *f = h->frame;
 		size_t flen = (size_t)r;
@@ -242,6 +263,20 @@ static void drain_backend(struct harness *h)
 	}
 }
 
+/* The dirty log (flags bit 4) covers all of guest memory: a bit per
+ * 4 KiB page from gpa 0. */
+static size_t log_size(void)
+{
+	return (size_t)((GPA_BASE + MEM_SIZE + 4096 * 8 - 1) / (4096 * 8));
+}
+
+static bool log_bit(const struct harness *h, uint64_t gpa)
+{
+	uint64_t page = gpa / 4096;
+
+	return (__atomic_load_n(&h->log[page / 8], __ATOMIC_ACQUIRE) >> (page % 8)) & 1u;
+}
+
 /* run_checked - one engine run with the "nothing outside the RX buffers
  * and the used rings changes" check around it. */
 static enum net_run run_checked(struct harness *h, bool tx)
@@ -250,14 +285,25 @@ static enum net_run run_checked(struct harness *h, bool tx)
 
 	memcpy(h->shadow, h->guest, MEM_SIZE);
 	r = tx ? net_tx_run(h->d, TXQ) : net_rx_run(h->d, RXQ);
+	/* The worker flushes the log after every run (worker_event.c): a
+	 * run that pushed nothing leaves its avail_event bit in the cache. */
+	if (h->log)
+		net_log_flush_all(h->d);
 	/* Chunks first: most of guest memory is unchanged. */
 	for (size_t c = 0; c < MEM_SIZE; c += 256) {
 		if (!memcmp(h->shadow + c, h->guest + c, 256))
 			continue;
-		for (size_t i = c; i < c + 256; i++)
-			if (h->shadow[i] != h->guest[i] && !h->wmask[i])
+		for (size_t i = c; i < c + 256; i++) {
+			if (h->shadow[i] == h->guest[i])
+				continue;
+			if (!h->wmask[i])
 				abort();
+			if (h->log && !log_bit(h, GPA_BASE + i))
+				abort(); /* a write the destination would miss */
+		}
 	}
+	if (h->log)
+		memset(h->log, 0, log_size()); /* the VMM took the bits */
 	return r;
 }
 
@@ -384,7 +430,7 @@ static void op_rx_send(struct harness *h, struct fuzz_in *in)
 		return; /* sequence numbers stay unique */
 	memcpy(h->frame, &hdr, hl);
 	fill_frame(h->frame + hl, flen, h->rx_seq);
-	if (send(h->be[1], h->frame, hl + flen, MSG_DONTWAIT) < 0)
+	if (h->be[1] < 0 || send(h->be[1], h->frame, hl + flen, MSG_DONTWAIT) < 0)
 		return;
 	h->rx[h->rx_seq] = (struct sent){ .valid = true, .len = (uint32_t)flen, .hdr = hdr };
 	h->rx_seq++;
@@ -482,6 +528,19 @@ static void op_write(struct harness *h, struct fuzz_in *in)
 	h->tainted = true;
 }
 
+static void op_peer(struct harness *h, struct fuzz_in *in)
+{
+	int v = 0;
+
+	if ((fuzz_u8(in) & 1u) == 0) {
+		if (h->be[1] >= 0)
+			close(h->be[1]);
+		h->be[1] = -1;
+	} else if (setsockopt(h->be[0], SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) < 0) {
+		abort();
+	}
+}
+
 static void run_op(struct harness *h, struct fuzz_in *in)
 {
 	switch (fuzz_u8(in) % OP_COUNT) {
@@ -503,6 +562,9 @@ static void run_op(struct harness *h, struct fuzz_in *in)
 		break;
 	case OP_WRITE:
 		op_write(h, in);
+		break;
+	case OP_PEER:
+		op_peer(h, in);
 		break;
 	}
 }
@@ -558,6 +620,16 @@ static void setup(struct harness *h, unsigned flags, unsigned num, unsigned budg
 	p.budget_pkts = budget;
 	if (net_dev_new(&p, &h->d, err, sizeof(err)) < 0)
 		abort(); /* the features are valid for the backend by construction */
+	if (flags & 16u) {
+		h->log_fd = fuzz_memfd(NULL, 0, log_size());
+		if (h->log_fd < 0 ||
+		    dirtylog_map(h->log_fd, log_size(), 0, &h->dl, err, sizeof(err)) < 0)
+			abort();
+		h->log = mmap(NULL, log_size(), PROT_READ | PROT_WRITE, MAP_SHARED, h->log_fd, 0);
+		if (h->log == MAP_FAILED)
+			abort();
+		net_set_dirtylog(h->d, h->dl);
+	}
 	for (unsigned q = 0; q < 2; q++) {
 		struct vring_layout l;
 
@@ -578,6 +650,11 @@ static void setup(struct harness *h, unsigned flags, unsigned num, unsigned budg
 static void teardown(struct harness *h)
 {
 	h->d = net_dev_free(h->d);
+	h->dl = dirtylog_free(h->dl);
+	if (h->log)
+		munmap(h->log, log_size());
+	if (h->log_fd >= 0)
+		close(h->log_fd);
 	for (unsigned q = 0; q < 2; q++)
 		if (h->drv_ok[q])
 			vring_drv_fini(&h->drv[q]);
@@ -601,7 +678,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned flags, off, num, budget;
 
 	memset(h, 0, offsetof(struct harness, wmask));
-	h->fd = h->be[0] = h->be[1] = -1;
+	h->fd = h->be[0] = h->be[1] = h->log_fd = -1;
 	memset(h->wmask, 0, MEM_SIZE);
 	flags = fuzz_u8(&in);
 	off = fuzz_u8(&in);

@@ -10,9 +10,22 @@
  *
  * Input: datagram records (the format shared with worker_chan and the
  * seed recorder tools/fuzz_record.py), one after the other:
- *   u8 nfds      fds sent with the datagram (mod 9)
- *   u8 fdkind    0: the natural fds of the message (see natural_fd);
- *                1..: every fd of one wrong kind (see wrong_fd)
+ *   u8 nfds      fds sent with the datagram (mod 49: an AddNic of 8
+ *                queue pairs needs 32 eventfds, 8 backends and regions)
+ *   u8 fdkind    low 6 bits: 0: the natural fds of the message (see
+ *                natural_fd); 1..31: every fd of one wrong kind (wrong_fd,
+ *                kind (fdkind - 1) % 10); 32..63: the natural fds but one,
+ *                of the wrong kind (fdkind - 32) % 8 picks (one_kinds), at
+ *                the place (fdkind - 32) / 8 picks (one_wrong_at).
+ *                0x80 (REC_PIPELINED): the next record is sent before the
+ *                daemon runs, so that a request meets a NIC that is still
+ *                starting or stopping, as a VMM that does not wait would.
+ *                0x40 (REC_STARVED): the fds are the natural ones, and
+ *                the daemon handles this record with room for only
+ *                fdkind & 0x3f more fds: recvmsg cuts the fds
+ *                (MSG_CTRUNC) or the daemon's own dups, sockets and
+ *                eventfds fail with EMFILE, as in a vnicd at its
+ *                RLIMIT_NOFILE.
  *   u16 len      little-endian length of the datagram
  *   bytes[len]   one SOCK_SEQPACKET message: the frame as vnicd reads it
  *                (u32 big-endian length, packed vnic.vmm.VmmMessage)
@@ -57,6 +70,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -67,10 +81,13 @@
 #include "supervisor/supervisor.h"
 #include "supervisor/vhost_user.h"
 
-#define MAX_REC_FDS 8          /* nfds is taken mod (MAX_REC_FDS + 1) */
+#define MAX_REC_FDS 48         /* nfds is taken mod (MAX_REC_FDS + 1) */
 #define MEMFD_MAX (1u << 20)   /* natural memfds are at most this big */
 #define PUMP_ROUNDS 16         /* loop passes after each record, at most */
 #define SETTLE_ROUNDS 64       /* sim_worker_settle rounds at teardown */
+#define REC_PIPELINED 0x80u    /* fdkind flags: see the header */
+#define REC_STARVED 0x40u
+#define REC_KIND_MASK 0x3fu
 
 static int listen_fd = -1;     /* the daemon's listener, one per process */
 static struct sockaddr_un listen_sa;
@@ -338,12 +355,40 @@ static int natural_fd(const struct natural *nat, unsigned i)
 	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
-/* fdkind 1..: one wrong kind for every fd of the record. */
+/* A tap without IFF_VNET_HDR (as root), else an eventfd: not a tap. */
+static int tap_fd_plain(void)
+{
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
+	int fd = privileged ? open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK) : -1;
+
+	if (fd >= 0 && ioctl(fd, TUNSETIFF, &ifr) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return eventfd(0, EFD_CLOEXEC);
+}
+
+/* fdkind 32..63: which fd is the wrong one. @sel 0: the last (AddNic:
+ * a backend's); 1: the first after the regions (AddNic: rx0's kick);
+ * 2: the one after that (rx0's call); 3: the first. */
+static unsigned one_wrong_at(const struct natural *nat, unsigned sel, unsigned nfds)
+{
+	unsigned nreg = nat->add_nic ? nat->lay.nregions : 0;
+
+	switch (sel) {
+	case 0: return nfds ? nfds - 1 : 0;
+	case 1: return nreg;
+	case 2: return nreg + 1;
+	default: return 0;
+	}
+}
+
+/* fdkind 1..: a wrong kind of fd. */
 static int wrong_fd(unsigned kind)
 {
 	int fd, p[2];
 
-	switch (kind % 6) {
+	switch (kind % 10) {
 	case 0:
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return -1;
@@ -362,8 +407,16 @@ static int wrong_fd(unsigned kind)
 		return fuzz_memfd(NULL, 0, 0);
 	case 4:
 		return socket_fd_new();
-	default:
+	case 5:
 		return open("/", O_PATH | O_CLOEXEC);
+	case 6: /* kick and call eventfds must be plain counters */
+		return eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	case 7: /* a socket backend must be AF_UNIX */
+		return socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	case 8: /* ... and keep frame boundaries */
+		return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	default:
+		return tap_fd_plain();
 	}
 }
 
@@ -419,6 +472,39 @@ static void pump(struct run *r)
 	}
 }
 
+/* The fd limit below which exactly @spare fd numbers are free (a limit
+ * bounds the numbers a new fd may take, and the holes below the highest
+ * fd held are room too). */
+static rlim_t limit_for_spare(unsigned spare)
+{
+	unsigned free_seen = 0;
+
+	for (int fd = 0; fd < 65536; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		if (free_seen++ == spare)
+			return (rlim_t)fd;
+	}
+	return 65536;
+}
+
+/* REC_STARVED: run the daemon with room for @spare more fds only. The
+ * limit is restored before the harness makes an fd of its own. */
+static void pump_starved(struct run *r, unsigned spare)
+{
+	struct rlimit old, low;
+
+	if (getrlimit(RLIMIT_NOFILE, &old) < 0)
+		abort();
+	low = old;
+	low.rlim_cur = limit_for_spare(spare);
+	if (low.rlim_cur < old.rlim_cur && setrlimit(RLIMIT_NOFILE, &low) < 0)
+		abort();
+	pump(r);
+	if (setrlimit(RLIMIT_NOFILE, &old) < 0)
+		abort();
+}
+
 /* Send one record's datagram with its fds; every fd we made is closed
  * here (the kernel holds its own references while in flight). */
 static void send_record(struct run *r, const uint8_t *buf, size_t len, unsigned nfds,
@@ -430,13 +516,26 @@ static void send_record(struct run *r, const uint8_t *buf, size_t len, unsigned 
 	} ctl;
 	struct iovec iov = { (void *)(uintptr_t)buf, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	/* The wrong kinds of one_wrong_at's fd: a pipe, an unsealed and an
+	 * empty memfd, a socket, a semaphore eventfd, an AF_INET and a stream
+	 * socket, a tap without a vnet header. */
+	static const unsigned one_kinds[8] = { 0, 2, 3, 4, 6, 7, 8, 9 };
 	struct natural nat;
 	int fds[MAX_REC_FDS];
 	unsigned n = 0;
 
 	natural_parse(buf, len, &nat);
 	for (unsigned i = 0; i < nfds; i++) {
-		int fd = kind ? wrong_fd(kind - 1) : natural_fd(&nat, i);
+		int fd;
+
+		if (kind == 0)
+			fd = natural_fd(&nat, i);
+		else if (kind < 32)
+			fd = wrong_fd(kind - 1);
+		else if (i == one_wrong_at(&nat, (kind - 32) / 8, nfds))
+			fd = wrong_fd(one_kinds[(kind - 32) % 8]);
+		else
+			fd = natural_fd(&nat, i);
 
 		if (fd >= 0)
 			fds[n++] = fd;
@@ -551,8 +650,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = in.n;
 		in.p += len;
 		in.n -= len;
-		send_record(&r, p, len, nfds, kind);
-		pump(&r);
+		send_record(&r, p, len, nfds, kind & REC_STARVED ? 0 : kind & REC_KIND_MASK);
+		if (kind & REC_PIPELINED)
+			continue;
+		if (kind & REC_STARVED)
+			pump_starved(&r, kind & REC_KIND_MASK);
+		else
+			pump(&r);
 	}
 	sup_teardown(&r);
 	fuzz_fd_check(before, "vmm_proto");

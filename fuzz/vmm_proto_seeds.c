@@ -29,6 +29,16 @@
 static uint8_t out[1 << 16];
 static size_t outlen;
 static uint64_t next_id;
+static unsigned next_flags; /* ORed into the next record's fdkind, then cleared:
+                            * flags, or a wrong kind for a helper that has no
+                            * kind argument */
+
+#define PIPELINED 0x80u /* fdkind flags of fuzz/vmm_proto.c: REC_PIPELINED */
+#define STARVED 0x40u   /* REC_STARVED (| spare fds, 0..63) */
+/* The next record is sent with these flags. */
+#define WITH(f) (next_flags = (f))
+static int next_nfds = -1; /* >= 0: the next record's nfds, whatever the helper says */
+#define NFDS(n) (next_nfds = (n))
 
 /* One record: nfds, fdkind, u16 le length, then the frame of @req. */
 static void rec(unsigned nfds, unsigned kind, Vnic__Vmm__Request *req)
@@ -44,8 +54,10 @@ static void rec(unsigned nfds, unsigned kind, Vnic__Vmm__Request *req)
 	len = vnic__vmm__vmm_message__get_packed_size(&m);
 	if (outlen + 8 + len > sizeof(out))
 		abort();
-	out[outlen++] = (uint8_t)nfds;
-	out[outlen++] = (uint8_t)kind;
+	out[outlen++] = (uint8_t)(next_nfds >= 0 ? (unsigned)next_nfds : nfds);
+	out[outlen++] = (uint8_t)(kind | next_flags);
+	next_flags = 0;
+	next_nfds = -1;
 	out[outlen++] = (uint8_t)((len + 4) & 0xff);
 	out[outlen++] = (uint8_t)((len + 4) >> 8);
 	be = htonl((uint32_t)len);
@@ -249,6 +261,59 @@ static void queues_n(Vnic__Vmm__AddNic *a, unsigned n, bool dup)
 	a->n_queues = n < 4 ? n : 4;
 	a->queues = qp;
 }
+static void m_id_empty(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->id = "";
+}
+static void m_tso_no_csum(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p; /* HOST_TSO4 (11) without CSUM (0); GUEST_TSO4 (7) without GUEST_CSUM (1) */
+	a->features_offered |= (1ull << 11) | (1ull << 7) | 1ull;
+	a->features_acked = VERSION_1_BIT | (1ull << 11);
+}
+static void m_guest_tso_no_csum(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->features_offered |= (1ull << 7) | 1ull;
+	a->features_acked = VERSION_1_BIT | (1ull << 7);
+}
+static void m_ring_wraps(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->queues[0]->desc_gpa = UINT64_MAX - 100;
+}
+static void m_tap_name_empty(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->backend->tap->name = "";
+}
+static void m_tap_name_long(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->backend->tap->name = "vnicfz0123456789ab";
+}
+static void m_tap_netns(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->backend->tap->netns = "vnicfz-nothere";
+}
+static void m_tap_netns_bad(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->backend->tap->netns = "../etc";
+}
+static void m_tap_name_longer(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p; /* longer than the request's copy (31 bytes) */
+	a->backend->tap->name = "vnicfz-a-tap-name-of-forty-bytes-0123456";
+}
+static void m_tap_netns_long(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	a->backend->tap->netns =
+		"vnicfz-a-netns-name-longer-than-sixty-three-bytes-0123456789abcdef";
+}
 static void m_two_pairs(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
 	(void)p;
@@ -258,6 +323,36 @@ static void m_two_pairs_dup(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
 	(void)p;
 	queues_n(a, 4, true);
+}
+static void m_two_pairs_index_high(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	queues_n(a, 4, false);
+	a->queues[3]->index = 9;
+}
+static void m_two_pairs_unnamed(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	(void)p;
+	queues_n(a, 4, false);
+	a->backend->tap->name = "";
+}
+static void m_nine_pairs(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
+{
+	static Vnic__Vmm__Queue q[18];
+	static Vnic__Vmm__Queue *qp[18];
+
+	(void)p;
+	for (unsigned j = 0; j < 18; j++) {
+		vnic__vmm__queue__init(&q[j]);
+		q[j].index = j;
+		q[j].size = 16;
+		q[j].desc_gpa = 0x800 * j;
+		q[j].avail_gpa = 0x800 * j + 0x100;
+		q[j].used_gpa = 0x800 * j + 0x200;
+		qp[j] = &q[j];
+	}
+	a->n_queues = 18;
+	a->queues = qp;
 }
 static void m_three_queues(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p)
 {
@@ -584,6 +679,96 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
 			hello(1, 1), add_nic_mut("n0", BE_SOCKET, 0, m[i].mut), save(d, m[i].name);
 	}
+	{
+		static const struct {
+			const char *name;
+			enum be be;
+			void (*mut)(Vnic__Vmm__AddNic *a, Vnic__Vmm__Policy *p);
+		} m[] = {
+			{ "add-nic-id-empty", BE_SOCKET, m_id_empty },
+			{ "add-nic-tso-without-csum", BE_SOCKET, m_tso_no_csum },
+			{ "add-nic-guest-tso-without-csum", BE_SOCKET, m_guest_tso_no_csum },
+			{ "add-nic-ring-wraps", BE_SOCKET, m_ring_wraps },
+			{ "add-nic-tap-name-empty", BE_TAP, m_tap_name_empty },
+			{ "add-nic-tap-name-long", BE_TAP, m_tap_name_long },
+			{ "add-nic-tap-netns-absent", BE_TAP, m_tap_netns },
+			{ "add-nic-tap-netns-bad", BE_TAP, m_tap_netns_bad },
+			{ "two-pairs-queue-index-9", BE_SOCKET, m_two_pairs_index_high },
+			{ "nine-pairs", BE_SOCKET, m_nine_pairs },
+			{ "add-nic-tap-name-40", BE_TAP, m_tap_name_longer },
+			{ "add-nic-tap-netns-66", BE_TAP, m_tap_netns_long },
+			{ "two-pairs-tap-unnamed", BE_TAP, m_two_pairs_unnamed },
+		};
+
+		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+			hello(1, 1), add_nic_mut("n0", m[i].be, 0, m[i].mut), save(d, m[i].name);
+	}
+	/* One wrong fd among natural ones (fdkind 32..63 of fuzz/vmm_proto.c):
+	 * a wrong backend (sel 0), kick (sel 1) or call (sel 2) of each kind. */
+	for (unsigned sel = 0; sel < 3; sel++) {
+		char name[64];
+
+		hello(1, 1);
+		for (unsigned k = 0; k < 8; k++)
+			add_nic("n0", BE_SOCKET, 32 + 8 * sel + k);
+		add_nic("n0", BE_TAP_FD, 32 + 8 * sel + 7), add_nic("n0", BE_TAP_FD, 32 + 8 * sel + 3);
+		snprintf(name, sizeof(name), "add-nic-one-wrong-fd-%s",
+			 sel == 0 ? "backend" : sel == 1 ? "kick" : "call");
+		save(d, name);
+	}
+	/* Names longer than AddVhostUser's copies; a log too small for the
+	 * memory; an endpoint removed twice at once. */
+	hello(1, 1),
+		add_vhost_user_full("vnicfz-an-endpoint-id-far-longer-than-sixty-four-bytes-0123456789",
+				    "/run/vnicfz-vu0.sock", 1, "vnicfzvu0", "", 0, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-a-socket-path-longer-than-the-107-bytes-of-"
+				    "sun_path-0123456789abcdef0123456789abcdef0123456789.sock",
+				    1, "vnicfzvu0", "", 0, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfz-tap-name-too-long", "",
+				    0, 0),
+		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfzvu0",
+				    "vnicfz-a-netns-name-longer-than-sixty-three-bytes-0123456789abcdef",
+				    0, 0),
+		save(d, "add-vhost-user-names-too-long");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), set_dirty_log("n0", 1), set_dirty_log("n0", 2),
+		save(d, "set-dirty-log-too-small");
+	hello(1, 1), add_vhost_user("vu0", "/run/vnicfz-vu0.sock", 1), WITH(PIPELINED),
+		remove_endpoint("vu0"), remove_endpoint("vu0"), save(d, "remove-endpoint-twice");
+	/* Frames protobuf-c would take but vnicd's walk refuses, and a
+	 * message of the wrong direction. */
+	{
+		static const uint8_t bad[][8] = {
+			{ 0, 0, 0, 1, 0x0b },             /* a group (wire type 3) */
+			{ 0, 0, 0, 1, 0x80 },             /* a key that never ends */
+			{ 0, 0, 0, 3, 0x0d, 0x01, 0x02 }, /* fixed32 cut short */
+			{ 0, 0, 0, 3, 0x0a, 0x05, 0x00 }, /* a length past the end */
+			{ 0, 0, 0, 2, 0x1a, 0x00 },       /* an Event from the VMM */
+			{ 0, 0, 0, 2, 0x12, 0x00 },       /* a Reply from the VMM */
+		};
+		static const size_t len[] = { 5, 5, 7, 7, 6, 6 };
+
+		hello(1, 1);
+		for (size_t i = 0; i < sizeof(len) / sizeof(len[0]); i++)
+			raw(0, 0, bad[i], len[i]);
+		get_status(""), save(d, "frames-malformed");
+		hello(1, 1);
+		for (unsigned i = 0; i < 33; i++) /* SUP_CONN_MAX_ERRORS is 32 */
+			raw(0, 0, bad[1], len[1]);
+		get_status(""), save(d, "frames-bad-in-a-row");
+	}
+	hello(1, 1), NFDS(1), get_status(""), NFDS(2), remove_nic("n0"), NFDS(1), hello(1, 1),
+		save(d, "fds-where-none-belong");
+	/* (No seed fills a StatusReply's page, SUP_STATUS_PAGE NICs: 33 NICs
+	 * take about 3 s in the sanitized target, over the 1 s an input may
+	 * take.) */
+	/* A single NIC's log at the fd limit: its dup fails. */
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), WITH(STARVED | 0), set_dirty_log("n0", 4096),
+		WITH(STARVED | 1), set_dirty_log("n0", 4096), save(d, "set-dirty-log-starved");
+	/* A dirty log of every wrong kind (fdkind 1..10). */
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0);
+	for (unsigned k = 1; k <= 10; k++)
+		WITH(k), set_dirty_log_full("n0", 4096, 0, 1);
+	save(d, "set-dirty-log-wrong-fds");
 	hello(1, 1), add_nic("n0", BE_SOCKET, 0), bad_policies("n0"), save(d, "set-policy-refused");
 	/* Two queue pairs (issue 15): a worker each, one answer per request. */
 	hello(1, 1), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs), get_status(""),
@@ -608,5 +793,37 @@ int main(int argc, char **argv)
 		add_vhost_user_full("vu0", "/run/vnicfz-vu0.sock", 1, "vnicfzvu0", "", 6, 9000),
 		add_vhost_user_full("vu0", "/run/vnicfz-vu1.sock", 0, "vnicfzvu1", "", 0, 0),
 		remove_endpoint("vu0"), save(d, "add-vhost-user-refused");
+	/* Requests that do not wait for the one before (REC_PIPELINED): they
+	 * meet a NIC that is starting, stopping or changing its log. */
+	hello(1, 1), WITH(PIPELINED), add_nic("n0", BE_SOCKET, 0), WITH(PIPELINED),
+		set_dirty_log("n0", 4096), WITH(PIPELINED), set_policy("n0", 2), remove_nic("n0"),
+		save(d, "pipelined-while-starting");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), WITH(PIPELINED), set_dirty_log("n0", 4096),
+		WITH(PIPELINED), set_dirty_log("n0", 8192), WITH(PIPELINED), set_policy("n0", 2),
+		set_policy("n0", 3), WITH(PIPELINED), remove_nic("n0"), WITH(PIPELINED),
+		set_dirty_log("n0", 4096), WITH(PIPELINED), set_policy("n0", 1), remove_nic("n0"),
+		save(d, "pipelined-while-changing-and-stopping");
+	hello(1, 1), WITH(PIPELINED), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs),
+		WITH(PIPELINED), set_dirty_log("mq", 4096), WITH(PIPELINED), set_policy("mq", 2),
+		get_status(""), WITH(PIPELINED), set_dirty_log("mq", 4096), WITH(PIPELINED),
+		set_dirty_log("mq", 0), WITH(PIPELINED), set_policy("mq", 2), set_policy("mq", 3),
+		WITH(PIPELINED), remove_nic("mq"), set_dirty_log("mq", 4096),
+		save(d, "two-pairs-pipelined");
+	hello(1, 1), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs), set_dirty_log_full("mq", 0, 0, 1),
+		set_dirty_log_full("mq", 0, 4096, 0), set_dirty_log_full("mq", 4096, 0, 2),
+		set_dirty_log_full("mq", 4096, 0, 1), remove_nic("mq"),
+		save(d, "two-pairs-dirty-log-refused");
+	/* At the fd limit (REC_STARVED): fds cut in recvmsg, and a daemon whose
+	 * own dups and sockets fail. */
+	hello(1, 1), WITH(STARVED | 2), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs),
+		WITH(STARVED | 6), add_nic("n0", BE_SOCKET, 0), add_nic_mut("mq", BE_TAP, 0, m_two_pairs),
+		WITH(STARVED | 1), set_dirty_log("mq", 4096), get_status(""),
+		save(d, "starved-fds");
+	/* Room for the 11 fds of a 2-pair AddNic, not for every dup it makes. */
+	hello(1, 1), WITH(STARVED | 12), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs),
+		WITH(STARVED | 16), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs),
+		WITH(STARVED | 24), add_nic_mut("mq", BE_SOCKET, 0, m_two_pairs), get_status(""),
+		WITH(STARVED | 1), set_dirty_log("mq", 4096), WITH(STARVED | 2),
+		set_dirty_log("mq", 4096), save(d, "starved-dups");
 	return 0;
 }

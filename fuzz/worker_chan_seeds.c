@@ -80,6 +80,13 @@ static void log_line(struct seed *s, unsigned nfds, unsigned kind, const char *t
 	msg(s, nfds, kind, wmsg_log(&m, VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_INFO, text));
 }
 
+static void log_at(struct seed *s, Vnic__Worker__LogLevel level, const char *text)
+{
+	struct wmsg m;
+
+	msg(s, 0, 0, wmsg_log(&m, level, text));
+}
+
 /* Stopped for rx0 and tx0 (or a queue the NIC does not have). */
 static void stopped(struct seed *s, uint32_t bad_queue)
 {
@@ -227,6 +234,9 @@ static void hostile(const char *dir)
 	SEED("hang-before-ready", log_line(s, 0, K_HANG, "hangs"));
 	SEED("close-ctrl-running", ready(s, 0); log_line(s, 0, K_CLOSE, "closes fd 3"));
 	SEED("crash-loop-to-failed", for (int i = 0; i < 8; i++) ready(s, 0));
+	SEED("log-every-level", ready(s, 0); log_at(s, VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_ERROR, "e");
+	     log_at(s, VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_WARN, "w");
+	     log_at(s, VNIC__WORKER__LOG_LEVEL__LOG_LEVEL_DEBUG, "d"); log_at(s, 77, "?"));
 }
 
 int main(int argc, char **argv)

@@ -848,13 +848,32 @@ int wire_worker_expected_fds(const Vnic__Worker__WorkerMessage *m)
 	return r < 0 ? r : (int)l.total;
 }
 
+/* A message from the supervisor carries exactly the fds its layout says
+ * (wire_worker_expected_fds). Returns 0 or a negative errno, err set. */
+static int supervisor_msg_fds(const Vnic__Worker__WorkerMessage *m, unsigned nfds,
+			      struct wire_err *err)
+{
+	int want = wire_worker_expected_fds(m);
+
+	if (want == -E2BIG)
+		return wire_fail(err, -EPROTO, "Config needs more than %u fds", WIRE_MAX_FDS);
+	if (want < 0)
+		return wire_fail(err, -EBADMSG, "%s",
+				 m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS ?
+				 "RegionFds with no fds" :
+				 "Config without a backend kind, or more regions deferred than it has");
+	if ((unsigned)want != nfds)
+		return wire_fail(err, -EPROTO, "message needs %d fds, frame carried %u", want, nfds);
+	return 0;
+}
+
 int wire_worker_unpack(struct wire_frame *f, enum wire_peer from,
 		       Vnic__Worker__WorkerMessage **ret_m, struct wire_err *err)
 {
 	ProtobufCMessage *pm = NULL;
 	Vnic__Worker__WorkerMessage *m;
 	enum wire_peer sender;
-	int r, want;
+	int r;
 
 	wire_err_clear(err);
 	if (from != WIRE_PEER_SUPERVISOR && from != WIRE_PEER_WORKER) {
@@ -885,25 +904,15 @@ int wire_worker_unpack(struct wire_frame *f, enum wire_peer from,
 	if (r < 0)
 		goto out_free;
 
-	/* Step 5. */
-	want = wire_worker_expected_fds(m);
-	if (want == -E2BIG) {
-		r = wire_fail(err, -EPROTO, "Config needs more than %u fds",
-			      WIRE_MAX_FDS);
+	/* Step 5: the fds. Only the supervisor's messages carry any (Config,
+	 * RegionFds, SetDirtyLog, SetCallFd); a worker's never do, and
+	 * wire_worker_recv makes no room for them. */
+	if (from == WIRE_PEER_SUPERVISOR)
+		r = supervisor_msg_fds(m, f->fds.n, err);
+	else if (f->fds.n)
+		r = wire_fail(err, -EPROTO, "a worker's message carried %u fds", f->fds.n);
+	if (r < 0)
 		goto out_free;
-	}
-	if (want < 0) {
-		r = wire_fail(err, -EBADMSG, "%s",
-			      m->msg_case == VNIC__WORKER__WORKER_MESSAGE__MSG_REGION_FDS ?
-			      "RegionFds with no fds" :
-			      "Config without a backend kind, or more regions deferred than it has");
-		goto out_free;
-	}
-	if ((unsigned)want != f->fds.n) {
-		r = wire_fail(err, -EPROTO, "message needs %d fds, frame carried %u",
-			      want, f->fds.n);
-		goto out_free;
-	}
 	*ret_m = m;
 	return 0;
 

@@ -43,7 +43,9 @@ funcs_of() {
 		;;
 	worker_chan) cat <<-'E'
 		supervisor/monitor.c: *
-		proto/wire.c: wire_worker_recv wire_worker_unpack wire_worker_expected_fds wire_worker_arm_sender wire_recv_frame wire_recv_frame_trunc wire_unpack wire_walk_strings wire_utf8_valid wire_msg_sanitize_depth wire_get_varint wire_check_strings
+		supervisor/nic.c: nic_worker_ready nic_worker_died nic_exit_cb read_violation
+		sandbox/sandbox_seccomp.c: sandbox_parse_report
+		proto/wire.c: wire_worker_recv wire_worker_unpack wire_worker_arm_sender wire_recv_frame wire_recv_frame_trunc wire_unpack wire_walk_strings wire_utf8_valid wire_msg_sanitize_depth wire_get_varint wire_check_strings
 		proto/fdpass.c: fdpass_recv fdpass_cmsg_parse
 		E
 		;;

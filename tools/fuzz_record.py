@@ -50,7 +50,8 @@ import threading
 import time
 
 MAX_FDS = 253          # SCM_RIGHTS limit per message (SCM_MAX_FD)
-REC_MAX_FDS = 8        # a record's nfds: above 8 is taken mod 9 by the targets
+REC_MAX_FDS = 8        # a vhost-user record's nfds: above 8 is taken mod 9 by the targets
+VMM_REC_MAX_FDS = 48   # a control-socket record's (fuzz_vmm_proto: mod 49)
 DGRAM_MAX = 1 << 20    # larger than any frame vnicd accepts
 
 VU_REQUESTS = {
@@ -148,7 +149,7 @@ def dgram_record(frame, nfds):
     if len(frame) > 0xffff:
         log("a %d-byte frame is cut to 65535 bytes (a record's u16 length)" % len(frame))
         frame = frame[:0xffff]
-    return bytes([min(nfds, REC_MAX_FDS), 0]) + struct.pack("<H", len(frame)) + frame
+    return bytes([min(nfds, VMM_REC_MAX_FDS), 0]) + struct.pack("<H", len(frame)) + frame
 
 
 class Recorder:
@@ -176,8 +177,8 @@ class Recorder:
             return open(os.path.join(self.dir, self.prefix + name), "wb")
 
     def add(self, session, name, record, nfds):
-        if nfds > REC_MAX_FDS:
-            log("%s carried %d fds, recorded as %d" % (name, nfds, REC_MAX_FDS))
+        if nfds > record[0]:
+            log("%s carried %d fds, recorded as %d" % (name, nfds, record[0]))
         with self.lock:
             session.write(record)
             session.flush()
