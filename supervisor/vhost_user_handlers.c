@@ -25,7 +25,8 @@ int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why)
 	if (!vu_any_nic(ep))
 		return 0;
 	ep->reconfigs++;
-	log_info("vhost-user %s: %s: planned restart of the workers", ep->cfg.id, why);
+	log_info("vhost-user %s: %s: stopping the workers (they start again once the rings are ready)",
+		 ep->cfg.id, why);
 	vu_stop_nic(ep, SUP_STOP_DEFAULT_MS, why);
 	return vu_wait(c, m, -1, -1);
 }
@@ -37,7 +38,8 @@ int vu_reconfigure_pair(struct vu_conn *c, const struct vu_msg *m, unsigned k, c
 	if (!ep->p[k].nic)
 		return 0;
 	ep->reconfigs++;
-	log_info("vhost-user %s: pair %u: %s: planned restart of its worker", ep->cfg.id, k, why);
+	log_info("vhost-user %s: pair %u: %s: stopping its worker (it starts again once the rings "
+		 "are ready)", ep->cfg.id, k, why);
 	vu_stop_pair(ep, k, SUP_STOP_DEFAULT_MS, why);
 	return vu_wait(c, m, (int)k, -1);
 }
