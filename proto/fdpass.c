@@ -148,12 +148,16 @@ void fdpass_drain(int sock, unsigned max)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < 0)
 			return;
+		/* A zero-byte message may carry fds too (fuzz_vmm_proto found
+		 * them left open): close them before n == 0 ends the drain. */
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 			    c->cmsg_len >= CMSG_LEN(0))
 				cmsg_close_rights(c);
+		if (n == 0 && mh.msg_controllen == 0)
+			return; /* EOF (or an empty message without fds) */
 	}
 }
 

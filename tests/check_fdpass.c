@@ -310,6 +310,42 @@ START_TEST(c2_fdpass_eof_and_empty)
 }
 END_TEST
 
+/* fdpass_drain closes the fds of every message it reads, a zero-byte
+ * one's too (fuzz_vmm_proto found a zero-byte message's 29 fds left open:
+ * a VMM could leak up to 253 of vnicd's fds per connection). An empty
+ * message without fds ends the drain like EOF; what is queued after it
+ * goes with the socket. */
+START_TEST(c2_fdpass_drain_zero_byte_with_fds)
+{
+	int sv[2], sent[3];
+	int before;
+
+	tu_seqpair(sv);
+	mkmemfds(sent, 3);
+	before = tu_fd_count();
+	ck_assert_int_eq(fdpass_send(sv[0], "", 0, sent, 2), 0);
+	ck_assert_int_eq(fdpass_send(sv[0], "ab", 2, sent + 2, 1), 0);
+	ck_assert_int_eq(fdpass_send(sv[0], "", 0, NULL, 0), 0);
+	ck_assert_int_eq(fdpass_send(sv[0], "", 0, sent, 1), 0);
+	fdpass_drain(sv[1], 8);
+	ck_assert_int_eq(tu_fd_count(), before);
+	/* The message after the empty one is still queued, fds and all. */
+	{
+		char buf[4];
+		int got[FDPASS_MAX_FDS];
+		size_t len = 0;
+		unsigned n = 0;
+
+		ck_assert_int_eq(fdpass_recv(sv[1], buf, sizeof(buf), got, FDPASS_MAX_FDS, &len,
+					     &n), -EPIPE); /* zero bytes: its fd closed */
+		ck_assert_int_eq(tu_fd_count(), before);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	fdpass_close_all(sent, 3);
+}
+END_TEST
+
 START_TEST(c2_fdpass_bad_args)
 {
 	int sv[2], bad[2] = { 0, -1 };
@@ -349,6 +385,7 @@ static Suite *fdpass_suite(void)
 	tcase_add_test(tc, c2_fdpass_foreign_cmsg);
 	tcase_add_test(tc, c2_fdpass_two_rights_cmsgs);
 	tcase_add_test(tc, c2_fdpass_eof_and_empty);
+	tcase_add_test(tc, c2_fdpass_drain_zero_byte_with_fds);
 	tcase_add_test(tc, c2_fdpass_bad_args);
 	tcase_add_test(tc, c2_fdpass_close_all);
 	suite_add_tcase(s, tc);
