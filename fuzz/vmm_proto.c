@@ -86,6 +86,7 @@
 #define PUMP_ROUNDS 16         /* loop passes after each record, at most */
 #define SETTLE_ROUNDS 64       /* sim_worker_settle rounds at teardown */
 #define PLAIN_TAP "vnicfzplain"  /* tap_fd_plain's, kept for the process */
+#define VNET_TAP "vnicfzvnet"    /* tap_fd_new's, kept for the process */
 #define REC_PIPELINED 0x80u    /* fdkind flags: see the header */
 #define REC_STARVED 0x40u
 #define REC_KIND_MASK 0x3fu
@@ -95,6 +96,7 @@ static struct sockaddr_un listen_sa;
 static socklen_t listen_salen;
 static bool privileged;        /* in our own netns: taps work */
 static int plain_tap = -1;     /* PLAIN_TAP, as root: see tap_fd_plain */
+static int vnet_tap = -1;      /* VNET_TAP, as root: see tap_fd_new */
 
 /* ------------------------------------------------------- containment */
 
@@ -210,7 +212,8 @@ static void taps_sweep(bool check)
 		struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
 		int fd;
 
-		if (!strcmp(i->if_name, "lo") || !strcmp(i->if_name, PLAIN_TAP))
+		if (!strcmp(i->if_name, "lo") || !strcmp(i->if_name, PLAIN_TAP) ||
+		    !strcmp(i->if_name, VNET_TAP))
 			continue;
 		if (check) {
 			fprintf(stderr, "fuzz_vmm_proto: interface %s outlived its input\n",
@@ -247,11 +250,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	listen_salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 				   strlen(listen_sa.sun_path + 1));
 	if (privileged) {
-		struct ifreq ifr = { .ifr_name = PLAIN_TAP, .ifr_flags = IFF_TAP | IFF_NO_PI };
+		struct ifreq plain = { .ifr_name = PLAIN_TAP, .ifr_flags = IFF_TAP | IFF_NO_PI };
+		struct ifreq vnet = { .ifr_name = VNET_TAP,
+				      .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
 
 		plain_tap = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-		if (plain_tap < 0 || ioctl(plain_tap, TUNSETIFF, &ifr) < 0) {
-			perror("fuzz_vmm_proto: " PLAIN_TAP);
+		vnet_tap = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+		if (plain_tap < 0 || ioctl(plain_tap, TUNSETIFF, &plain) < 0 || vnet_tap < 0 ||
+		    ioctl(vnet_tap, TUNSETIFF, &vnet) < 0) {
+			perror("fuzz_vmm_proto: the harness's taps");
 			abort();
 		}
 	}
@@ -302,19 +309,15 @@ static int memfd_for(uint64_t offset, uint64_t size)
 }
 
 /* An open tap as a VMM would pass it (root only: else a socket, which
- * vnicd must refuse). Not persistent: it goes with its last fd. */
+ * vnicd must refuse): a dup of one tap made at start (VNET_TAP), for the
+ * reason tap_fd_plain gives; vnicd configures it (TUNSETVNETHDRSZ,
+ * TUNSETOFFLOAD) at every AddNic that adopts it. */
 static int tap_fd_new(void)
 {
-	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
-	int fd, sv[2];
+	int sv[2];
 
-	if (privileged) {
-		fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-		if (fd >= 0 && ioctl(fd, TUNSETIFF, &ifr) == 0)
-			return fd;
-		if (fd >= 0)
-			close(fd);
-	}
+	if (vnet_tap >= 0)
+		return fcntl(vnet_tap, F_DUPFD_CLOEXEC, 0);
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -1;
 	close(sv[1]);
