@@ -230,7 +230,8 @@ static void taps_sweep(bool check)
 			ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (mq ? IFF_MULTI_QUEUE : 0);
 			if (ioctl(fd, TUNSETIFF, &ifr) == 0) {
 				ioctl(fd, TUNSETPERSIST, 0);
-				mq = 2;
+				close(fd);
+				break;
 			}
 			close(fd);
 		}
