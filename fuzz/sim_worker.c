@@ -48,6 +48,7 @@
 #include "supervisor.h"
 #include "wire.h"
 #include "worker_msg.h"
+#include "workers/stats.h"
 
 #include "sim_worker.h"
 
@@ -75,7 +76,8 @@ struct sim_worker {
 	TAILQ_ENTRY(sim_worker) link;
 	pid_t pid;
 	int ctrl;                  /* the worker's end of the socketpair */
-	int report;                /* write end of the report pipe */
+	struct stats_page *stats;  /* Config's stats page, for a violation record */
+	size_t stats_len;
 	int exitfd;                /* our copy of the eventfd standing in for the pidfd */
 	enum sim_phase phase;
 	uint32_t deferred;         /* region fds still to come in RegionFds */
@@ -97,7 +99,7 @@ struct sim_rec {
 	unsigned nfds;
 	unsigned fdkind;    /* bits 0-3 */
 	unsigned action;    /* bits 4-6 */
-	bool to_report;     /* bit 7 */
+	bool to_report;     /* bit 7: into the stats page's violation record */
 	const uint8_t *data;
 	size_t len;
 	struct fuzz_in rest; /* the input after this record */
@@ -147,8 +149,15 @@ static void exit_signal(struct worker_exit *ex, int sig)
 }
 
 /* The process is gone: every fd it had closes (the supervisor sees end of
- * file on the channel and the pipe) and the "pidfd" becomes readable; the
+ * file on the channel) and the "pidfd" becomes readable; the
  * record stays until the supervisor reaps it. */
+static void sim_unmap_stats(struct sim_worker *w)
+{
+	if (w->stats)
+		munmap(w->stats, w->stats_len);
+	w->stats = NULL;
+}
+
 static void sim_die(struct sim_worker *w, const struct worker_exit *ex)
 {
 	uint64_t one = 1;
@@ -160,7 +169,7 @@ static void sim_die(struct sim_worker *w, const struct worker_exit *ex)
 	w->exit_pending = false;
 	w->phase = SIM_DEAD;
 	close_fd(&w->ctrl);
-	close_fd(&w->report);
+	sim_unmap_stats(w);
 	r = write(w->exitfd, &one, sizeof(one));
 	(void)r; /* an eventfd at 0 always takes 1 */
 	close_fd(&w->exitfd);
@@ -282,19 +291,20 @@ static int rec_fd(unsigned kind)
 	}
 }
 
-/* Send one record as one datagram (or into the report pipe). A full
- * socket drops it: the worker would block, and we never do. */
+/* Send one record as one datagram (or its first bytes into the stats
+ * page's violation record, where a dying worker's SIGSYS handler stores
+ * one: none before Config mapped the page). A full socket drops it: the
+ * worker would block, and we never do. */
 static void rec_send(struct sim_worker *w, const struct sim_rec *r)
 {
 	int fds[SIM_REC_MAX_FDS];
 	unsigned n = 0;
-	ssize_t wr;
 
 	if (r->to_report) {
-		if (w->report >= 0 && r->len > 0) {
-			wr = write(w->report, r->data, r->len);
-			(void)wr; /* a full pipe loses the bytes, as a report would */
-		}
+		if (w->stats)
+			memcpy(&w->stats->violation, r->data,
+			       r->len < sizeof(w->stats->violation) ? r->len
+								    : sizeof(w->stats->violation));
 		return;
 	}
 	if (w->ctrl < 0)
@@ -397,10 +407,23 @@ static void sim_ready(struct sim_worker *w)
 	sim_send(w, wmsg_ready(&m, true));
 }
 
-/* Config: the queues' indexes are kept for Stopped; its fds are closed
- * by the caller (a simulated worker maps nothing). */
-static void sim_config(struct sim_worker *w, const Vnic__Worker__Config *c)
+/* Config: the queues' indexes are kept for Stopped, the stats page is
+ * mapped for a fuzzed violation record; its fds are closed by the caller. */
+static void sim_config(struct sim_worker *w, const Vnic__Worker__Config *c,
+		       const struct wire_fds *fds)
 {
+	struct wire_fd_layout lay;
+	void *p;
+
+	if (!w->stats && wire_config_layout(c, &lay) == 0 && lay.stats >= 0 &&
+	    (unsigned)lay.stats < fds->n && c->stats_size >= sizeof(struct stats_page)) {
+		p = mmap(NULL, c->stats_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fds->fd[lay.stats], 0);
+		if (p != MAP_FAILED) {
+			w->stats = p;
+			w->stats_len = c->stats_size;
+		}
+	}
 	w->nq = 0;
 	for (size_t j = 0; j < c->n_queues && w->nq < NIC_NUM_QUEUES; j++) {
 		if (!c->queues[j])
@@ -501,7 +524,7 @@ static void sim_handle(struct sim_worker *w, const Vnic__Worker__WorkerMessage *
 
 	if (w->phase == SIM_WAIT_CONFIG) {
 		if (t == VNIC__WORKER__WORKER_MESSAGE__MSG_CONFIG)
-			sim_config(w, m->config);
+			sim_config(w, m->config, fds);
 		else
 			sim_fail(w, EPROTO, "expected Config first");
 		return;
@@ -584,7 +607,7 @@ static int sim_spawn(const char *path, const char *nic_id, const struct worker_o
 		     struct worker_proc *ret, char *err, size_t errlen)
 {
 	struct sim_worker *w = calloc(1, sizeof(*w));
-	int sv[2] = { -1, -1 }, rp[2] = { -1, -1 }, efd = -1;
+	int sv[2] = { -1, -1 }, efd = -1;
 	int rc;
 
 	(void)path;
@@ -595,13 +618,11 @@ static int sim_spawn(const char *path, const char *nic_id, const struct worker_o
 		return -ENOMEM;
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(rp, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    (efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    (w->exitfd = fcntl(efd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "simulated worker: %s", strerror(-rc));
 		fdpass_close_all(sv, 2);
-		fdpass_close_all(rp, 2);
 		if (efd >= 0)
 			close(efd);
 		free(w);
@@ -609,7 +630,6 @@ static int sim_spawn(const char *path, const char *nic_id, const struct worker_o
 	}
 	w->pid = sim_next_pid++;
 	w->ctrl = sv[1];
-	w->report = rp[1];
 	w->phase = SIM_WAIT_CONFIG;
 	w->b = sim_b;
 	w->in = sim_in;
@@ -617,7 +637,6 @@ static int sim_spawn(const char *path, const char *nic_id, const struct worker_o
 	ret->pid = w->pid;
 	ret->pidfd = efd;
 	ret->ctrl_fd = sv[0];
-	ret->report_fd = rp[0];
 	return 0;
 }
 
@@ -753,7 +772,7 @@ void sim_worker_reset(void)
 	while ((w = TAILQ_FIRST(&sim_list))) {
 		TAILQ_REMOVE(&sim_list, w, link);
 		close_fd(&w->ctrl);
-		close_fd(&w->report);
+		sim_unmap_stats(w);
 		close_fd(&w->exitfd);
 		free(w);
 	}

@@ -6,8 +6,7 @@
  *
  * A spawn makes what the real one makes, minus the process: a
  * SOCK_SEQPACKET socketpair (the supervisor's end non-blocking, as
- * worker_spawn gives it), a pipe for the sandbox report, and an eventfd in
- * place of the pidfd, made readable when the simulated worker "exits".
+ * worker_spawn gives it) and an eventfd in place of the pidfd, made readable when the simulated worker "exits".
  * The peer end is served in this process by sim_worker_settle(), which
  * alternates s->base (EVLOOP_NONBLOCK) with one step of every simulated
  * worker; nothing blocks or sleeps. It speaks proto/worker.proto as
@@ -29,7 +28,8 @@
  *             1 exit 0, 2 exit 1, 3 SIGSEGV, 4 SIGSYS, 5 SIGKILL,
  *             6 close its control socket and go silent (stays alive),
  *             7 go silent (hangs: reads nothing, sends nothing)
- *   bit 7     the bytes go to the sandbox report pipe, not the socket
+ *   bit 7     the bytes go to the stats page's sandbox violation record
+ *             (their first 24), not the socket
  * Once the input is used up a fuzzed worker answers as an obedient one.
  */
 #ifndef VNIC_FUZZ_SIM_WORKER_H
@@ -89,7 +89,7 @@ unsigned sim_worker_count(void);
 /*
  * sim_worker_peek - the message type (Vnic__Worker__WorkerMessage__MsgCase,
  * > 0) of the next record in @in, without consuming it; 0 when the next
- * record is no well-formed frame or goes to the report pipe; -1 when the
+ * record is no well-formed frame or goes to the violation record; -1 when the
  * input is used up. Lets a target choose the supervisor action that the
  * next record would answer (a recorded session then replays in order).
  */

@@ -12,7 +12,8 @@
  * u16 le len, len bytes sent as one SOCK_SEQPACKET message (the wire
  * frame, u32 big-endian length + packed WorkerMessage). On this channel
  * fdkind also carries the worker's fate after the record (exit, signal,
- * silence) and a flag sending the bytes into the sandbox report pipe.
+ * silence) and a flag sending the bytes into the stats page's sandbox
+ * violation record.
  * Every worker of the NIC (first start and each restart) reads the same
  * input, on.
  *

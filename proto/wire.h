@@ -134,8 +134,7 @@ struct wire_fd_layout {
 	unsigned nqueues;
 	int backend;       /* backend fd index, -1 if none */
 	unsigned nbackend; /* backend fds from there: one per queue pair (issue 15), or 0 */
-	int stats;         /* Config only: stats page memfd index, -1 if none */
-	int inflight;      /* Config only: inflight region memfd index, -1 if none */
+	int stats;         /* Config only: stats page (and inflight region) memfd index, -1 if none */
 	int log;           /* Config only: dirty log memfd index, -1 if none */
 	unsigned total;    /* exact fd count of the frame */
 };

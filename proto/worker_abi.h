@@ -8,12 +8,10 @@
 #ifndef VNIC_WORKER_ABI_H
 #define VNIC_WORKER_ABI_H
 
-/* The fd numbers the worker finds at exec (fork+exec, worker_spawn.c). */
+/* The fd the worker finds at exec (fork+exec, worker_spawn.c), besides
+ * stdio. Everything else arrives in Config. A sandbox violation's record
+ * goes to the stats page (sandbox.h), not to an fd. */
 #define WORKER_CTRL_FD 3   /* control socket (SOCK_SEQPACKET) */
-#define WORKER_REPORT_FD 4 /* write end of the sandbox report pipe: where the
-			      SIGSYS handler writes its struct sandbox_report
-			      (sandbox.h); the supervisor reads the other end
-			      after the worker died */
 
 enum nic_backend_type {
 	NIC_BACKEND_NONE = 0,

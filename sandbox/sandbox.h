@@ -22,8 +22,8 @@
  * separate calls so the worker's startup can be read as the list above.
  *
  * Violations (TESTPLAN S1). A call outside the policy raises SIGSYS
- * (SCMP_ACT_TRAP). The handler writes one struct sandbox_report to
- * cfg->report_fd with write(2) and then gets the process killed by SIGSYS:
+ * (SCMP_ACT_TRAP). The handler stores one struct sandbox_report at
+ * cfg->report (shared memory) and then gets the process killed by SIGSYS:
  * the handler is installed with SA_RESETHAND, so it re-issues a call the
  * filter traps (SANDBOX_SENTINEL_NR) and the kernel's default action for
  * the now unhandled SIGSYS ends the whole process. The supervisor thus sees
@@ -31,7 +31,7 @@
  * syscall number and architecture in the record. Trap was chosen over
  * KILL_PROCESS only for that record: the issue asks for the syscall number,
  * and KILL_PROCESS leaves it only in the audit log. The handler uses no
- * libc state (no malloc, no stdio), only raw write and the sentinel call.
+ * libc state (no malloc, no stdio), only plain stores and the sentinel call.
  * The price: an attacker who already runs arbitrary code in the worker could
  * return from the handler instead of dying; the forbidden call has still not
  * been executed, so confinement holds, only the kill becomes a refusal.
@@ -42,9 +42,13 @@
  * sentinel (it cannot while the filter is loaded), it _exits with
  * SANDBOX_EXIT_VIOLATION.
  *
- * The supervisor should give the worker a dedicated pipe as report fd (not
- * the control socket: the record is not a protocol frame), read it after the
- * worker died, and pass the bytes to sandbox_parse_report().
+ * The record goes to memory the supervisor shares with the worker (vnicd
+ * uses the worker's stats page, workers/stats.h): a store cannot block or
+ * fail, costs no fd and no syscall, and the supervisor reads it after the
+ * worker died and passes the bytes to sandbox_parse_report(). It clears the
+ * record before each worker starts, so a record is always the last worker's.
+ * (Until issue 15 the record went through a pipe, one more fd per worker on
+ * both sides.)
  *
  * The policy (sandbox_policy.c) is one table; sandbox_policy_dump() prints
  * it sorted, and tests/sandbox-policy.golden holds the expected output
@@ -68,10 +72,9 @@ enum sandbox_mode {
 
 struct sandbox_cfg {
 	enum sandbox_mode mode;
-	/* Where the SIGSYS handler writes its struct sandbox_report, or -1
-	 * for none. Must stay open; a write of sizeof(struct sandbox_report)
-	 * bytes to it must not block (a dedicated pipe). */
-	int report_fd;
+	/* Where the SIGSYS handler stores its record (shared memory that
+	 * outlives the process), or NULL for none. Must stay mapped. */
+	struct sandbox_report *report;
 };
 
 /* sandbox_enter() returns this (positive) when cfg->mode is
@@ -150,7 +153,7 @@ struct sandbox_violation {
 };
 
 /*
- * sandbox_parse_report - validate @len bytes read from the report fd.
+ * sandbox_parse_report - validate @len bytes copied from the record.
  * Untrusted input (it comes from a possibly compromised worker): only the
  * magic and the size are checked, and the name is looked up, never used
  * as a format. Returns: 0 with *ret filled, -EINVAL if the bytes are not

@@ -4,10 +4,12 @@
  * listener's back-off when the process is out of fds (issue 11 item 1).
  *
  * At start vnicd raises RLIMIT_NOFILE to its hard limit and derives every
- * other bound from it (sup_limits_derive): connections, NICs, the fds the
- * VMMs may park in vnicd, and each connection's share of them, so that no
- * single VMM can take every slot and some fds are always left for vnicd
- * itself (accept, worker sockets, pidfds, stats pages, a tap).
+ * other bound from it (sup_limits_derive): connections, NICs, the fds all
+ * NICs may hold (what the VMMs park in vnicd and each NIC's own: worker
+ * memfd, control socket, pidfd, tap), and each connection's share of them,
+ * so that no single VMM can take every slot and some fds are always left
+ * for vnicd itself (accept, a frame being received). Admission counts what
+ * each NIC actually holds (sup_budget_check), not a fixed cost per NIC.
  *
  * If accept() still fails for lack of fds or memory (EMFILE, ENFILE,
  * ENOBUFS, ENOMEM: another process shares the limit, or the limit was
@@ -38,25 +40,24 @@ void sup_limits_derive(uint64_t nofile, struct sup_limits *l)
 	if (l->max_conns > SUP_MAX_CONNS)
 		l->max_conns = SUP_MAX_CONNS;
 	usable = nofile - SUP_FD_RESERVE - l->max_conns;
-	/* A NIC holds SUP_NIC_OWN_FDS of its own and at least
+	/* A NIC holds up to SUP_NIC_OWN_FDS of its own and at least
 	 * SUP_NIC_MIN_VMM_FDS of the VMM's. */
 	l->max_nics = (unsigned)(usable / (SUP_NIC_OWN_FDS + SUP_NIC_MIN_VMM_FDS));
 	if (l->max_nics > SUP_MAX_NICS)
 		l->max_nics = SUP_MAX_NICS;
 	if (l->max_nics == 0)
 		l->max_nics = 1;
-	total = usable > (uint64_t)l->max_nics * SUP_NIC_OWN_FDS ?
-			usable - (uint64_t)l->max_nics * SUP_NIC_OWN_FDS : 0;
 	/* Room for the one frame being received (up to WIRE_MAX_FDS fds
-	 * until they are adopted or closed), at most half the rest. */
-	headroom = total / 2 < WIRE_MAX_FDS ? total / 2 : WIRE_MAX_FDS;
-	total -= headroom;
-	l->vmm_fds = total > UINT32_MAX ? UINT32_MAX : (unsigned)total;
-	/* Each connection: a quarter, or one full frame if that is more,
-	 * never more than all. */
-	l->conn_fds = l->vmm_fds / 4 > WIRE_MAX_FDS ? l->vmm_fds / 4 : WIRE_MAX_FDS;
-	if (l->conn_fds > l->vmm_fds)
-		l->conn_fds = l->vmm_fds;
+	 * until they are adopted or closed), at most half. */
+	headroom = usable / 2 < WIRE_MAX_FDS ? usable / 2 : WIRE_MAX_FDS;
+	total = usable - headroom;
+	l->nic_fds = total > UINT32_MAX ? UINT32_MAX : (unsigned)total;
+	/* Each connection: a quarter, or one full frame and its NICs' own
+	 * fds if that is more, never more than all. */
+	l->conn_fds = l->nic_fds / 4 > WIRE_MAX_FDS + SUP_NIC_OWN_FDS
+			      ? l->nic_fds / 4 : WIRE_MAX_FDS + SUP_NIC_OWN_FDS;
+	if (l->conn_fds > l->nic_fds)
+		l->conn_fds = l->nic_fds;
 	l->conn_nics = l->max_nics / 4 > SUP_CONN_NICS_MIN ? l->max_nics / 4 : SUP_CONN_NICS_MIN;
 	if (l->conn_nics > l->max_nics)
 		l->conn_nics = l->max_nics;
@@ -77,16 +78,22 @@ void sup_limits_init(struct sup *s)
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		rl.rlim_cur = 1024;
 	sup_limits_derive(rl.rlim_cur == RLIM_INFINITY ? (uint64_t)1 << 20 : rl.rlim_cur, &s->lim);
-	log_info("fd limit %llu: at most %u connections, %u NICs (%u per connection), %u VMM "
-		 "fds (%u per connection)", (unsigned long long)s->lim.nofile, s->lim.max_conns,
-		 s->lim.max_nics, s->lim.conn_nics, s->lim.vmm_fds, s->lim.conn_fds);
+	log_info("fd limit %llu: at most %u connections, %u NICs (%u per connection), %u fds "
+		 "held for NICs (%u per connection)", (unsigned long long)s->lim.nofile,
+		 s->lim.max_conns, s->lim.max_nics, s->lim.conn_nics, s->lim.nic_fds,
+		 s->lim.conn_fds);
 }
 
-/* The fds a NIC holds for its VMM: memfds, kick and call eventfds, and a
- * backend the VMM passed. */
-static unsigned nic_vmm_fds(const struct nic *n)
+/* The fds a NIC holds: for its VMM, memfds (counted with one of the
+ * pairs that share them), kick and call eventfds and a backend the VMM
+ * passed; of its own, the worker's memfd, control socket and pidfd (while
+ * it has no worker too: it gets one again) and a tap vnicd opened. */
+static unsigned nic_fds(const struct nic *n)
 {
-	return n->nregions + 2 * NIC_NUM_QUEUES + (n->backend != NIC_BACKEND_TAP);
+	unsigned mem = n->mem && n->mem->counted == n ? n->mem->n : 0;
+
+	/* The backend (the VMM's, or a tap) is one of SUP_NIC_OWN_FDS. */
+	return mem + 2 * NIC_NUM_QUEUES + SUP_NIC_OWN_FDS;
 }
 
 int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nnics, unsigned nfds,
@@ -96,12 +103,14 @@ int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nnics, un
 	struct nic *n;
 
 	TAILQ_FOREACH(n, &s->nics, link) {
-		all_fds += nic_vmm_fds(n);
+		all_fds += nic_fds(n);
 		if (c && n->owner == (const void *)c) {
-			conn_fds += nic_vmm_fds(n);
+			conn_fds += nic_fds(n);
 			conn_nics++;
 		}
 	}
+	/* The new NICs: the frame's fds and at most SUP_NIC_OWN_FDS each. */
+	nfds += nnics * SUP_NIC_OWN_FDS;
 	/* nnics: one per queue pair (issue 15), each a struct nic. */
 	if (s->nnics + nnics > s->lim.max_nics) {
 		snprintf(err, errlen, "at most %u NICs per supervisor (fd limit %llu)",
@@ -118,9 +127,9 @@ int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nnics, un
 			 "budget of %u", conn_fds, nfds, s->lim.conn_fds);
 		return -ENOSPC;
 	}
-	if (all_fds + nfds > s->lim.vmm_fds) {
+	if (all_fds + nfds > s->lim.nic_fds) {
 		snprintf(err, errlen, "vnicd holds %u fds for NICs; %u more exceed its budget of "
-			 "%u (fd limit %llu)", all_fds, nfds, s->lim.vmm_fds,
+			 "%u (fd limit %llu)", all_fds, nfds, s->lim.nic_fds,
 			 (unsigned long long)s->lim.nofile);
 		return -ENOSPC;
 	}

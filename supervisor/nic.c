@@ -30,7 +30,7 @@
  *
  * Every fd a NIC holds is owned by exactly one field and closed in
  * nic_free(); a restart reuses them all and creates none but the new
- * worker's control socket, report pipe and pidfd.
+ * worker's control socket and pidfd.
  */
 #include "config.h"
 
@@ -43,6 +43,7 @@
 #include <endian.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fault.h"
@@ -192,7 +193,6 @@ static void nic_worker_release(struct nic *n)
 		event_del(n->ev_timer);
 	close_fd(&n->w.ctrl_fd);
 	close_fd(&n->w.pidfd);
-	close_fd(&n->w.report_fd);
 	n->w.pid = 0;
 }
 
@@ -250,12 +250,81 @@ static int nic_worker_ids(struct nic *n, char *err, size_t errlen)
 	return 0;
 }
 
+/* ------------------------------------------- guest memory, shared by pairs */
+
+/* Are a and b the same regions of the same files? Each pair's table is
+ * its own duplicate of the VMM's fds, so "the same file" is the inode. */
+static bool nic_mem_same(const struct nic_mem *a, const struct memtable_region_desc *b,
+			 unsigned nb)
+{
+	struct stat sa, sb;
+
+	if (a->n != nb)
+		return false;
+	for (unsigned i = 0; i < nb; i++) {
+		const struct memtable_region_desc *x = &a->r[i], *y = &b[i];
+
+		if (x->gpa != y->gpa || x->size != y->size || x->offset != y->offset ||
+		    x->fd < 0 || y->fd < 0 || fstat(x->fd, &sa) < 0 || fstat(y->fd, &sb) < 0 ||
+		    sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino)
+			return false;
+	}
+	return true;
+}
+
+/* A sibling pair's memory (same id and owner) with exactly these regions,
+ * or NULL. */
+static struct nic_mem *nic_mem_sibling(const struct nic *n, const struct nic_spec *spec)
+{
+	const struct nic *o;
+
+	TAILQ_FOREACH(o, &n->sup->nics, link)
+		if (o != n && o->mem && !strcmp(o->id, n->id) && o->ops == n->ops &&
+		    o->owner == n->owner && nic_mem_same(o->mem, spec->regions, spec->nregions))
+			return o->mem;
+	return NULL;
+}
+
+static void nic_mem_use(struct nic *n, struct nic_mem *m)
+{
+	n->mem = m;
+	n->regions = m->r;
+	n->nregions = m->n;
+}
+
+/* Drop n's reference: the last pair closes the fds. */
+static void nic_mem_put(struct nic *n)
+{
+	struct nic_mem *m = n->mem;
+	struct nic *o;
+
+	if (!m)
+		return;
+	n->mem = NULL;
+	n->regions = NULL;
+	n->nregions = 0;
+	if (--m->refs == 0) {
+		for (unsigned i = 0; i < m->n; i++)
+			close_fd(&m->r[i].fd);
+		free(m);
+		return;
+	}
+	if (m->counted == n) {
+		m->counted = NULL;
+		TAILQ_FOREACH(o, &n->sup->nics, link)
+			if (o->mem == m) {
+				m->counted = o;
+				break;
+			}
+	}
+}
+
 /* Guarantee 1 (issue 11 item 8): a reply that tells the VMM its memory
- * and eventfds are free goes out only after this. */
+ * and eventfds are free goes out only after this. A pair's siblings may
+ * still hold the memory they share: it is closed with the last of them. */
 void nic_close_vmm_fds(struct nic *n)
 {
-	for (unsigned i = 0; i < n->nregions; i++)
-		close_fd(&n->regions[i].fd);
+	nic_mem_put(n);
 	for (int i = 0; i < NIC_NUM_QUEUES; i++) {
 		close_fd(&n->q[i].kick_fd);
 		close_fd(&n->q[i].call_fd);
@@ -265,7 +334,6 @@ void nic_close_vmm_fds(struct nic *n)
 		munmap(n->stats, n->stats_len);
 	n->stats = NULL;
 	close_fd(&n->stats_fd);
-	close_fd(&n->inflight_fd);
 	close_fd(&n->log_fd);
 }
 
@@ -333,7 +401,6 @@ static struct nic *nic_free(struct nic *n)
 	if (n->ev_timer)
 		event_free(n->ev_timer);
 	nic_close_vmm_fds(n);
-	free(n->regions);
 	/* The uid goes back to the range with the last NIC that runs as it
 	 * (the NIC's last pair). Any NIC, not only a sibling by id and owner:
 	 * an owner's detach unlinks its pairs one at a time. */
@@ -383,51 +450,51 @@ void nic_read_queue(const struct nic *n, int slot, struct stats_queue_snapshot *
 		n->ops->counters_base(n, slot, out);
 }
 
-static int stats_create(struct nic *n, char *err, size_t errlen)
+/*
+ * The worker's memfd, sealed so that no worker can shrink it under
+ * another's mapping: the stats page at offset 0, which vnicd keeps mapped
+ * and reads, and with @inflight the inflight region (shm/inflight.h) from
+ * the next page boundary on, sized for the NIC's queues (n->q[].size) and
+ * initialised (every queue FRESH). vnicd unmaps the region at once: only
+ * workers use it. One memfd for both costs one fd per worker (issue 15).
+ */
+static int worker_memfd_create(struct nic *n, bool inflight, char *err, size_t errlen)
 {
-	size_t len = stats_page_size(NIC_NUM_QUEUES);
-	void *p;
-	int fd;
-
-	fd = sealed_memfd_map("vnic-stats", len, &p, "stats page", err, errlen);
-	if (fd < 0)
-		return fd;
-	stats_page_init(p, len, NIC_NUM_QUEUES);
-	n->stats = p;
-	n->stats_len = len;
-	n->stats_fd = fd;
-	return 0;
-}
-
-/* The inflight region: sized for the NIC's queues, initialised (every
- * queue FRESH), sealed so that no worker can shrink it under another's
- * mapping. The supervisor unmaps it at once: only workers use it. */
-static int inflight_create(struct nic *n, char *err, size_t errlen)
-{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), slen = stats_page_size(NIC_NUM_QUEUES);
+	size_t off = (slen + page - 1) / page * page, ilen = 0;
 	unsigned qsize[NIC_NUM_QUEUES];
-	size_t len;
-	void *p;
+	uint8_t *p;
 	int fd, rc;
 
-	for (int i = 0; i < NIC_NUM_QUEUES; i++)
-		qsize[i] = n->q[i].size;
-	len = inflight_region_size(NIC_NUM_QUEUES, qsize);
-	if (len == 0 || len > UINT32_MAX) {
-		snprintf(err, errlen, "inflight region: no valid size for these queues");
-		return -EINVAL;
+	if (inflight) {
+		for (int i = 0; i < NIC_NUM_QUEUES; i++)
+			qsize[i] = n->q[i].size;
+		ilen = inflight_region_size(NIC_NUM_QUEUES, qsize);
+		if (ilen == 0 || ilen > UINT32_MAX) {
+			snprintf(err, errlen, "inflight region: no valid size for these queues");
+			return -EINVAL;
+		}
 	}
-	fd = sealed_memfd_map("vnic-inflight", len, &p, "inflight region", err, errlen);
+	fd = sealed_memfd_map("vnic-worker", inflight ? off + ilen : slen, (void **)&p,
+			      "stats page", err, errlen);
 	if (fd < 0)
 		return fd;
-	rc = inflight_region_init(p, len, NIC_NUM_QUEUES, qsize);
-	munmap(p, len);
-	if (rc) {
-		snprintf(err, errlen, "inflight region: init: %s", strerror(-rc));
-		close(fd);
-		return rc;
+	stats_page_init(p, slen, NIC_NUM_QUEUES);
+	if (inflight) {
+		rc = inflight_region_init(p + off, ilen, NIC_NUM_QUEUES, qsize);
+		munmap(p + off, ilen);
+		if (rc) {
+			snprintf(err, errlen, "inflight region: init: %s", strerror(-rc));
+			munmap(p, slen);
+			close(fd);
+			return rc;
+		}
+		n->inflight_off = off;
+		n->inflight_len = ilen;
 	}
-	n->inflight_fd = fd;
-	n->inflight_len = len;
+	n->stats = (struct stats_page *)p;
+	n->stats_len = slen;
+	n->stats_fd = fd;
 	return 0;
 }
 
@@ -487,8 +554,6 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	}
 	fds[nfds++] = n->backend_fd;
 	fds[nfds++] = n->stats_fd;
-	if (n->inflight_fd >= 0)
-		fds[nfds++] = n->inflight_fd;
 	if (n->log_fd >= 0)
 		fds[nfds++] = n->log_fd;
 	policy_to_pb(&n->policy, &pol);
@@ -510,7 +575,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	/* > 0 on every start after the first: the worker resumes on live
 	 * rings (and recovers what the inflight region says was in flight). */
 	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
-	cfg.inflight_size = n->inflight_fd >= 0 ? (uint32_t)n->inflight_len : 0;
+	cfg.inflight_size = (uint32_t)n->inflight_len;
+	cfg.inflight_offset = n->inflight_off;
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	cfg.base_from_used_idx = n->base_from_used_idx;
 	cfg.pair = n->pair;
@@ -628,6 +694,9 @@ static int nic_launch(struct nic *n)
 	n->ready_seen = n->stopped_seen = n->kill_sent = n->ctrl_closed = false;
 	n->mon_once = 0;
 	n->sandboxed = false;
+	/* A sandbox violation record is this worker's or none. */
+	if (n->stats)
+		memset(&n->stats->violation, 0, sizeof(n->stats->violation));
 	rc = sup_wops(s)->spawn(s->worker_path, n->id, &o, &n->w, n->last_error, sizeof(n->last_error));
 	if (rc)
 		return rc;
@@ -687,11 +756,9 @@ static struct nic *nic_new(struct sup *s, const struct nic_owner_ops *ops, void 
 	n->state = NIC_STARTING;
 	n->backend_fd = -1;
 	n->stats_fd = -1;
-	n->inflight_fd = -1;
 	n->log_fd = -1;
 	n->w.ctrl_fd = -1;
 	n->w.pidfd = -1;
-	n->w.report_fd = -1;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		n->q[i].kick_fd = n->q[i].call_fd = -1;
 	snprintf(n->id, sizeof(n->id), "%s", spec->id);
@@ -705,10 +772,13 @@ static struct nic *nic_new(struct sup *s, const struct nic_owner_ops *ops, void 
 	n->memory_unsealed_ok = spec->memory_unsealed_ok;
 	n->base_from_used_idx = spec->base_from_used_idx;
 	snprintf(n->netns, sizeof(n->netns), "%s", spec->netns);
-	n->regions = calloc(spec->nregions, sizeof(*n->regions));
+	/* Its own table for now; nic_adopt_fds may share a sibling's. */
+	n->mem = calloc(1, sizeof(*n->mem) + spec->nregions * sizeof(n->mem->r[0]));
 	n->ev_timer = evtimer_new(s->base, nic_timer_cb, n);
-	if (!n->regions || !n->ev_timer)
+	if (!n->mem || !n->ev_timer)
 		return nic_free(n);
+	n->mem->refs = 1;
+	n->mem->counted = n;
 	return n;
 }
 
@@ -719,18 +789,13 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 {
 	int rc;
 
-	rc = stats_create(n, err, errlen);
+	/* Sizes only (no fds yet): validate_nic_spec guaranteed each queue
+	 * index once and in range. */
+	for (unsigned j = 0; j < spec->nqueues; j++)
+		nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
+	rc = worker_memfd_create(n, !n->sup->inflight_off, err, errlen);
 	if (rc)
 		return rc;
-	if (!n->sup->inflight_off) {
-		/* Sizes only (no fds yet): validate_nic_spec guaranteed each
-		 * queue index once and in range. */
-		for (unsigned j = 0; j < spec->nqueues; j++)
-			nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
-		rc = inflight_create(n, err, errlen);
-		if (rc)
-			return rc;
-	}
 	if (spec->backend == NIC_BACKEND_TAP && vu_tap_user(n->sup, spec->netns, spec->tap_name,
 							    spec->id)) {
 		snprintf(err, errlen, "tap %s is in use by \"%s\"", spec->tap_name,
@@ -757,16 +822,29 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 
 /* Adopt: from here on the NIC owns the VMM's fds (guest memory, kick and
  * call, the backend), and the frame they came in (fds, when there is
- * one) no longer holds them. */
+ * one) no longer holds them. Guest memory that a sibling pair already
+ * holds is shared with it, and this pair's duplicates are closed. */
 static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wire_fds *fds,
 			  const struct wire_fd_layout *lay)
 {
-	n->nregions = spec->nregions;
-	for (unsigned i = 0; i < spec->nregions; i++) {
-		n->regions[i] = spec->regions[i];
+	struct nic_mem *sib = nic_mem_sibling(n, spec);
+
+	if (sib) {
+		free(n->mem); /* empty: no fd in it yet */
+		sib->refs++;
+		nic_mem_use(n, sib);
+		for (unsigned i = 0; i < spec->nregions; i++)
+			if (spec->regions[i].fd >= 0)
+				close(spec->regions[i].fd);
+	} else {
+		n->mem->n = spec->nregions;
+		for (unsigned i = 0; i < spec->nregions; i++)
+			n->mem->r[i] = spec->regions[i];
+		nic_mem_use(n, n->mem);
+	}
+	for (unsigned i = 0; i < spec->nregions; i++)
 		if (fds)
 			fds->fd[i] = -1;
-	}
 	for (unsigned j = 0; j < spec->nqueues; j++) {
 		struct nic_queue *q = nic_vq(n, spec->queues[j].index);
 
@@ -1279,17 +1357,17 @@ static void nic_timer_cb(evutil_socket_t fd, short what, void *arg)
 	sup_wops(n->sup)->kill(&n->w);
 }
 
-/* After a SIGSYS death: the record the worker's sandbox handler wrote
- * (sandbox.h). The bytes are untrusted; sandbox_parse_report checks them. */
+/* After a SIGSYS death: the record the worker's sandbox handler stored in
+ * its stats page (sandbox.h), copied once. The bytes are untrusted;
+ * sandbox_parse_report checks them. */
 static bool read_violation(struct nic *n, struct sandbox_violation *v)
 {
-	uint8_t buf[sizeof(struct sandbox_report) + 1];
-	ssize_t r;
+	struct sandbox_report r;
 
-	if (n->w.report_fd < 0)
+	if (!n->stats)
 		return false;
-	r = read(n->w.report_fd, buf, sizeof(buf));
-	return r > 0 && sandbox_parse_report(buf, (size_t)r, v) == 0;
+	memcpy(&r, &n->stats->violation, sizeof(r));
+	return sandbox_parse_report(&r, sizeof(r), v) == 0;
 }
 
 /* The pidfd is readable: the worker is gone. Reap it, then finish what

@@ -62,8 +62,10 @@ struct stats_queue_snapshot;
  * RLIMIT_NOFILE, raised to its hard limit. SUP_MAX_NICS and SUP_MAX_CONNS
  * above are ceilings; the limits in struct sup_limits apply. */
 #define SUP_FD_RESERVE 32        /* vnicd's own: listener, epoll, signals, log, a tap */
-#define SUP_NIC_OWN_FDS 6        /* per NIC: stats, inflight, ctrl, pidfd, report, tap */
-#define SUP_NIC_MIN_VMM_FDS 6    /* per NIC from the VMM: 1 memfd, 4 eventfds, 1 backend */
+#define SUP_NIC_OWN_FDS 4        /* per NIC (queue pair): the worker's memfd (stats page and
+				    inflight region), ctrl, pidfd, and a tap vnicd opened */
+#define SUP_NIC_MIN_VMM_FDS 5    /* per NIC from the VMM: 4 eventfds, and a memfd (shared
+				    by the pairs of a device) or a backend */
 #define SUP_CONN_NICS_MIN 4      /* a connection may always have this many NICs */
 #define SUP_ACCEPT_RETRY_MS 100  /* listener off this long after EMFILE & co. */
 
@@ -76,7 +78,7 @@ struct sup_limits {
 	uint64_t nofile;     /* RLIMIT_NOFILE after raising it */
 	unsigned max_conns;  /* connected clients */
 	unsigned max_nics;   /* NICs in all */
-	unsigned vmm_fds;    /* fds all NICs may hold for their VMMs */
+	unsigned nic_fds;    /* fds all NICs may hold: their own and their VMMs' */
 	unsigned conn_fds;   /* ... one connection's NICs */
 	unsigned conn_nics;  /* NICs of one connection */
 };
@@ -189,6 +191,18 @@ struct nic_queue {
 	char broken_reason[160];
 };
 
+/* Guest memory's memfds, shared by the pairs of one device (issue 15): a
+ * NIC of P pairs holds one fd per region, not P. The pairs that refer to
+ * it (refs) are those whose tables are the same regions of the same files;
+ * the last one closes the fds. `counted` is the one pair whose fd budget
+ * (limits.c) counts them. */
+struct nic_mem {
+	unsigned refs;
+	struct nic *counted;
+	unsigned n;
+	struct memtable_region_desc r[]; /* fds owned */
+};
+
 struct nic {
 	TAILQ_ENTRY(nic) link;
 	struct sup *sup;
@@ -206,8 +220,9 @@ struct nic {
 	enum nic_backend_type backend;
 	char ifname[32];            /* tap: the kernel's name */
 	char netns[64];
-	unsigned nregions;
-	struct memtable_region_desc *regions; /* fds owned */
+	struct nic_mem *mem;        /* guest memory, maybe shared with sibling pairs */
+	unsigned nregions;          /* mem->n */
+	const struct memtable_region_desc *regions; /* mem->r */
 	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
 	int backend_fd;             /* owned */
 	bool memory_unsealed_ok;    /* vhost-user memory (worker.proto Config) */
@@ -218,12 +233,13 @@ struct nic {
 	struct stats_page *stats;
 	size_t stats_len;
 
-	/* Inflight region (shm/inflight.h): a sealed memfd made and
-	 * initialised at AddNic, passed in every Config (first start and each
-	 * restart), so a restarted worker returns exactly once every chain
-	 * its predecessor popped. -1 with --inflight=off. vnicd never maps
-	 * it after the initialisation. */
-	int inflight_fd;
+	/* Inflight region (shm/inflight.h): in the stats page's memfd at
+	 * inflight_off (a page boundary), made and initialised at AddNic,
+	 * described in every Config (first start and each restart), so a
+	 * restarted worker returns exactly once every chain its predecessor
+	 * popped. Length 0 with --inflight=off. vnicd never maps it after the
+	 * initialisation. */
+	uint64_t inflight_off;
 	size_t inflight_len;
 
 	/* Dirty log (issue 14): the memfd this NIC's workers log into, in

@@ -376,8 +376,8 @@ static void add_nic_pairs(struct vmm_conn *c, uint64_t req, struct nic_spec *spe
 		vmm_conn_reply_error(c, req, VNIC__VMM__STATUS__STATUS_INVALID_ARGUMENT, "%s", err);
 		return;
 	}
-	/* Every pair holds its own copy of the memory's fds. */
-	if (!add_nic_admissible(c, req, spec->id, npairs, nfds + (npairs - 1) * spec->nregions))
+	/* The pairs share the memory's fds (nic.c): the NICs hold the frame's. */
+	if (!add_nic_admissible(c, req, spec->id, npairs, nfds))
 		return;
 	g = pg_new(c, req, PG_ADD, spec->id, npairs);
 	if (!g) {

@@ -33,7 +33,7 @@ static int pidfd_send_signal_(int pidfd, int sig)
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child_exec(const char *path, const char *nic_id, const struct worker_opts *o,
-		       int ctrl, int report)
+		       int ctrl)
 {
 	/* Writable copies: execve's prototype wants char *const[]. */
 	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
@@ -76,18 +76,15 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	/* Move both fds above the fixed numbers first, so neither dup2 can
-	 * overwrite the other's source; the copies carry no CLOEXEC. */
-	ctrl = fcntl(ctrl, F_DUPFD, WORKER_REPORT_FD + 1);
-	report = fcntl(report, F_DUPFD, WORKER_REPORT_FD + 1);
-	if (ctrl < 0 || report < 0 || dup2(ctrl, WORKER_CTRL_FD) < 0 ||
-	    dup2(report, WORKER_REPORT_FD) < 0)
+	/* The control socket at its fixed number, without CLOEXEC (dup2
+	 * clears it; when it already is fd 3, clear it by hand). */
+	if (ctrl == WORKER_CTRL_FD ? fcntl(ctrl, F_SETFD, 0) < 0 : dup2(ctrl, WORKER_CTRL_FD) < 0)
 		_exit(126);
 	/* Blocking for the worker: it runs its own loop and sets what it wants. */
 	fcntl(WORKER_CTRL_FD, F_SETFL, fcntl(WORKER_CTRL_FD, F_GETFL) & ~O_NONBLOCK);
 	/* Every other NIC's fds, the listener, the VMM sockets: gone. */
-	if (syscall(SYS_close_range, WORKER_REPORT_FD + 1, ~0U, 0) < 0) {
-		for (int fd = WORKER_REPORT_FD + 1; fd < 65536; fd++)
+	if (syscall(SYS_close_range, WORKER_CTRL_FD + 1, ~0U, 0) < 0) {
+		for (int fd = WORKER_CTRL_FD + 1; fd < 65536; fd++)
 			close(fd);
 	}
 	execve(path, argv, envp);
@@ -97,7 +94,7 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 int worker_spawn(const char *path, const char *nic_id, const struct worker_opts *opts,
 		 struct worker_proc *ret, char *err, size_t errlen)
 {
-	int sv[2], rp[2], pidfd, rc;
+	int sv[2], pidfd, rc;
 	pid_t pid;
 
 	if (access(path, X_OK) < 0) {
@@ -110,26 +107,17 @@ int worker_spawn(const char *path, const char *nic_id, const struct worker_opts 
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return rc;
 	}
-	/* Non-blocking on both ends: the SIGSYS handler's one write must
-	 * never block, and we only read it after the worker is gone. */
-	if (pipe2(rp, O_CLOEXEC | O_NONBLOCK) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "pipe2: %s", strerror(errno));
-		goto out_close_pair;
-	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "fork: %s", strerror(errno));
-		goto out_close_pipe;
+		goto out_close_pair;
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		close(rp[0]);
-		child_exec(path, nic_id, opts, sv[1], rp[1]);
+		child_exec(path, nic_id, opts, sv[1]);
 	}
 	close(sv[1]);
-	close(rp[1]);
 	pidfd = pidfd_open_(pid);
 	if (pidfd < 0) {
 		rc = -errno;
@@ -137,19 +125,14 @@ int worker_spawn(const char *path, const char *nic_id, const struct worker_opts 
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		close(sv[0]);
-		close(rp[0]);
 		return rc;
 	}
 	/* pidfd_open gives O_CLOEXEC already on Linux >= 5.3. */
 	ret->pid = pid;
 	ret->pidfd = pidfd;
 	ret->ctrl_fd = sv[0];
-	ret->report_fd = rp[0];
 	return 0;
 
-out_close_pipe:
-	close(rp[0]);
-	close(rp[1]);
 out_close_pair:
 	close(sv[0]);
 	close(sv[1]);

@@ -2,12 +2,12 @@
 /*
  * worker_spawn: start one vnicd-worker process and watch it by pidfd.
  *
- * fork+exec (STYLE habit 11): the child inherits exactly two fds, its end
- * of a SOCK_SEQPACKET socketpair at WORKER_CTRL_FD and the write end of
- * the sandbox report pipe at WORKER_REPORT_FD; everything else is closed
- * with close_range before execve; argv and environment are explicit.
- * The NIC's fds (memory, eventfds, backend, stats page) travel afterwards
- * in the Config message over that socket.
+ * fork+exec (STYLE habit 11): besides stdio the child inherits exactly one
+ * fd, its end of a SOCK_SEQPACKET socketpair at WORKER_CTRL_FD; everything
+ * else is closed with close_range before execve; argv and environment are
+ * explicit. The NIC's fds (memory, eventfds, backend, stats page) travel
+ * afterwards in the Config message over that socket. A sandbox violation's
+ * record comes back in the stats page (sandbox.h).
  */
 #ifndef VNIC_WORKER_SPAWN_H
 #define VNIC_WORKER_SPAWN_H
@@ -22,7 +22,6 @@ struct worker_proc {
 	pid_t pid;
 	int pidfd;     /* readable when the process has exited */
 	int ctrl_fd;   /* our end of the control socketpair, non-blocking */
-	int report_fd; /* read end of the report pipe, non-blocking */
 };
 
 /* Longest --fault spec passed on (FAULT_SPEC_MAX of common/fault.h). */

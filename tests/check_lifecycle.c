@@ -91,8 +91,6 @@ static const char *write_script(const char *name, const char *body)
  * field 10, empty) to fd 3, and a sandbox report (sandbox.h struct
  * sandbox_report: "VSBX", AUDIT_ARCH_X86_64, nr 41 = socket, ip 0) to fd 4. */
 #define SH_READY "printf '\\000\\000\\000\\002\\122\\000' >&3"
-#define SH_REPORT_SOCKET "printf 'VSBX\\076\\000\\000\\300\\051\\000\\000\\000" \
-	"\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000' >&4"
 
 /* Status of NIC id over c; false when it is not there. */
 static bool nic_status(struct vnic_conn *c, const char *id, struct vnic_nic_status *ret)
@@ -292,7 +290,6 @@ START_TEST(s_worker_argv_user_and_sandbox_off)
 	ck_assert_str_eq(buf, "args:--nic nicA --user nobody --sandbox off\n");
 	close(w.ctrl_fd);
 	close(w.pidfd);
-	close(w.report_fd);
 	st_rmdir(tmpdir);
 }
 END_TEST
@@ -403,16 +400,17 @@ START_TEST(s1_violation_reported_and_restarted)
 	struct vnic_nic_status n;
 	struct vnic_remove_result rr;
 	struct st_guest g;
-	char body[768], mark[128];
+	char body[2048], mark[128];
 	pid_t first;
 
 	/* The first worker is READY, then its "sandbox" catches socket(2):
-	 * report to fd 4, death by SIGSYS. The restarted one just runs. */
+	 * the record in its stats page, death by SIGSYS. The restarted one
+	 * just runs. */
 	mk_tmpdir();
 	snprintf(mark, sizeof(mark), "%s/violated", tmpdir);
 	snprintf(body, sizeof(body),
 		 "if [ -e %s ]; then " SH_READY "; exec sleep 60; fi\n"
-		 ": > %s; " SH_READY "; sleep 0.2; " SH_REPORT_SOCKET "; kill -SYS $$",
+		 ": > %s; " ST_SH_STORE_VIOLATION SH_READY "; sleep 0.2; kill -SYS $$",
 		 mark, mark);
 	st_vnicd_start(&vd, write_script("w.sh", body), NULL);
 	c = st_connect(&vd);

@@ -622,9 +622,12 @@ static void worker_case(struct worker_store *s, int i, enum wire_peer *ret_from,
 		s->env.error = &s->error;
 		break;
 	case 9:
-		/* With the optional inflight region: one more fd, last. */
+		/* With the inflight region (in the stats page's memfd) and
+		 * a dirty log: the log's fd, last. */
 		worker_config(s, 2, 2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
 		s->cfg.inflight_size = 4096;
+		s->cfg.inflight_offset = 4096;
+		s->cfg.log_size = 4096;
 		*ret_from = WIRE_PEER_SUPERVISOR;
 		*ret_nfds = 2 + 2 * 2 + 3;
 		break;
@@ -783,14 +786,19 @@ START_TEST(c2_config_layout)
 	ck_assert_uint_eq(wire_fd_call(&l, 3), 9);
 	ck_assert_int_eq(l.backend, 10);
 	ck_assert_int_eq(l.stats, 11);
-	ck_assert_int_eq(l.inflight, -1); /* inflight_size 0: no region, no fd */
-	/* The inflight region's fd comes after the stats page's. */
+	ck_assert_int_eq(l.log, -1); /* log_size 0: no log, no fd */
+	/* The inflight region lives in the stats page's memfd: no fd. */
 	s.cfg.inflight_size = 8192;
+	s.cfg.inflight_offset = 4096;
+	ck_assert_int_eq(wire_config_layout(&s.cfg, &l), 0);
+	ck_assert_uint_eq(l.total, 2 + 8 + 2);
+	/* The dirty log's fd comes after the stats page's. */
+	s.cfg.log_size = 4096;
 	ck_assert_int_eq(wire_config_layout(&s.cfg, &l), 0);
 	ck_assert_uint_eq(l.total, 2 + 8 + 3);
 	ck_assert_int_eq(l.backend, 10);
 	ck_assert_int_eq(l.stats, 11);
-	ck_assert_int_eq(l.inflight, 12);
+	ck_assert_int_eq(l.log, 12);
 	s.cfg.backend = VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_UNSPECIFIED;
 	ck_assert_int_eq(wire_config_layout(&s.cfg, &l), -EINVAL);
 }
@@ -1249,10 +1257,10 @@ START_TEST(c2_config_fd_count)
 	ck_assert_int_eq(wire_worker_send(sv[0], &w.env, fds, 8), -EINVAL);
 	send_packed(sv[0], &w.env.base, fds, 8);
 	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EBADMSG, &err);
-	/* With an inflight region the Config wants 9: 8 (the old shape) and
+	/* With a dirty log the Config wants 9: 8 (the shape without) and
 	 * 10 are rejected, 9 is accepted. */
 	w.cfg.backend = VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP;
-	w.cfg.inflight_size = 4096;
+	w.cfg.log_size = 4096;
 	send_packed(sv[0], &w.env.base, fds, 8);
 	expect_worker_reject(sv[1], WIRE_PEER_SUPERVISOR, -EPROTO, &err);
 	send_packed(sv[0], &w.env.base, fds, 10);
@@ -1264,7 +1272,7 @@ START_TEST(c2_config_fd_count)
 		ck_assert_int_eq(wire_worker_send(sv[0], &w.env, fds, 9), 0);
 		ck_assert_int_eq(wire_worker_recv(sv[1], WIRE_PEER_SUPERVISOR, &m, &got, &err), 0);
 		ck_assert_uint_eq(got.n, 9);
-		ck_assert_uint_eq(m->config->inflight_size, 4096);
+		ck_assert_uint_eq(m->config->log_size, 4096);
 		wire_fds_close(&got);
 		wire_worker_free(m);
 	}

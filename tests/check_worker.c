@@ -59,7 +59,7 @@ struct sim {
 	int ctrl;       /* our end */
 	pid_t pid;
 	uint64_t features;
-	int inflight_fd;   /* -1: Config without an inflight region */
+	uint64_t inflight_off; /* in stats_fd; 0: Config without an inflight region */
 	size_t inflight_size;
 	int log_fd;        /* -1: Config without a dirty log (issue 14) */
 	uint64_t log_size, log_offset;
@@ -94,7 +94,6 @@ static void sim_init(uint64_t features)
 	S.st = mmap(NULL, stats_page_size(2), PROT_READ | PROT_WRITE, MAP_SHARED, S.stats_fd, 0);
 	ck_assert_ptr_ne(S.st, MAP_FAILED);
 	ck_assert_int_eq(stats_page_init(S.st, stats_page_size(2), 2), 0);
-	S.inflight_fd = -1;
 	S.log_fd = -1;
 	sim_spawn();
 }
@@ -140,8 +139,6 @@ static void sim_free(void)
 	close(S.be[1]);
 	munmap(S.st, stats_page_size(2));
 	close(S.stats_fd);
-	if (S.inflight_fd >= 0)
-		close(S.inflight_fd);
 	if (S.ctrl >= 0)
 		close(S.ctrl);
 	tu_guest_free(&S.g);
@@ -208,9 +205,9 @@ static void send_config_table(uint32_t nqueues, Vnic__Worker__BackendKind kind, 
 	}
 	fds[n++] = S.be[0];
 	fds[n++] = S.stats_fd;
-	if (S.inflight_fd >= 0) {
-		fds[n++] = S.inflight_fd;
+	if (S.inflight_off) { /* behind the stats page, in its memfd */
 		c.inflight_size = (uint32_t)S.inflight_size;
+		c.inflight_offset = S.inflight_off;
 	}
 	if (S.log_fd >= 0) {
 		fds[n++] = S.log_fd; /* last (worker.proto Config) */
@@ -986,10 +983,11 @@ static void k_inflight_setup(void)
 	unsigned qs[2] = { QSIZE, QSIZE };
 
 	S.inflight_size = inflight_region_size(2, qs);
-	S.inflight_fd = memfd_create("inflight", MFD_CLOEXEC);
-	ck_assert_int_ge(S.inflight_fd, 0);
-	ck_assert_int_eq(ftruncate(S.inflight_fd, (off_t)S.inflight_size), 0);
-	k_region = mmap(NULL, S.inflight_size, PROT_READ | PROT_WRITE, MAP_SHARED, S.inflight_fd, 0);
+	S.inflight_off = (uint64_t)sysconf(_SC_PAGESIZE); /* the stats page is smaller */
+	ck_assert_uint_ge(S.inflight_off, stats_page_size(2));
+	ck_assert_int_eq(ftruncate(S.stats_fd, (off_t)(S.inflight_off + S.inflight_size)), 0);
+	k_region = mmap(NULL, S.inflight_size, PROT_READ | PROT_WRITE, MAP_SHARED, S.stats_fd,
+			(off_t)S.inflight_off);
 	ck_assert_ptr_ne(k_region, MAP_FAILED);
 	ck_assert_int_eq(inflight_region_init(k_region, S.inflight_size, 2, qs), 0);
 	k_nfree = 0;

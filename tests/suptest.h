@@ -89,4 +89,28 @@ struct vnic_nic_status st_one_nic(struct vnic_conn *c);
 /* Number of NICs the supervisor reports (over a fresh status call). */
 int st_nic_count(struct vnic_conn *c);
 
+/*
+ * ST_SH_STORE_VIOLATION: shell lines for a scripted worker (fd 3 its
+ * control socket) that take the Config and its fds off fd 3 and store a
+ * sandbox violation record (sandbox.h struct sandbox_report: magic "VSBX",
+ * x86_64, nr 41 = socket, ip 0) where a real worker's SIGSYS handler
+ * does: bytes 24..47 of the stats page, at the start of the Config's
+ * "vnic-worker" memfd (workers/stats.h asserts the offset). Python, to
+ * receive the fds and map the page; the script then dies by SIGSYS. No
+ * '%' in it: it may be part of a printf format.
+ */
+#define ST_SH_STORE_VIOLATION                                                              \
+	"/usr/bin/python3 - <<'EOF'\n"                                                    \
+	"import mmap, os, socket, struct\n"                                               \
+	"s = socket.socket(fileno=3)\n"                                                   \
+	"_, anc, _, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(253 * 4))\n"                 \
+	"fds = [f for lvl, typ, d in anc if typ == socket.SCM_RIGHTS\n"                   \
+	"       for f in struct.unpack(str(len(d) // 4) + 'i', d[:len(d) // 4 * 4])]\n"  \
+	"for f in fds:\n"                                                                 \
+	"    if 'vnic-worker' in os.readlink('/proc/self/fd/' + str(f)):\n"               \
+	"        m = mmap.mmap(f, 4096)\n"                                                \
+	"        m[24:48] = struct.pack('<IIiIQ', 0x58425356, 0xc000003e, 41, 0, 0)\n"    \
+	"s.detach()\n"                                                                    \
+	"EOF\n"
+
 #endif

@@ -9,12 +9,12 @@
  *          becomes (default: "vnicd" if that user exists, else "nobody");
  *          --sandbox off is for debugging only and is reported as such.
  *   fds:   3 = the control socket, AF_UNIX SOCK_SEQPACKET (worker.proto
- *          framing, proto/wire.h); 4 = optional write end of a pipe for
- *          the sandbox violation record (sandbox.h); 0-2 as the
- *          supervisor left them; no other fd is inherited.
+ *          framing, proto/wire.h); 0-2 as the supervisor left them; no
+ *          other fd is inherited. A sandbox violation's record goes to
+ *          the stats page (sandbox.h).
  *   Everything else (guest memory memfds, kick/call eventfds, backend fd,
- *   stats page memfd, optional inflight region memfd, optional dirty log
- *   memfd) arrives in the Config message (worker.proto); a new dirty log
+ *   the memfd of the stats page and the optional inflight region behind
+ *   it, optional dirty log memfd) arrives in the Config message (worker.proto); a new dirty log
  *   may arrive later in SetDirtyLog (live migration, issue 14).
  *
  * Order, as the design asks (DESIGN "Supervisor <-> worker", STYLE 10):
@@ -135,7 +135,8 @@ static void worker_fault_step(struct vring *vq, enum vring_inflight_step step)
 #endif
 
 /* Step 4, last part: the inflight region (shm/inflight.h), created by the
- * supervisor and kept across restarts. Checked as a whole here (C8); the
+ * supervisor in the stats page's memfd at inflight_offset and kept across
+ * restarts. Checked as a whole here (C8); the
  * in-flight records of a LIVE queue are checked by the recovery at Start,
  * which reads guest memory and so runs inside the sandbox. */
 static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, int fd,
@@ -143,20 +144,29 @@ static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, i
 {
 	struct inflight_queue *iq[INFLIGHT_MAX_QUEUES];
 	unsigned qsize[INFLIGHT_MAX_QUEUES];
+	uint64_t off = c->inflight_offset, page = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct stat st;
 	void *p;
 	int r;
 
 	for (unsigned j = 0; j < w->nqueues; j++)
 		qsize[j] = c->queues[j]->size;
-	/* The memfd must hold what Config says, or mapping it could fault
-	 * (SIGBUS) on a page beyond its end. */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < c->inflight_size) {
-		snprintf(err, errlen, "inflight region: fd is not a file of %u bytes",
-			 c->inflight_size);
+	/* Page-aligned (mmap), past the stats page (never both views of one
+	 * byte), and the offset bounded before any sum, so nothing wraps. */
+	if (off % page || off < c->stats_size || off > ((uint64_t)1 << 40)) {
+		snprintf(err, errlen, "inflight region: offset %llu is not a page boundary past the "
+			 "stats page", (unsigned long long)off);
 		return -EINVAL;
 	}
-	p = mmap(NULL, c->inflight_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* The memfd must hold what Config says, or mapping it could fault
+	 * (SIGBUS) on a page beyond its end. */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < off + c->inflight_size) {
+		snprintf(err, errlen, "inflight region: fd is not a file of %llu bytes",
+			 (unsigned long long)(off + c->inflight_size));
+		return -EINVAL;
+	}
+	p = mmap(NULL, c->inflight_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	if (p == MAP_FAILED) {
 		r = -errno;
 		snprintf(err, errlen, "inflight region: mmap: %s", strerror(errno));
@@ -432,8 +442,8 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 	if (r < 0)
 		return r;
 	w->restarts = c->restarts;
-	if (lay.inflight >= 0)
-		r = configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
+	if (c->inflight_size > 0)
+		r = configure_inflight(w, c, fds->fd[lay.stats], err, errlen);
 	if (r == 0 && w->log)
 		net_log_used_rings(w->net); /* the set-up's stores, a predecessor's */
 	return r;
@@ -535,16 +545,12 @@ static void usage(void)
 struct worker_args {
 	const char *user;  /* NULL: privdrop's default */
 	bool sandbox;      /* false only with --sandbox off */
-	int report_fd;     /* WORKER_REPORT_FD when it is a pipe, else -1 */
 };
 
 static int parse_args(int argc, char **argv, struct worker *w, struct worker_args *a)
 {
-	struct stat st;
-
 	a->user = NULL;
 	a->sandbox = true;
-	a->report_fd = -1;
 	if (argc < 3 || strcmp(argv[1], "--nic") != 0 || argv[2][0] == '\0')
 		return -EINVAL;
 	snprintf(w->nic_id, sizeof(w->nic_id), "%s", argv[2]);
@@ -570,8 +576,6 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 		else
 			return -EINVAL;
 	}
-	if (fstat(WORKER_REPORT_FD, &st) == 0 && S_ISFIFO(st.st_mode))
-		a->report_fd = WORKER_REPORT_FD;
 	return 0;
 }
 
@@ -597,7 +601,8 @@ static unsigned fd_ceiling(void)
 static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t uid, gid_t gid,
 			 char *err, size_t errlen)
 {
-	struct sandbox_cfg cfg = { .report_fd = a->report_fd };
+	/* A violation's record goes to the stats page, mapped by now. */
+	struct sandbox_cfg cfg = { .report = w->stats ? &w->stats->violation : NULL };
 	int r;
 
 	if (!a->sandbox) {
@@ -648,15 +653,12 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 /* Step 5: keep the control socket, kick/call eventfds and the backend;
  * the memfds are mapped and the stats memfd too, so they go (with
  * anything else the process may hold). Closes fds, the Config's. */
-static int close_unneeded_fds(struct worker *w, const struct worker_args *a,
-			      struct wire_fds *fds)
+static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 {
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3];
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 1 + 3];
 	unsigned nkeep = 0;
 
 	keep[nkeep++] = WORKER_CTRL_FD;
-	if (a->report_fd >= 0)
-		keep[nkeep++] = a->report_fd;
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		keep[nkeep++] = w->q[j].kick_fd;
 		keep[nkeep++] = w->q[j].call_fd;
@@ -729,7 +731,7 @@ static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid
 
 	/* 5. The Config is taken apart: only the fds we keep stay. */
 	wire_worker_free(m);
-	r = close_unneeded_fds(w, a, &fds);
+	r = close_unneeded_fds(w, &fds);
 	free(region_fds); /* those fds are mapped, and now closed */
 	if (r < 0) {
 		worker_send_error(w, -r, "closing inherited fds");

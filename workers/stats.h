@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "libvnic.h"
+#include "sandbox.h"
 
 #define STATS_MAGIC   0x54415453434e5656ull /* "VVNCSTAT" little-endian */
 #define STATS_VERSION 2u
@@ -86,7 +87,11 @@ struct stats_page {
 	uint32_t nqueues;
 	uint32_t queue_stride; /* sizeof(struct stats_queue) */
 	uint32_t reserved32;
-	uint64_t reserved[4];
+	/* The worker's SIGSYS handler stores its record here (sandbox.h):
+	 * the supervisor clears it before each start and reads it after a
+	 * death by SIGSYS. Written only by a dying worker; untrusted. */
+	struct sandbox_report violation;
+	uint64_t reserved;
 	/* Liveness (issue 11): the worker adds 1 every WORKER_BEAT_MS; the
 	 * supervisor's watchdog compares it over time (stats_heartbeat). */
 	uint64_t heartbeat;
@@ -97,6 +102,9 @@ _Static_assert(STATS_NCOUNTERS + 1 <= STATS_QUEUE_SLOTS,
 	       "VNIC_QUEUE_COUNTERS outgrew the page's slots: grow STATS_QUEUE_SLOTS and the stride");
 _Static_assert(sizeof(struct stats_queue) == 320, "stats_queue is 320 bytes in version 2");
 _Static_assert(sizeof(struct stats_page) == 64, "stats_page header is 64 bytes in version 2");
+_Static_assert(offsetof(struct stats_page, violation) == 24 &&
+		       sizeof(struct sandbox_report) == 24,
+	       "the violation record is bytes 24..47 of the page (check_supervisor writes it there)");
 
 /* stats_page_size - bytes of a page describing nqueues queues. */
 static inline size_t stats_page_size(unsigned nqueues)
