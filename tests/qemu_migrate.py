@@ -22,8 +22,19 @@ reaped before GET_VRING_BASE ring 0 was answered.  Figures (QEMU's
 downtime and total time, the worst gap between two ping replies in the
 guest, pings lost) are logged, not asserted: tools/bench_migrate.py
 compares them over rounds.  VNIC_MIGRATE_CASES=anchor,server,client picks
-cases (default all)."""
+cases (default all).
+
+A guest that crashes (an oops on its console) around a migration is not
+a failed check but a crashed attempt: the case boots a new guest and runs
+again, up to ATTEMPTS times, and every crash is logged with its oops.  On
+some hosts QEMU 7.2's own TCG migration corrupts the guest's memory: seen
+on 2026-12-02 in about one anchor migration in three, with QEMU's own
+virtio-net and no vnicd at all.  An attempt that completes must pass every
+check.  A case whose every attempt crashed fails, unless this run saw the
+anchor's guest crash too (QEMU itself is then shown unfit here): the test
+is skipped with that reason."""
 import os
+import re
 import sys
 sys.dont_write_bytecode = True  # the source tree may be read-only
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest"))
@@ -33,6 +44,10 @@ from vmlib import Fail, log  # noqa: E402
 
 # case: back end, vnicd's mode, guest_announce (None: QEMU's default, on),
 # the migrations in order (each moves the guest to the other end).
+ATTEMPTS = 6  # guests booted per case at most, when they crash
+# What a guest kernel's console shows when it died.
+OOPS = re.compile(r"BUG: |general protection fault|Kernel panic|Oops: ")
+
 PLAN = {"anchor": ("qemu", "server", None, ["g2h"]),
         "server": ("vnicd", "server", None, ["h2g", "g2h"]),
         # guest_announce=off: the back end's SEND_RARP must announce, whatever
@@ -48,28 +63,24 @@ def main():
         raise Fail("VNIC_TOP_BUILDDIR is not set: run through make check")
     image = vmlib.build_guest(os.path.join(b, "tests/guest-image"))
     cases = os.environ.get("VNIC_MIGRATE_CASES", "anchor,server,client").split(",")
-    failures, rows = [], []
+    failures, rows, crashed = [], [], {}
     for c in cases:
-        kind, mode, announce, dirs = PLAN[c]
-        p = migrate_cases.Pair(kind, image, b, mode=mode, announce=announce, tag="m" + c[0])
-        try:
-            p.boot()
-            for d in dirs:
-                r = p.migrate(d)
-                rows.append(r)
-                bad = migrate_cases.check(r)
-                for x in bad:
-                    failures.append("%s %s: %s" % (p.label(), d, x))
-                if bad and "src_log" in r:
-                    log("source vnicd's log during the migration:\n" + r["src_log"][-3000:])
-                log("%s %s: %s" % (p.label(), d, "ok" if not bad else "FAILED"))
-        except Fail as e:
-            failures.append("%s: %s" % (p.label(), e))
-            log("%s: FAILED: %s" % (p.label(), e))
-            for be in p.backends.values():
-                log("vnicd log (%s) tail:\n%s" % (be.id, be.v.log()[-3000:]))
-        finally:
-            p.close()
+        for attempt in range(1, ATTEMPTS + 1):
+            oops = run_case(c, image, b, failures, rows)
+            if not oops:
+                break
+            crashed[c] = crashed.get(c, 0) + 1
+            log("%s: attempt %d of %d: the guest crashed; its console:\n%s" % (
+                c, attempt, ATTEMPTS, oops))
+        else:
+            if crashed.get("anchor"):
+                vmlib.skip("the guest crashed in all %d attempts of case %s, and in %d of the "
+                           "anchor's (QEMU's own virtio-net, no vnicd): QEMU's TCG migration "
+                           "corrupts guests on this host" % (ATTEMPTS, c, crashed["anchor"]))
+            failures.append("%s: the guest crashed in all %d attempts (never the anchor's)" % (
+                c, ATTEMPTS))
+    if crashed:
+        log("guests crashed around a migration (attempts per case): %s" % crashed)
     log("| case | downtime ms | total ms | worst gap ms | lost | TCP |")
     for r in rows:
         log("| %s %s %s | %s | %s | %.0f | %d | %s |" % (
@@ -78,6 +89,52 @@ def main():
     if failures:
         raise Fail("; ".join(failures))
     log("PASS: %s" % ", ".join(cases))
+
+
+def run_case(c, image, b, failures, rows):
+    """One attempt at case c: boot, migrate as PLAN says, check.  Returns
+    the guest's oops lines when it crashed (nothing of the attempt is
+    then kept), else "" with its rows and failures added."""
+    kind, mode, announce, dirs = PLAN[c]
+    p = migrate_cases.Pair(kind, image, b, mode=mode, announce=announce, tag="m" + c[0])
+    mine_f, mine_r = [], []
+    try:
+        p.boot()
+        for d in dirs:
+            r = p.migrate(d)
+            if oops_of(p):
+                break
+            mine_r.append(r)
+            bad = migrate_cases.check(r)
+            for x in bad:
+                mine_f.append("%s %s: %s" % (p.label(), d, x))
+            if bad and "src_log" in r:
+                log("source vnicd's log during the migration:\n" + r["src_log"][-3000:])
+            log("%s %s: %s" % (p.label(), d, "ok" if not bad else "FAILED"))
+    except (Fail, OSError) as e:
+        if not oops_of(p):
+            mine_f.append("%s: %s" % (p.label(), e))
+            log("%s: FAILED: %s" % (p.label(), e))
+            for be in p.backends.values():
+                log("vnicd log (%s) tail:\n%s" % (be.id, be.v.log()[-3000:]))
+    finally:
+        p.close()
+    oops = oops_of(p)
+    if not oops:
+        failures.extend(mine_f)
+        rows.extend(mine_r)
+    return oops
+
+
+def oops_of(p):
+    """The first lines of a guest oops on p's console, or ""."""
+    try:
+        with open(p.console, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    m = OOPS.search(text)
+    return text[m.start():m.start() + 1500] if m else ""
 
 
 if __name__ == "__main__":
