@@ -1,15 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# bench_dpdk_ring.sh VNIC_BENCH [ROUNDS] [SECONDS] [SIZES] - the polling fast path
-# against DPDK, in one run, alternating (both sides poll, the fair case):
-#   vnicd's ring: `vnic-bench ring` mode poll (vring.c device, vring_drv
-#     guest, two processes, the device copies each buffer out);
+# bench_dpdk_ring.sh VNIC_BENCH [ROUNDS] [SECONDS] [SIZES] - vnicd's ring
+# engine against DPDK's, in one run, alternating (issue 17's "keep the ring
+# engine honest"):
+#   vnicd's ring: `vnic-bench ring` (vring.c device, vring_drv guest, two
+#     processes, the device copies each buffer out), in two modes: poll
+#     (both sides spin, as DPDK does: the like-for-like case) and
+#     suppressed (EVENT_IDX kicks and interrupts, nobody spins);
 #   DPDK: dpdk-testpmd net_vhost (rxonly, the device; it copies each
 #     buffer into an mbuf) fed by dpdk-testpmd net_virtio_user (txonly),
 #     each pinned to one of the two cores, --no-huge; Rx-pps of the vhost
 #     side, median of its 1 s samples after the first.
 # At 64 and 1518 bytes; prints min / median / max Mpps of each and the
-# ratio of the medians, with the load average. Needs dpdk-testpmd (Debian
+# ratios of the medians (vnicd / DPDK), with the load average. Needs dpdk-testpmd (Debian
 # dpdk) and its PMDs. Every process is bounded by timeout(1).
 set -eu
 BENCH=$1 ROUNDS=${2:-3} SECS=${3:-6} SIZES=${4:-64 1518}
@@ -37,25 +40,31 @@ dpdk_once() { # SIZE -> Mpps on stdout
 		for (i = 0; i < m; i++) for (j = i + 1; j < m; j++) if (w[j] < w[i]) { t = w[i]; w[i] = w[j]; w[j] = t }
 		printf "%.3f\n", (m % 2 ? w[(m - 1) / 2] : (w[m / 2 - 1] + w[m / 2]) / 2) / 1e6 }' "$TMP/vh.log"
 }
-ring_once() { # SIZE -> Mpps
-	timeout -k 2 $((SECS + 20)) "$BENCH" ring --runs 1 --seconds "$SECS" --sizes "$1" |
-		awk '$2 == "poll" { print $3 }'
+ring_once() { # SIZE -> "suppressed-Mpps poll-Mpps"
+	timeout -k 2 $((SECS * 4 + 20)) "$BENCH" ring --runs 1 --seconds "$SECS" --sizes "$1" |
+		awk '$2 == "suppressed" { s = $3 } $2 == "poll" { p = $3 } END { print s + 0, p + 0 }'
 }
 echo "load average at start: $(cat /proc/loadavg)"
 for size in $SIZES; do
 	: >"$TMP/d.$size"
 	: >"$TMP/r.$size"
+	: >"$TMP/s.$size"
+	: >"$TMP/p.$size"
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
 		dpdk_once $size >>"$TMP/d.$size"
 		ring_once $size >>"$TMP/r.$size"
 		r=$((r + 1))
 	done
+	awk '{ print $1 }' "$TMP/r.$size" >"$TMP/s.$size"
+	awk '{ print $2 }' "$TMP/r.$size" >"$TMP/p.$size"
 done
 echo "load average at end:   $(cat /proc/loadavg)"
 stat() { sort -g "$1" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f %.2f", v[1], m, v[NR] }'; }
-printf '%-6s %-26s %-26s %s\n' bytes "DPDK vhost Mpps min/med/max" "vnicd ring poll Mpps" "vnicd/DPDK (medians)"
+ratio() { echo "$1 $2" | awk '{ if ($2 > 0) printf "%.2f", $5 / $2; else print "-" }'; }
+printf '%-6s %-22s %-22s %-22s %s\n' bytes "DPDK vhost Mpps" "vnicd suppressed Mpps" "vnicd poll Mpps" \
+	"vnicd/DPDK suppressed, poll (medians)"
 for size in $SIZES; do
-	d=$(stat "$TMP/d.$size") v=$(stat "$TMP/r.$size")
-	printf '%-6s %-26s %-26s %s\n' $size "$d" "$v" "$(echo "$d $v" | awk '{ if ($2 > 0) printf "%.2f", $5 / $2; else print "-" }')"
+	d=$(stat "$TMP/d.$size") s=$(stat "$TMP/s.$size") p=$(stat "$TMP/p.$size")
+	printf '%-6s %-22s %-22s %-22s %s, %s\n' $size "$d" "$s" "$p" "$(ratio "$d" "$s")" "$(ratio "$d" "$p")"
 done
