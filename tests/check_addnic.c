@@ -821,7 +821,7 @@ START_TEST(two_pairs_add_status_remove)
 	struct vnic_remove_result rr;
 	struct vnic_queue q[4];
 	struct vnic_status *st = NULL;
-	int ev[8], pid0, pid1;
+	int ev[8], pid0, pid1, before;
 
 	if (!tap_env(ns, sizeof(ns)))
 		return;
@@ -858,7 +858,13 @@ START_TEST(two_pairs_add_status_remove)
 					 0);
 			bf[k] = sp[k][1];
 		}
+		before = st_fd_count(lv.pid);
 		ck_assert_int_eq(vnic_add_nic_backends(lconn, &lg.cfg, bf, 2, err, sizeof(err)), 0);
+		/* What vnicd holds for it (issue 15): the memfd once, shared
+		 * by the pairs, and per pair 4 eventfds, the backend, the
+		 * worker's memfd (stats and inflight), control socket and
+		 * pidfd. Each pair's copy of the memfd was closed. */
+		ck_assert_int_eq(st_fd_count(lv.pid) - before, 1 + 2 * 8);
 		ck_assert_int_eq(vnic_status(lconn, &st), 0);
 		ck_assert_uint_eq(st->pairs[0].npairs, 2);
 		vnic_status_free(st);
