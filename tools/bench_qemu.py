@@ -15,7 +15,11 @@ guest->host (g2h) for --seconds, a ping request/response latency (--rr),
 and the unplug time (QMP device_del until DEVICE_DELETED and until the
 guest's eth0 is gone); --runs rounds alternate over the back ends.  CPU
 seconds per GB: the guest's vCPU thread, QEMU's other threads, and the
-back end's processes (vnicd and its workers, or testpmd).
+back end's processes (vnicd and its workers, or testpmd).  Where the time
+goes, per GB and direction: the interrupts the guest took on its virtio
+device (/proc/interrupts in the guest), the wake-ups (context switches) of
+QEMU's threads other than the vCPU and of the back end's processes, and
+for vnicd the kicks it received and the interrupts it sent (its counters).
 --lifecycle adds, on vnicd: the ping gap across a worker SIGKILL (server
 mode) and across a vnicd SIGKILL + restart (client mode).
 Needs root, qemu-system-x86, iperf3, linux-image-amd64, busybox-static
@@ -67,6 +71,58 @@ def boot(cfg, a, image, ns, mode="server"):
     return g, b
 
 
+def guest_irqs(g):
+    """Interrupts the guest took on its virtio device(s), all CPUs."""
+    out = g.run("cat /proc/interrupts")[1]
+    n = 0
+    for line in out.splitlines():
+        if "virtio" in line:
+            n += sum(int(x) for x in line.split()[1:] if x.isdigit())
+    return n
+
+
+def wakeups(pids, skip_vcpu=False):
+    """Context switches (voluntary + not) of every thread of pids; with
+    skip_vcpu, not of QEMU's vCPU threads (debug-threads=on names them)."""
+    n = 0
+    for pid in pids:
+        base = "/proc/%d/task" % pid
+        try:
+            tids = os.listdir(base)
+        except FileNotFoundError:
+            continue
+        for t in tids:
+            try:
+                with open("%s/%s/status" % (base, t)) as f:
+                    st = f.read()
+            except FileNotFoundError:
+                continue
+            if skip_vcpu and re.search(r"^Name:\s+CPU ", st, re.M):
+                continue
+            n += sum(int(x) for x in re.findall(r"ctxt_switches:\s+(\d+)", st))
+    return n
+
+
+def be_counts(b):
+    """vnicd's kicks received and interrupts sent, over the NIC's queues."""
+    n = (b.nic() or {}) if isinstance(b, backends.VnicdBackend) else {}
+    qs = n.get("queues", [])
+    return sum(q["kicks"] for q in qs), sum(q["interrupts"] for q in qs)
+
+
+def be_pid(b):
+    """The back end's top process (vnicd, or testpmd), or None."""
+    proc = getattr(getattr(b, "v", None) or getattr(b, "tp", None), "proc", None)
+    return proc.pid if proc else None
+
+
+def time_goes(g, b):
+    be = vmlib.tree_pids(be_pid(b)) if b and be_pid(b) else []
+    k, i = be_counts(b) if b else (0, 0)
+    return {"irqs": guest_irqs(g), "qemu_wake": wakeups([g.pid], skip_vcpu=True),
+            "be_wake": wakeups(be), "kicks": k, "be_irqs": i}
+
+
 def cpu_split(g):
     t = g.threads_cpu()
     vcpu = sum(v for k, v in t.items() if k.startswith("CPU "))
@@ -83,12 +139,15 @@ def one_run(cfg, a, image):
         for d in ("h2g", "g2h"):
             v0, o0 = cpu_split(g)
             b0 = b.cpu() if b else 0.0
+            w0 = time_goes(g, b)
             gbps, nbytes, _ = vmlib.iperf3(ns, GUEST, a.seconds, reverse=d == "g2h")
             v1, o1 = cpu_split(g)
             b1 = b.cpu() if b else 0.0
+            w1 = time_goes(g, b)
             gb = nbytes / 1e9
             res[d] = {"gbps": gbps, "vcpu": (v1 - v0) / gb, "qemu": (o1 - o0) / gb,
                       "backend": (b1 - b0) / gb}
+            res[d].update({k: (w1[k] - w0[k]) / gb for k in w0})
         if a.rr:
             rc, out = g.run("ping -c %d -i 0.02 -W 1 %s" % (a.rr, HOST), timeout=a.rr + 30,
                             check=False)
@@ -217,6 +276,17 @@ def main():
             c, mmm([x["h2g"]["gbps"] for x in rs]), mmm([x["g2h"]["gbps"] for x in rs]),
             cpu["h2g"], cpu["g2h"], med([x["unplug"]["deleted"] for x in rs]),
             med([x["unplug"]["gone"] for x in rs]), rr))
+    print("\nWhere the time goes, per GB, median (thousands): guest interrupts on its virtio "
+          "device; wake-ups of QEMU's non-vCPU threads and of the back end; vnicd's kicks "
+          "received and interrupts sent\n\n| back end | dir | guest irqs | QEMU wake-ups | "
+          "back-end wake-ups | kicks | interrupts sent |\n|---|---|---|---|---|---|---|")
+    for c in cfgs:
+        for d in ("h2g", "g2h"):
+            rs = [x[d] for x in res[c]]
+            if rs:
+                print("| %s | %s | %s |" % (c, d, " | ".join(
+                    "%.1f" % (statistics.median(x[k] for x in rs) / 1000)
+                    for k in ("irqs", "qemu_wake", "be_wake", "kicks", "be_irqs"))))
     ref = cfgs[0]
     print("\nRatio to %s in the same round (the fairest figure on a loaded machine), "
           "min/median/max:\n\n| back end | h2g | g2h |\n|---|---|---|" % ref)
