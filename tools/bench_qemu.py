@@ -7,6 +7,8 @@
   timer    QEMU's own virtio-net, tx=timer (x-txtimer=150000,x-txburst=256)
   vnicd    -netdev vhost-user -> vnicd (server mode) -> tap
   vnicd:P  the same with vnicd's TX policy P (timer|bh|adaptive|poll)
+  vnicd@N  the same with N queue pairs (queues=N, mq=on; issue 15): give
+           the guest vCPUs (--smp) and flows (--streams) to spread
   testpmd  -netdev vhost-user -> DPDK testpmd, net_vhost <-> net_tap, io
            forwarding (the guest's TSO/UFO are off: net_tap has none)
 
@@ -46,13 +48,16 @@ def boot(cfg, a, image, ns, mode="server"):
     d = vmlib.tmpdir()
     sock = os.path.join(d, "vhost.sock")
     b = None
+    cfg, _, q = cfg.partition("@")
+    queues = int(q or 1)
     if cfg in ("bh", "timer"):
-        g = vmlib.Guest(image, ("tap", TAP, cfg), ip=GUEST + "/24", netns=ns, workdir=d)
+        g = vmlib.Guest(image, ("tap", TAP, cfg), ip=GUEST + "/24", netns=ns, workdir=d,
+                        smp=a.smp)
     elif cfg.startswith("vnicd"):
         policy = cfg.split(":", 1)[1] if ":" in cfg else None
         b = backends.VnicdBackend(a.builddir, ns, sock, mode, tap=TAP, workdir=d, policy=policy)
         g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
-                        netns=ns, workdir=d)
+                        netns=ns, workdir=d, smp=a.smp, queues=queues)
     elif cfg == "testpmd":
         b = backends.TestpmdBackend(ns, sock, mode, tap=TAP, workdir=d)
         g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
@@ -135,12 +140,17 @@ def one_run(cfg, a, image):
     res = {}
     try:
         g.iperf3_server()
+        # Flows hashed over every TX queue, not bound to the sending CPU
+        # (iperf3 sends all its streams from one thread).
+        g.run("for f in /sys/class/net/eth0/queues/tx-*/xps_cpus; do echo 0 > $f; done",
+              check=False)
         vmlib.iperf3(ns, GUEST, 1)  # warm-up
         for d in ("h2g", "g2h"):
             v0, o0 = cpu_split(g)
             b0 = b.cpu() if b else 0.0
             w0 = time_goes(g, b)
-            gbps, nbytes, _ = vmlib.iperf3(ns, GUEST, a.seconds, reverse=d == "g2h")
+            gbps, nbytes, _ = vmlib.iperf3(ns, GUEST, a.seconds, reverse=d == "g2h",
+                                           extra="-P %d" % a.streams if a.streams > 1 else "")
             v1, o1 = cpu_split(g)
             b1 = b.cpu() if b else 0.0
             w1 = time_goes(g, b)
@@ -232,6 +242,8 @@ def main():
     p.add_argument("--configs", default="bh,timer,vnicd,testpmd")
     p.add_argument("--rr", type=int, default=0, help="ping request/response count (0: none)")
     p.add_argument("--lifecycle", action="store_true")
+    p.add_argument("--smp", type=int, default=1, help="the guest's vCPUs (default 1)")
+    p.add_argument("--streams", type=int, default=1, help="iperf3 -P (default 1)")
     a = p.parse_args()
     vmlib.need_root()
     vmlib.need_qemu()
