@@ -220,7 +220,10 @@ def lifecycle(a, image):
     ns = vmlib.Netns("l")
     g, b = boot("vnicd", a, image, ns, "client")
 
+    t_kill = [None]
+
     def restart():
+        t_kill[0] = time.strftime("%H:%M:%S", time.gmtime()) + ".%03d" % (time.time() % 1 * 1000)
         b.restart_vnicd(signal.SIGKILL)
         if b.nic() is None:
             b.add()
@@ -228,8 +231,10 @@ def lifecycle(a, image):
         vmlib.wait_for("tap", 20, lambda: ns.has_link(TAP), 0.1)
         ns.addr(TAP, HOST + "/24")
     try:
-        for _ in range(a.runs):
+        for i in range(a.runs):
             out["vnicd restart (client)"].append(ping_gap(g, restart))
+            log("vnicd restart %d (kill at %s): gap %.1f ms, %d pings lost" % (
+                (i + 1, t_kill[0]) + out["vnicd restart (client)"][-1]))
     finally:
         g.shutdown()
         b.close()
