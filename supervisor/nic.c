@@ -285,13 +285,6 @@ static struct nic_mem *nic_mem_sibling(const struct nic *n, const struct nic_spe
 	return NULL;
 }
 
-static void nic_mem_use(struct nic *n, struct nic_mem *m)
-{
-	n->mem = m;
-	n->regions = m->r;
-	n->nregions = m->n;
-}
-
 /* Drop n's reference: the last pair closes the fds. */
 static void nic_mem_put(struct nic *n)
 {
@@ -301,8 +294,6 @@ static void nic_mem_put(struct nic *n)
 	if (!m)
 		return;
 	n->mem = NULL;
-	n->regions = NULL;
-	n->nregions = 0;
 	if (--m->refs == 0) {
 		for (unsigned i = 0; i < m->n; i++)
 			close_fd(&m->r[i].fd);
@@ -341,8 +332,8 @@ void nic_close_vmm_fds(struct nic *n)
  * mapped, so memory the front end shrank gives a short read, not SIGBUS. */
 static int nic_read_guest_u16(const struct nic *n, uint64_t gpa, uint16_t *v)
 {
-	for (unsigned i = 0; i < n->nregions; i++) {
-		const struct memtable_region_desc *d = &n->regions[i];
+	for (unsigned i = 0; i < nic_nregions(n); i++) {
+		const struct memtable_region_desc *d = &nic_regions(n)[i];
 		ssize_t k;
 
 		if (d->fd < 0 || d->size < 2 || gpa < d->gpa || gpa - d->gpa > d->size - 2)
@@ -527,9 +518,9 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	unsigned nfds = 0;
 	int rc = -ENOMEM;
 
-	regs = calloc(n->nregions, sizeof(*regs));
-	rp = calloc(n->nregions, sizeof(*rp));
-	fds = calloc(n->nregions + 2 * NIC_NUM_QUEUES + 4, sizeof(*fds));
+	regs = calloc(nic_nregions(n), sizeof(*regs));
+	rp = calloc(nic_nregions(n), sizeof(*rp));
+	fds = calloc(nic_nregions(n) + 2 * NIC_NUM_QUEUES + 4, sizeof(*fds));
 	if (!regs || !rp || !fds) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -537,8 +528,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__config__init(&cfg);
 	vnic__vmm__policy__init(&pol);
-	for (unsigned i = 0; i < n->nregions; i++) {
-		const struct memtable_region_desc *g = &n->regions[i];
+	for (unsigned i = 0; i < nic_nregions(n); i++) {
+		const struct memtable_region_desc *g = &nic_regions(n)[i];
 
 		wire_region_pb(&regs[i], g->gpa, g->size, g->offset);
 		rp[i] = &regs[i];
@@ -561,7 +552,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.nic_id = n->id;
 	cfg.features = n->features;
 	cfg.mtu = n->mtu;
-	cfg.n_regions = n->nregions;
+	cfg.n_regions = nic_nregions(n);
 	cfg.regions = rp;
 	cfg.n_queues = NIC_NUM_QUEUES;
 	cfg.queues = qp;
@@ -832,7 +823,7 @@ static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wir
 	if (sib) {
 		free(n->mem); /* empty: no fd in it yet */
 		sib->refs++;
-		nic_mem_use(n, sib);
+		n->mem = sib;
 		for (unsigned i = 0; i < spec->nregions; i++)
 			if (spec->regions[i].fd >= 0)
 				close(spec->regions[i].fd);
@@ -840,7 +831,6 @@ static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wir
 		n->mem->n = spec->nregions;
 		for (unsigned i = 0; i < spec->nregions; i++)
 			n->mem->r[i] = spec->regions[i];
-		nic_mem_use(n, n->mem);
 	}
 	for (unsigned i = 0; i < spec->nregions; i++)
 		if (fds)

@@ -220,9 +220,8 @@ struct nic {
 	enum nic_backend_type backend;
 	char ifname[32];            /* tap: the kernel's name */
 	char netns[64];
-	struct nic_mem *mem;        /* guest memory, maybe shared with sibling pairs */
-	unsigned nregions;          /* mem->n */
-	const struct memtable_region_desc *regions; /* mem->r */
+	struct nic_mem *mem;        /* guest memory, maybe shared with sibling pairs;
+				       NULL once closed (nic_regions, nic_nregions) */
 	struct nic_queue q[NIC_NUM_QUEUES];   /* by slot: use nic_vq() */
 	int backend_fd;             /* owned */
 	bool memory_unsealed_ok;    /* vhost-user memory (worker.proto Config) */
@@ -311,6 +310,17 @@ struct nic {
 };
 
 TAILQ_HEAD(nic_list, nic);
+
+/* The NIC's guest memory regions (its nic_mem), none once closed. */
+static inline unsigned nic_nregions(const struct nic *n)
+{
+	return n->mem ? n->mem->n : 0;
+}
+
+static inline const struct memtable_region_desc *nic_regions(const struct nic *n)
+{
+	return n->mem ? n->mem->r : NULL;
+}
 
 struct outframe {
 	STAILQ_ENTRY(outframe) link;

@@ -1237,7 +1237,7 @@ void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 		/* A log too small for the memory would lose the bits of the
 		 * pages above it, and with them those pages' migration. */
 		if (rc == 0)
-			rc = validate_log_covers(n->regions, n->nregions, d->size, err,
+			rc = validate_log_covers(nic_regions(n), nic_nregions(n), d->size, err,
 						 sizeof(err));
 		if (rc) {
 			log_info("conn %u: SetDirtyLog \"%s\" rejected: %s", c->id, n->id, err);
