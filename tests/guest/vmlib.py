@@ -78,6 +78,28 @@ def on_exit(fn):
     return fn
 
 
+# Files whose last lines explain a failure (a guest's console, a vnicd's
+# log): main() prints them when the run fails, since a CI log keeps the
+# test's output and nothing of its temporary directory.
+_evidence = {}
+
+
+def evidence(label, path):
+    _evidence[label] = path
+
+
+def _show_evidence(lines=25):
+    for label, path in _evidence.items():
+        try:
+            with open(path, errors="replace") as f:
+                tail = f.read().splitlines()[-lines:]
+        except OSError:
+            continue
+        log("---- last %d lines of %s (%s)" % (len(tail), label, path))
+        for line in tail:
+            log("  | " + line)
+
+
 def kill_tree(proc, grace=5.0):
     """SIGTERM the process group of proc, then SIGKILL after grace s."""
     if proc is None or proc.poll() is not None:
@@ -170,8 +192,12 @@ def main(fn):
     try:
         fn()
     except Fail as e:
+        _show_evidence()
         log("FAIL: %s" % e)
         sys.exit(1)
+    except Exception:
+        _show_evidence()
+        raise
 
 
 def loadavg():
@@ -282,8 +308,11 @@ class Guest:
 
     def __init__(self, image, nic, ip="198.18.0.2/24", mtu=None, netns=None, mem="512M",
                  workdir=None, name="vm", tso=True, incoming=False, mac=None, announce=None,
-                 memfd=None, console=None, smp=1, queues=1):
+                 memfd=None, console=None, smp=1, queues=1, hold=False):
         self.image, self.nic, self.ip, self.mtu = image, nic, ip, mtu
+        # hold: a destination that stays paused after the migration (-S),
+        # so migrate_to can compare its RAM with the source's (ramcheck).
+        self.hold = hold
         # smp: vCPUs; queues: the NIC's queue pairs (vhost-user only:
         # queues=N on the netdev, mq=on on the device; issue 15).
         self.smp, self.queues = smp, queues
@@ -338,6 +367,8 @@ class Guest:
                   "-numa", "node,memdev=mem"]
         if self.incoming:
             a += ["-incoming", "defer"]
+            if self.hold:
+                a += ["-S"]
         # Diagnosis (doc/benchmarks.md, the migration timeline):
         # VNIC_QEMU_TRACE="vhost_user_*,migrat*" and VNIC_QEMU_TRACE_DIR=DIR
         # write QEMU's trace events, stamped with the wall clock as vnicd's
@@ -385,6 +416,8 @@ class Guest:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err,
                                          stderr=err, start_new_session=True)
         on_exit(self.kill)
+        evidence("the guest's console", self.console)
+        evidence("QEMU's stderr (%s)" % self.name, self.stderr_path)
         wait_for("QEMU's sockets", 20, lambda: self._alive() and
                  os.path.exists(self.cmd_path) and os.path.exists(self.qmp_path))
         if on_sockets:
@@ -434,6 +467,12 @@ class Guest:
                     pass
             raise
         t_done = time.monotonic()
+        diff = None
+        if dst.hold:
+            wait_for("the destination to have the guest", 30,
+                     lambda: dst.qmp("query-status")["status"] == "paused", poll)
+            diff = self.ramcheck(dst)
+            dst.qmp("cont")
         wait_for("the destination to run", 30,
                  lambda: dst.qmp("query-status")["status"] == "running", poll)
         dst.seq, dst.buf = self.seq, dst.buf
@@ -442,7 +481,36 @@ class Guest:
                                         "ram")}
         out["t_done"] = t_done
         out["wall_ms"] = (t_done - self.t_migrate) * 1000
+        out["ram_diff"] = diff
         return out
+
+    def ramcheck(self, dst):
+        """The pages of guest RAM that differ between this source (stopped
+        by its completed migration) and dst (held paused, nothing run on it
+        yet): [(guest page number, bytes that differ)]. Both hold the
+        guest's memory as of the switch-over, so a page that differs is a
+        write the migration lost: one the source's dirty tracking (QEMU's
+        for the vCPU and its own devices, the back end's log for a
+        vhost-user device) never reported. Guest RAM from address 0, which
+        is all of it below 3 GiB."""
+        size = mem_bytes(self.mem)
+        if size > 3 << 30:
+            raise ValueError("ramcheck: RAM above 3 GiB is not contiguous")
+        paths = [os.path.join(self.dir, "%s.ram" % g.name) for g in (self, dst)]
+        try:
+            for g, path in zip((self, dst), paths):
+                g.qmp("pmemsave", val=0, size=size, filename=path)
+            diff = []
+            with open(paths[0], "rb") as a, open(paths[1], "rb") as b:
+                for page in range(size // 4096):
+                    x, y = a.read(4096), b.read(4096)
+                    if x != y:
+                        diff.append((page, sum(1 for i in range(4096) if x[i] != y[i])))
+            return diff
+        finally:
+            for path in paths:
+                if os.path.exists(path):
+                    os.unlink(path)
 
     def _alive(self):
         if self.proc.poll() is not None:
@@ -920,6 +988,14 @@ class Testpmd:
         self.logf.close()
 
 
+def mem_bytes(m):
+    """QEMU's -m size ("512M", "2G", "1024") in bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    if m[-1:].upper() in units:
+        return int(m[:-1]) * units[m[-1].upper()]
+    return int(m) << 20
+
+
 class Vnicd:
     """vnicd from a build tree, on a private control socket."""
 
@@ -945,6 +1021,7 @@ class Vnicd:
                                      stdout=self.logf, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
         on_exit(self.stop)
+        evidence("vnicd's log", self.log_path)
         wait_for("vnicd's socket", 10, lambda: self._alive() and os.path.exists(self.sock))
         return self
 
