@@ -7,6 +7,9 @@ side in one run (tests/guest/migrate_cases.py is the harness):
   vnicd         two vnicd endpoints in server mode (vnicd listens)
   vnicd-client  the same in client mode (QEMU listens, vnicd connects)
   qemu          QEMU's own virtio-net on two taps (tx=bh), the anchor
+  qemu-private  the same with the guest's RAM private to QEMU (not a
+                shared memfd, which vhost-user needs): a control for
+                --ramcheck
 
 Both ends' taps are ports of one bridge in a private netns that holds the
 host's address.  Each round boots the guest once per back end and migrates
@@ -20,7 +23,11 @@ ended without error and moved bytes after the switch-over), how the guest
 was announced on the destination's tap, and on vnicd the time from the
 source's GET_VRING_BASE to its answer (vnicd's log).  --announce off
 makes the device hide GUEST_ANNOUNCE (so the back end's SEND_RARP, or
-QEMU's RARP, is the only announcement).
+QEMU's RARP, is the only announcement).  --ramcheck holds each
+destination paused after the migration and compares its RAM with the
+source's page by page (a page that differs is a write the migration lost;
+vmlib's ramcheck), then lets it run: the time figures then include the
+comparison, so use it for correctness, not for gaps.
 Needs root, qemu-system-x86, iperf3, linux-image-amd64, busybox-static.
 TCG is slow and the machine may be shared: the load average is printed."""
 import os
@@ -34,13 +41,14 @@ import vmlib  # noqa: E402
 from vmlib import Fail  # noqa: E402
 
 CONFIGS = {"vnicd": ("vnicd", "server"), "vnicd-client": ("vnicd", "client"),
-           "qemu": ("qemu", "server")}
+           "qemu": ("qemu", "server"), "qemu-private": ("qemu", "server")}
 
 
 def one_round(cfg, a, image):
     kind, mode = CONFIGS[cfg]
     announce = {"on": True, "off": False, "default": None}[a.announce]
-    p = migrate_cases.Pair(kind, image, a.builddir, mode=mode, announce=announce, tag="b")
+    p = migrate_cases.Pair(kind, image, a.builddir, mode=mode, announce=announce, tag="b",
+                           ramcheck=a.ramcheck, private_ram=cfg == "qemu-private")
     out = {}
     try:
         p.boot()
@@ -77,6 +85,9 @@ def main():
                    help="comma-separated: vnicd, vnicd-client, qemu (default vnicd,qemu)")
     p.add_argument("--announce", choices=("default", "on", "off"), default="default",
                    help="virtio-net-pci guest_announce (default: QEMU's, on)")
+    p.add_argument("--ramcheck", action="store_true",
+                   help="compare the destination's RAM with the source's after each "
+                   "migration (pages lost)")
     a = p.parse_args()
     vmlib.need_root()
     vmlib.need_qemu()
@@ -98,11 +109,12 @@ def main():
         for c in (cfgs if rnd % 2 == 0 else cfgs[::-1]):
             try:
                 x = one_round(c, a, image)
-            except (Fail, SystemExit) as e:
+            except (Fail, SystemExit, OSError) as e:
                 # A skip (77: this vnicd has no vhost-user) costs the round;
                 # SIGTERM's exit ends the benchmark.
                 if isinstance(e, SystemExit) and e.code != vmlib.SKIP:
                     raise
+                # OSError: the guest's command socket broke (it crashed).
                 print("round %d %s: FAILED: %s" % (rnd + 1, c, e), flush=True)
                 failed[c] += 1
                 continue
@@ -117,12 +129,21 @@ def main():
                          if r.get("src_stop_ms") is not None else "",
                          "" if not r["failures"] else "; " + "; ".join(r["failures"]),
                          vmlib.loadavg()), flush=True)
+                if r.get("ram_diff") is not None:
+                    print("round %d %-12s %s: RAM check: %s" % (
+                        rnd + 1, c, d, migrate_cases.ram_diff_text(r["ram_diff"])), flush=True)
     print("\nloadavg at end %s\n" % vmlib.loadavg())
     print("| back end | dir | downtime ms min/med/max | worst gap in the guest ms min/med/max "
           "| pings lost min/med/max | TCP survived | total ms median | MiB sent in the "
           "downtime median | announcement | GET_VRING_BASE to answer ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for c in cfgs:
+        if a.ramcheck:
+            rs = res[c]["h2g"] + res[c]["g2h"]
+            print("| %s | RAM check | migrations that lost pages: %d of %d | pages lost "
+                  "min/med/max %s | | | | | | |" % (
+                      c, sum(1 for r in rs if r["ram_diff"]), len(rs),
+                      mmm([len(r["ram_diff"]) for r in rs])))
         if failed[c] and not res[c]["h2g"]:
             print("| %s | | failed (%d rounds) | | | | | | | |" % (c, failed[c]))
             continue

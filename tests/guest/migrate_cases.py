@@ -64,11 +64,19 @@ PARAMS = {"max_bandwidth": 4 << 30}
 
 class Pair:
     def __init__(self, kind, image, builddir=None, mode="server", announce=None, tag="m",
-                 workdir=None):
-        if kind not in ("vnicd", "qemu"):
+                 workdir=None, ramcheck=False, private_ram=False):
+        if kind not in ("vnicd", "qemu") or (private_ram and kind != "qemu"):
             raise ValueError(kind)
+        # private_ram: the guest's RAM private to QEMU instead of a shared
+        # memfd (QEMU's own device only: vhost-user needs shared memory).
+        self.private_ram = private_ram
         self.kind, self.image, self.builddir = kind, image, builddir
         self.mode, self.announce = mode, announce
+        # ramcheck: each destination is held paused after the migration
+        # while its RAM is compared with the source's (vmlib's ramcheck),
+        # then continued: the figures of time (downtime aside) include the
+        # comparison, so a ramcheck migration is for correctness only.
+        self.ramcheck, self.ram_diff = ramcheck, None
         self.dir = workdir or vmlib.tmpdir("vnic-mig.")
         self.console = os.path.join(self.dir, "console")
         self.ns = vmlib.Netns(tag)
@@ -116,7 +124,9 @@ class Pair:
             nic = ("tap", self.tap(end), "bh")
         g = vmlib.Guest(self.image, nic, ip=GUEST + "/24", netns=self.ns, workdir=self.dir,
                         name="vm%d%s" % (self.n, end), incoming=incoming, mac=MAC,
-                        announce=self.announce, memfd=True, console=self.console)
+                        announce=self.announce, memfd=not self.private_ram,
+                        console=self.console,
+                        hold=incoming and self.ramcheck)
         g.start(on_sockets=(lambda: self._add(end)) if b and self.mode == "client" else None)
         vmlib.wait_for("tap %s" % self.tap(end), 20, lambda: self.ns.has_link(self.tap(end)),
                        0.1)
@@ -182,6 +192,11 @@ class Pair:
             m = self._migrate(src, dst)
         finally:
             poll["run"] = False
+        self.ram_diff = m["ram_diff"]  # kept for a caller whose guest then dies
+        if m["ram_diff"] is not None:
+            # Now: a guest that the lost writes crash ends the run below.
+            log("%s %s %s->%s: RAM check: %s" % (self.label(), direction, src_end, dst_end,
+                                                ram_diff_text(m["ram_diff"])))
         c_dst0, c_src0 = queue_counts(db), queue_counts(sb)
         if sb and rx0 is not None and poll["rx"] is not None:
             # Frames the kernel queued on the source's tap during the run
@@ -194,7 +209,7 @@ class Pair:
         res.update(downtime=m["downtime"], total=m["total-time"], setup=m["setup-time"],
                    wall=m["wall_ms"], syncs=ram.get("dirty-sync-count"),
                    mib=ram.get("transferred", 0) / 2**20,
-                   final_mib=ram.get("downtime-bytes", 0) / 2**20)
+                   final_mib=ram.get("downtime-bytes", 0) / 2**20, ram_diff=m["ram_diff"])
         self.g, self.end = dst, dst_end
         after = m["t_done"] - t_iperf
         time.sleep(max(0.0, m["t_done"] + tail - time.monotonic()))
@@ -370,6 +385,8 @@ def summary(r):
             r["tcp_after"], r["rarp"], r["garp"],
             "%.0f" % r["announce_ms"] if r["announce_ms"] is not None else "-", r["fdb"]))
     s += ", ping socket drops %s, guest ICMP %s" % (r.get("ping_sock_drops"), r.get("guest_echo"))
+    if r.get("ram_diff") is not None:
+        s += "; RAM check: %s" % ram_diff_text(r["ram_diff"])
     if "dst_after" in r:
         s += "; dst rx0/tx0 %s -> %s -> %s, src workers %s (alive %s, %d spawned during), " \
              "src log: %s, GET_VRING_BASE to answer %s ms" % (
@@ -378,6 +395,16 @@ def summary(r):
                  " then ".join(r["src_order"]) or "-",
                  "%.0f" % r["src_stop_ms"] if r["src_stop_ms"] is not None else "-")
     return s
+
+
+def ram_diff_text(diff):
+    """vmlib's ramcheck result for people: how many pages the migration
+    lost, and the first of them (guest physical address: bytes that differ)."""
+    if not diff:
+        return "source and destination RAM identical"
+    return "%d pages differ (%s%s)" % (
+        len(diff), ", ".join("0x%x: %d B" % (pg * 4096, n) for pg, n in diff[:8]),
+        ", ..." if len(diff) > 8 else "")
 
 
 def fmt_q(c):
