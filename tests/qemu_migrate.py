@@ -34,11 +34,12 @@ crashed in this run, or one of up to CONTROLS control migrations (QEMU's
 own virtio-net, shared memfd RAM, h2g, no vnicd) lost pages: its
 destination is held paused while its RAM is compared with the source's
 page by page (vmlib's ramcheck), and any page that differs is a write the
-migration lost.  The test is then skipped with that figure.  On 2026-12-02's
-host QEMU 7.2's own migration of a guest in a shared memfd lost 26-78
-pages in 7 of 10 such h2g migrations, and none in 7 with private RAM
-(doc/benchmarks.md), so a
-skip says "cannot be judged on this host", never "vnicd is fine"."""
+migration lost.  The test is then skipped with that figure, which says "cannot be
+judged on this host", never "vnicd is fine".  Both QEMUs' memfds have
+prealloc=on (migrate_cases.py): without it, on 2026-12-02's host, QEMU
+7.2's own migration of a guest in a shared memfd lost 26-78 pages in 7 of
+10 h2g migrations and the guests crashed; with it, no page was lost in 28
+migrations, 16 of them vnicd's (doc/benchmarks.md)."""
 import os
 import re
 import sys

@@ -48,7 +48,8 @@ def one_round(cfg, a, image):
     kind, mode = CONFIGS[cfg]
     announce = {"on": True, "off": False, "default": None}[a.announce]
     p = migrate_cases.Pair(kind, image, a.builddir, mode=mode, announce=announce, tag="b",
-                           ramcheck=a.ramcheck, private_ram=cfg == "qemu-private")
+                           ramcheck=a.ramcheck, private_ram=cfg == "qemu-private",
+                           prealloc=not a.no_prealloc)
     out = {}
     try:
         p.boot()
@@ -85,6 +86,9 @@ def main():
                    help="comma-separated: vnicd, vnicd-client, qemu (default vnicd,qemu)")
     p.add_argument("--announce", choices=("default", "on", "off"), default="default",
                    help="virtio-net-pci guest_announce (default: QEMU's, on)")
+    p.add_argument("--no-prealloc", action="store_true",
+                   help="the guest's memfd without prealloc=on (loses guest writes in a "
+                   "migration on some hosts: doc/benchmarks.md)")
     p.add_argument("--ramcheck", action="store_true",
                    help="compare the destination's RAM with the source's after each "
                    "migration (pages lost)")

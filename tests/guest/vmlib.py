@@ -308,11 +308,15 @@ class Guest:
 
     def __init__(self, image, nic, ip="198.18.0.2/24", mtu=None, netns=None, mem="512M",
                  workdir=None, name="vm", tso=True, incoming=False, mac=None, announce=None,
-                 memfd=None, console=None, smp=1, queues=1, hold=False):
+                 memfd=None, console=None, smp=1, queues=1, hold=False, prealloc=False):
         self.image, self.nic, self.ip, self.mtu = image, nic, ip, mtu
         # hold: a destination that stays paused after the migration (-S),
         # so migrate_to can compare its RAM with the source's (ramcheck).
         self.hold = hold
+        # prealloc: the memfd's pages allocated when QEMU starts
+        # (prealloc=on). A migration needs it on some hosts: see
+        # migrate_cases.py.
+        self.prealloc = prealloc
         # smp: vCPUs; queues: the NIC's queue pairs (vhost-user only:
         # queues=N on the netdev, mq=on on the device; issue 15).
         self.smp, self.queues = smp, queues
@@ -363,7 +367,8 @@ class Guest:
             opts += ",guest_announce=" + ("on" if self.announce else "off")
         if self.memfd:
             # The issue's exact form: memfd guest memory, shared.
-            a += ["-object", "memory-backend-memfd,id=mem,size=%s,share=on" % self.mem,
+            a += ["-object", "memory-backend-memfd,id=mem,size=%s,share=on%s"
+                  % (self.mem, ",prealloc=on" if self.prealloc else ""),
                   "-numa", "node,memdev=mem"]
         if self.incoming:
             a += ["-incoming", "defer"]
