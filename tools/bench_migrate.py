@@ -49,7 +49,7 @@ def one_round(cfg, a, image):
     announce = {"on": True, "off": False, "default": None}[a.announce]
     p = migrate_cases.Pair(kind, image, a.builddir, mode=mode, announce=announce, tag="b",
                            ramcheck=a.ramcheck, private_ram=cfg == "qemu-private",
-                           prealloc=not a.no_prealloc)
+                           prealloc=not a.no_prealloc, iperf_args=a.iperf_args)
     out = {}
     try:
         p.boot()
@@ -86,6 +86,9 @@ def main():
                    help="comma-separated: vnicd, vnicd-client, qemu (default vnicd,qemu)")
     p.add_argument("--announce", choices=("default", "on", "off"), default="default",
                    help="virtio-net-pci guest_announce (default: QEMU's, on)")
+    p.add_argument("--iperf-args", default="",
+                   help="more iperf3 client options, e.g. '-b 2G' for the same stream rate on "
+                   "every back end")
     p.add_argument("--no-prealloc", action="store_true",
                    help="the guest's memfd without prealloc=on (loses guest writes in a "
                    "migration on some hosts: doc/benchmarks.md)")
@@ -101,10 +104,11 @@ def main():
     for c in cfgs:
         if c not in CONFIGS:
             raise Fail("unknown back end %s (%s)" % (c, ", ".join(CONFIGS)))
-    print("bench_migrate: %d rounds x %s, iperf3 until %.0f s after the switch-over, "
+    print("bench_migrate: %d rounds x %s, iperf3 %suntil %.0f s after the switch-over, "
           "guest_announce %s, "
           "max-bandwidth %d MiB/s; loadavg at start %s; %d CPUs"
-          % (a.runs, ",".join(cfgs), a.seconds, a.announce,
+          % (a.runs, ",".join(cfgs), a.iperf_args + " " if a.iperf_args else "", a.seconds,
+             a.announce,
              migrate_cases.PARAMS["max_bandwidth"] >> 20, vmlib.loadavg(), os.cpu_count()),
           flush=True)
     res = {c: {"h2g": [], "g2h": []} for c in cfgs}

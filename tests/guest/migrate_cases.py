@@ -64,7 +64,8 @@ PARAMS = {"max_bandwidth": 4 << 30}
 
 class Pair:
     def __init__(self, kind, image, builddir=None, mode="server", announce=None, tag="m",
-                 workdir=None, ramcheck=False, private_ram=False, prealloc=True):
+                 workdir=None, ramcheck=False, private_ram=False, prealloc=True,
+                 iperf_args=""):
         if kind not in ("vnicd", "qemu") or (private_ram and kind != "qemu"):
             raise ValueError(kind)
         # private_ram: the guest's RAM private to QEMU instead of a shared
@@ -76,6 +77,9 @@ class Pair:
         # with QEMU's own device, none of 6 with prealloc=on;
         # doc/benchmarks.md), and the guests crashed.
         self.prealloc = prealloc
+        # iperf_args: more iperf3 client options (e.g. "-b 2G": the same
+        # stream rate on every back end, so the guest is as busy on each).
+        self.iperf_args = iperf_args
         self.kind, self.image, self.builddir = kind, image, builddir
         self.mode, self.announce = mode, announce
         # ramcheck: each destination is held paused after the migration
@@ -174,7 +178,8 @@ class Pair:
         e0 = guest_rx_errors(src, _ECHO)
         src_drops0 = queue_counts(sb, "drops")
         ping = vmlib.GuestPing(src, HOST)
-        iperf = vmlib.iperf3_bg(self.ns, GUEST, seconds, reverse=direction == "g2h")
+        iperf = vmlib.iperf3_bg(self.ns, GUEST, seconds, reverse=direction == "g2h",
+                                extra=self.iperf_args)
         t_iperf = time.monotonic()
         time.sleep(LEAD)
         c_before = queue_counts(db)
