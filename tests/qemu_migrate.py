@@ -31,7 +31,8 @@ crash is logged with its oops.  An attempt that completes must pass every
 check.  A case whose every attempt crashed fails, unless QEMU's own
 migration is shown to lose guest memory on this host: the anchor's guest
 crashed in this run, or one of up to CONTROLS control migrations (QEMU's
-own virtio-net, shared memfd RAM, h2g, no vnicd) lost pages: its
+own virtio-net, shared memfd RAM, h2g, no vnicd) lost pages or crashed its
+guest: its
 destination is held paused while its RAM is compared with the source's
 page by page (vmlib's ramcheck), and any page that differs is a write the
 migration lost.  The test is then skipped with that figure, which says "cannot be
@@ -171,6 +172,9 @@ def run_control(image, b, k):
         why = migrate_cases.ram_diff_text(p.ram_diff)
     elif oops_of(p):
         why = "the guest crashed"
+    elif err is not None and (isinstance(err, OSError) or DEAD.search(str(err))):
+        # As in run_case: a shell that died or hung is a crashed guest.
+        why = "the guest stopped answering after the migration: %s" % str(err)[:300]
     elif err is not None:
         raise Fail("anchor control migration: %s" % err)
     log("anchor as a control, %d of %d: %s" % (

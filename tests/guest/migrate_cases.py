@@ -73,8 +73,8 @@ class Pair:
         self.private_ram = private_ram
         # prealloc: both QEMUs allocate the guest's memfd when they start
         # (prealloc=on). Without it, QEMU 7.2's migration of the memfd lost
-        # guest writes on 2026-12-02's host (RAM check: 9 of 13 migrations
-        # with QEMU's own device, none of 6 with prealloc=on;
+        # guest writes on 2026-12-02's host (RAM check: 9 of 13 h2g
+        # migrations with QEMU's own device, none of 12 with prealloc=on;
         # doc/benchmarks.md), and the guests crashed.
         self.prealloc = prealloc
         # iperf_args: more iperf3 client options (e.g. "-b 2G": the same
@@ -86,7 +86,9 @@ class Pair:
         # while its RAM is compared with the source's (vmlib's ramcheck),
         # then continued: the figures of time (downtime aside) include the
         # comparison, so a ramcheck migration is for correctness only.
-        self.ramcheck, self.ram_diff = ramcheck, None
+        # ram_diff: the last migration's RAM check; ram_diffs: every one
+        # (kept when a guest then dies, for a caller that counts them).
+        self.ramcheck, self.ram_diff, self.ram_diffs = ramcheck, None, []
         self.dir = workdir or vmlib.tmpdir("vnic-mig.")
         self.console = os.path.join(self.dir, "console")
         self.ns = vmlib.Netns(tag)
@@ -205,6 +207,8 @@ class Pair:
         finally:
             poll["run"] = False
         self.ram_diff = m["ram_diff"]  # kept for a caller whose guest then dies
+        if m["ram_diff"] is not None:
+            self.ram_diffs.append(m["ram_diff"])
         if m["ram_diff"] is not None:
             # Now: a guest that the lost writes crash ends the run below.
             log("%s %s %s->%s: RAM check: %s" % (self.label(), direction, src_end, dst_end,

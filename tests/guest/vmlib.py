@@ -85,11 +85,11 @@ _evidence = {}
 
 
 def evidence(label, path):
-    _evidence[label] = path
+    _evidence[path] = label
 
 
 def _show_evidence(lines=25):
-    for label, path in _evidence.items():
+    for path, label in _evidence.items():
         try:
             with open(path, errors="replace") as f:
                 tail = f.read().splitlines()[-lines:]
@@ -476,8 +476,12 @@ class Guest:
         if dst.hold:
             wait_for("the destination to have the guest", 30,
                      lambda: dst.qmp("query-status")["status"] == "paused", poll)
-            diff = self.ramcheck(dst)
-            dst.qmp("cont")
+            try:
+                diff = self.ramcheck(dst)
+            except (Fail, OSError) as e:  # no verdict, but the guest must run on
+                log("RAM check not done: %s" % e)
+            finally:
+                dst.qmp("cont")
         wait_for("the destination to run", 30,
                  lambda: dst.qmp("query-status")["status"] == "running", poll)
         dst.seq, dst.buf = self.seq, dst.buf
@@ -504,7 +508,7 @@ class Guest:
         paths = [os.path.join(self.dir, "%s.ram" % g.name) for g in (self, dst)]
         try:
             for g, path in zip((self, dst), paths):
-                g.qmp("pmemsave", val=0, size=size, filename=path)
+                g.qmp("pmemsave", timeout=120, val=0, size=size, filename=path)
             diff = []
             with open(paths[0], "rb") as a, open(paths[1], "rb") as b:
                 for page in range(size // 4096):
@@ -570,7 +574,8 @@ class Guest:
         return rc, text
 
     # QMP
-    def qmp(self, execute, **arguments):
+    def qmp(self, execute, timeout=None, **arguments):
+        """One QMP command; timeout (s) for a slow one (default 10 s)."""
         if self.qmp_sock is None:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(10)
@@ -580,7 +585,13 @@ class Guest:
             self._qmp_send({"execute": "qmp_capabilities"})
             self._qmp_reply()
         self._qmp_send({"execute": execute, "arguments": arguments})
-        return self._qmp_reply()
+        if timeout is None:
+            return self._qmp_reply()
+        self.qmp_sock.settimeout(timeout)
+        try:
+            return self._qmp_reply()
+        finally:
+            self.qmp_sock.settimeout(10)
 
     def _qmp_send(self, obj):
         self.qmp_sock.sendall(json.dumps(obj).encode() + b"\n")
@@ -1026,7 +1037,7 @@ class Vnicd:
                                      stdout=self.logf, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
         on_exit(self.stop)
-        evidence("vnicd's log", self.log_path)
+        evidence("a vnicd's log", self.log_path)
         wait_for("vnicd's socket", 10, lambda: self._alive() and os.path.exists(self.sock))
         return self
 
