@@ -23,7 +23,8 @@ device (/proc/interrupts in the guest), the wake-ups (context switches) of
 QEMU's threads other than the vCPU and of the back end's processes, and
 for vnicd the kicks it received and the interrupts it sent (its counters).
 --lifecycle adds, on vnicd: the ping gap across a worker SIGKILL (server
-mode) and across a vnicd SIGKILL + restart (client mode).
+mode), across a vnicd SIGKILL + restart in server mode (QEMU's chardev with
+reconnect=1) and across one in client mode.
 Needs root, qemu-system-x86, iperf3, linux-image-amd64, busybox-static
 (and dpdk for testpmd; vnicd with vhost-user for vnicd).  TCG is slow and
 the machine may be shared: the load average is printed."""
@@ -44,7 +45,7 @@ GUEST, HOST, TAP = "198.18.0.2", "198.18.0.1", "bq0"
 
 
 
-def boot(cfg, a, image, ns, mode="server"):
+def boot(cfg, a, image, ns, mode="server", reconnect=None):
     d = vmlib.tmpdir()
     sock = os.path.join(d, "vhost.sock")
     b = None
@@ -57,7 +58,7 @@ def boot(cfg, a, image, ns, mode="server"):
         policy = cfg.split(":", 1)[1] if ":" in cfg else None
         b = backends.VnicdBackend(a.builddir, ns, sock, mode, tap=TAP, workdir=d, policy=policy)
         g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
-                        netns=ns, workdir=d, smp=a.smp, queues=queues)
+                        netns=ns, workdir=d, smp=a.smp, queues=queues, reconnect=reconnect)
     elif cfg == "testpmd":
         b = backends.TestpmdBackend(ns, sock, mode, tap=TAP, workdir=d)
         g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
@@ -205,24 +206,11 @@ def ping_gap(g, action, interval=0.01, count=800):
 
 
 def lifecycle(a, image):
-    out = {"worker restart": [], "vnicd restart (client)": []}
-    ns = vmlib.Netns("l")
-    g, b = boot("vnicd", a, image, ns, "server")
-    try:
-        for _ in range(a.runs):
-            pid = b.worker_pid()
-            out["worker restart"].append(ping_gap(g, lambda: os.kill(pid, signal.SIGKILL)))
-            b.wait_running()
-    finally:
-        g.shutdown()
-        b.close()
-        ns.close()
-    ns = vmlib.Netns("l")
-    g, b = boot("vnicd", a, image, ns, "client")
-
+    server = "vnicd restart (server, QEMU reconnect=1)"
+    out = {"worker restart": [], server: [], "vnicd restart (client)": []}
     t_kill = [None]
 
-    def restart():
+    def restart(ns, b):
         t_kill[0] = time.strftime("%H:%M:%S", time.gmtime()) + ".%03d" % (time.time() % 1 * 1000)
         b.restart_vnicd(signal.SIGKILL)
         if b.nic() is None:
@@ -230,15 +218,25 @@ def lifecycle(a, image):
         b.wait_running()
         vmlib.wait_for("tap", 20, lambda: ns.has_link(TAP), 0.1)
         ns.addr(TAP, HOST + "/24")
-    try:
-        for i in range(a.runs):
-            out["vnicd restart (client)"].append(ping_gap(g, restart))
-            log("vnicd restart %d (kill at %s): gap %.1f ms, %d pings lost" % (
-                (i + 1, t_kill[0]) + out["vnicd restart (client)"][-1]))
-    finally:
-        g.shutdown()
-        b.close()
-        ns.close()
+
+    for mode, key in (("server", server), ("client", "vnicd restart (client)")):
+        ns = vmlib.Netns("l")
+        # Server mode: QEMU connects, so only its reconnect (every 1 s, the
+        # least QEMU 7.2 takes) brings it back to a restarted vnicd.
+        g, b = boot("vnicd", a, image, ns, mode, reconnect=1 if mode == "server" else None)
+        try:
+            for _ in range(a.runs if mode == "server" else 0):
+                pid = b.worker_pid()
+                out["worker restart"].append(ping_gap(g, lambda: os.kill(pid, signal.SIGKILL)))
+                b.wait_running()
+            for i in range(a.runs):
+                out[key].append(ping_gap(g, lambda: restart(ns, b)))
+                log("%s %d (kill at %s): gap %.1f ms, %d pings lost" % (
+                    (key, i + 1, t_kill[0]) + out[key][-1]))
+        finally:
+            g.shutdown()
+            b.close()
+            ns.close()
     return out
 
 

@@ -14,6 +14,9 @@ reload (rmmod/insmod virtio_net); SIGKILL of the worker while iperf3 runs
 stay healthy, the guest's device and the worker are gone: the worker is
 reaped when QEMU reports DEVICE_DELETED, and vnicd's log shows it reaped
 before GET_VRING_BASE ring 0 was answered).
+Also in the server group, on vnicd: vnicd killed and restarted while the
+guest pings, QEMU's chardev with reconnect=1 (QEMU connects again, vnicd
+restores the endpoint from its state; the pings resume).
 client group (MTU 1500): boot and link; ping and iperf3 both ways; vnicd
 killed and restarted while the guest pings (the pings resume; the lost ones
 are counted and logged)."""
@@ -69,9 +72,12 @@ class Group:
     def boot(self):
         self.b.before_qemu()
         # testpmd's net_tap has no TSO: the guest must not send 64 KiB frames.
+        # Server mode: QEMU connects, and reconnects every second once the
+        # connection drops (vnicd restarted), as a front end must (issue 16).
         self.g = vmlib.Guest(self.image, ("vhost-user", self.sock, self.mode == "client"),
                              ip=GUEST + "/24", mtu=self.mtu, netns=self.ns, workdir=self.dir,
-                             tso=self.kind != "testpmd")
+                             tso=self.kind != "testpmd",
+                             reconnect=1 if self.mode == "server" else None)
         self.g.start(on_sockets=self.b.after_qemu)
         self.b.wait_running()
         self.tap_up()
@@ -239,6 +245,8 @@ def run_group(mode):
         grp.case("tso_64k_on_tap", grp.tso_seen)
         grp.case("driver_reload", grp.reload_driver)
         grp.case("worker_sigkill_under_iperf3", grp.kill_worker_under_iperf)
+        if grp.kind == "vnicd":
+            grp.case("vnicd_restart_qemu_reconnects", grp.restart_vnicd_under_ping)
         grp.case("device_del_under_iperf3", grp.device_del_under_iperf)
     else:
         grp.case("vnicd_restart_under_ping", grp.restart_vnicd_under_ping)

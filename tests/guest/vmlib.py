@@ -308,7 +308,8 @@ class Guest:
 
     def __init__(self, image, nic, ip="198.18.0.2/24", mtu=None, netns=None, mem="512M",
                  workdir=None, name="vm", tso=True, incoming=False, mac=None, announce=None,
-                 memfd=None, console=None, smp=1, queues=1, hold=False, prealloc=False):
+                 memfd=None, console=None, smp=1, queues=1, hold=False, prealloc=False,
+                 reconnect=None):
         self.image, self.nic, self.ip, self.mtu = image, nic, ip, mtu
         # hold: a destination that stays paused after the migration (-S),
         # so migrate_to can compare its RAM with the source's (ramcheck).
@@ -317,6 +318,9 @@ class Guest:
         # (prealloc=on). A migration needs it on some hosts: see
         # migrate_cases.py.
         self.prealloc = prealloc
+        # reconnect: vhost-user with QEMU connecting (vnicd in server
+        # mode): QEMU retries a lost connection every reconnect s.
+        self.reconnect = reconnect
         # smp: vCPUs; queues: the NIC's queue pairs (vhost-user only:
         # queues=N on the netdev, mq=on on the device; issue 15).
         self.smp, self.queues = smp, queues
@@ -394,8 +398,9 @@ class Guest:
             _, path, server = self.nic
             mq_net = ",queues=%d" % self.queues if self.queues > 1 else ""
             mq_dev = ",mq=on" if self.queues > 1 else ""
-            a += ["-chardev", "socket,id=c,path=%s%s" % (path, ",server=on,wait=off"
-                                                       if server else ""),
+            a += ["-chardev", "socket,id=c,path=%s%s" % (
+                      path, ",server=on,wait=off" if server else
+                      ",reconnect=%d" % self.reconnect if self.reconnect else ""),
                   "-netdev", "vhost-user,id=n0,chardev=c%s" % mq_net,
                   "-device", "virtio-net-pci,id=nic0,netdev=n0,vectors=0,romfile=%s%s"
                   % (mq_dev, opts)]
