@@ -134,11 +134,7 @@ def run_case(c, image, b, failures, rows):
                 log("source vnicd's log during the migration:\n" + r["src_log"][-3000:])
             log("%s %s: %s" % (p.label(), d, "ok" if not bad else "FAILED"))
     except (Fail, OSError) as e:
-        died = oops_of(p)
-        if not died and migrated and (isinstance(e, OSError) or DEAD.search(str(e))):
-            # No oops, but the guest's shell hung or died: the same
-            # corruption, where it hit a process instead of the kernel.
-            died = "the guest stopped answering after a migration: %s" % str(e)[:1500]
+        died = crash_of(p, e, migrated)
         if not died:
             mine_f.append("%s: %s" % (p.label(), e))
             log("%s: FAILED: %s" % (p.label(), e))
@@ -159,27 +155,35 @@ def run_control(image, b, k):
     Returns why QEMU's own migration is unfit on this host (pages it lost,
     or a crashed guest), or "" when the guest arrived whole."""
     p = migrate_cases.Pair("qemu", image, b, tag="mk", ramcheck=True)
-    err = None
+    err, migrated = None, False
     try:
         p.boot()
+        migrated = True
         p.migrate("h2g")
     except (Fail, OSError) as e:
         err = e  # the guest may have died of the pages lost: judged below
     finally:
         p.close()
-    why = ""
-    if p.ram_diff:
-        why = migrate_cases.ram_diff_text(p.ram_diff)
-    elif oops_of(p):
-        why = "the guest crashed"
-    elif err is not None and (isinstance(err, OSError) or DEAD.search(str(err))):
-        # As in run_case: a shell that died or hung is a crashed guest.
-        why = "the guest stopped answering after the migration: %s" % str(err)[:300]
-    elif err is not None:
-        raise Fail("anchor control migration: %s" % err)
+    diff = p.ram_diffs[-1] if p.ram_diffs else None
+    why = migrate_cases.ram_diff_text(diff) if diff else ""
+    if not why:
+        why = (crash_of(p, err, migrated) if err is not None else oops_of(p))[:300]
+        if not why and err is not None:
+            raise Fail("anchor control migration: %s" % err)
     log("anchor as a control, %d of %d: %s" % (
-        k + 1, CONTROLS, why or migrate_cases.ram_diff_text(p.ram_diff)))
+        k + 1, CONTROLS, why or migrate_cases.ram_diff_text(diff)))
     return "control %d of %d: %s" % (k + 1, CONTROLS, why) if why else ""
+
+
+def crash_of(p, err, migrated):
+    """Why p's guest counts as crashed, given the error err that ended the
+    attempt: its oops, or (after a migration, with no oops) a shell that
+    died or hung, the same corruption hitting a process instead of the
+    kernel; "" when err is an ordinary failure."""
+    died = oops_of(p)
+    if not died and migrated and (isinstance(err, OSError) or DEAD.search(str(err))):
+        died = "the guest stopped answering after a migration: %s" % str(err)[:1500]
+    return died
 
 
 def oops_of(p):

@@ -86,9 +86,9 @@ class Pair:
         # while its RAM is compared with the source's (vmlib's ramcheck),
         # then continued: the figures of time (downtime aside) include the
         # comparison, so a ramcheck migration is for correctness only.
-        # ram_diff: the last migration's RAM check; ram_diffs: every one
-        # (kept when a guest then dies, for a caller that counts them).
-        self.ramcheck, self.ram_diff, self.ram_diffs = ramcheck, None, []
+        # ram_diffs: every RAM check made (kept when a guest then dies,
+        # for a caller that counts them).
+        self.ramcheck, self.ram_diffs = ramcheck, []
         self.dir = workdir or vmlib.tmpdir("vnic-mig.")
         self.console = os.path.join(self.dir, "console")
         self.ns = vmlib.Netns(tag)
@@ -206,10 +206,8 @@ class Pair:
             m = self._migrate(src, dst)
         finally:
             poll["run"] = False
-        self.ram_diff = m["ram_diff"]  # kept for a caller whose guest then dies
         if m["ram_diff"] is not None:
             self.ram_diffs.append(m["ram_diff"])
-        if m["ram_diff"] is not None:
             # Now: a guest that the lost writes crash ends the run below.
             log("%s %s %s->%s: RAM check: %s" % (self.label(), direction, src_end, dst_end,
                                                 ram_diff_text(m["ram_diff"])))
