@@ -24,7 +24,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -957,7 +959,6 @@ END_TEST
 /* ------------------------------------------- L3/L4/L6: crash and restart */
 
 #define KILL_ROUNDS 20
-#define KILL_FREEZE_MS 5000 /* per frozen round, to catch chains in flight */
 #define KILL_MAX_SEQ (1u << 20)
 #define KILL_SLOTS (QSIZE / 2) /* chains of 2 descriptors */
 
@@ -1014,20 +1015,6 @@ static bool k_in_flight(struct inflight_queue *iq)
 {
 	return __atomic_load_n(&iq->avail_seq, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&iq->used_seq, __ATOMIC_ACQUIRE);
-}
-
-/* Watch the region for at most ms milliseconds: true as soon as it shows
- * chains in flight. */
-static bool k_watch_inflight(struct inflight_queue *iq, int ms)
-{
-	struct timespec t0;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		if (k_in_flight(iq))
-			return true;
-	} while (ms_since(&t0) < ms);
-	return false;
 }
 
 static void k_spin_us(unsigned us)
@@ -1207,6 +1194,69 @@ static uint64_t k_calls(unsigned q)
 	return n;
 }
 
+/* Is fd, in the worker, the backend socket (S.be[0], passed in Config)? */
+static bool k_is_backend_fd(uint64_t fd)
+{
+	struct stat ours, theirs;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%llu", (int)S.pid, (unsigned long long)fd);
+	ck_assert_int_eq(fstat(S.be[0], &ours), 0);
+	return stat(path, &theirs) == 0 && theirs.st_dev == ours.st_dev &&
+	       theirs.st_ino == ours.st_ino;
+}
+
+/*
+ * k_stop_at_backend_call - stop the worker, traced, at the entry of its
+ * next syscall nr on the backend socket, and leave it stopped there (the
+ * caller kills it). With this test's Config (socket backend, no
+ * MRG_RXBUF) that point has chains in flight by construction: TX pops a
+ * chain, recording it in the region, before its sendmsg and pushes it
+ * after; RX pops its buffer before its recvmsg and pushes or gives it
+ * back after. The worker is stopped where the code is, not when a timer
+ * fires, so no timing can miss the moment.
+ * feed runs at every other stop, with the worker frozen, to make sure it
+ * has work that leads there (chains to send, room in the backend,
+ * buffers to fill and frames for them).
+ */
+static void k_stop_at_backend_call(long nr, void (*feed)(void))
+{
+	struct timespec t0;
+	int status;
+
+	/* Root (CAP_SYS_PTRACE) may trace the sandboxed worker (another uid,
+	 * not dumpable); without root the sandbox is off and the worker is
+	 * our own child. Its seccomp filter does not apply to its tracer. */
+	ck_assert_msg(ptrace(PTRACE_SEIZE, S.pid, NULL,
+			     (void *)(uintptr_t)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) == 0,
+		      "PTRACE_SEIZE of the worker: %s", strerror(errno));
+	ck_assert_int_eq(ptrace(PTRACE_INTERRUPT, S.pid, NULL, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int sig = 0;
+
+		ck_assert_int_eq(waitpid(S.pid, &status, 0), S.pid);
+		ck_assert_msg(WIFSTOPPED(status), "the traced worker ended (status 0x%x)", status);
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) { /* syscall entry or exit */
+			struct __ptrace_syscall_info si;
+
+			ck_assert_int_gt(ptrace(PTRACE_GET_SYSCALL_INFO, S.pid,
+						(void *)sizeof(si), &si), 0);
+			if (si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == (uint64_t)nr &&
+			    k_is_backend_fd(si.entry.args[0]))
+				return;
+		} else if (status >> 16 == 0) {
+			sig = WSTOPSIG(status); /* a signal for the worker: deliver it */
+		} /* else PTRACE_EVENT_STOP: our interrupt */
+		/* A guard against a hang, not a moment to wait for: fed at
+		 * every stop, the worker gets there within a few calls. */
+		ck_assert_msg(ms_since(&t0) < TIMEOUT_MS, "the worker made no backend call %ld "
+			      "within %d ms of being traced", nr, TIMEOUT_MS);
+		feed();
+		ck_assert_int_eq(ptrace(PTRACE_SYSCALL, S.pid, NULL, (void *)(uintptr_t)sig), 0);
+	}
+}
+
 static void k_start(void)
 {
 	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
@@ -1214,11 +1264,36 @@ static void k_start(void)
 	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_START);
 }
 
+/* TX work for the worker: room in the backend, every free slot posted. */
+static void k_feed_tx(void)
+{
+	k_backend();
+	k_reclaim();
+	while (k_post())
+		;
+	vring_drv_publish(&S.drv[1]);
+	if (vring_drv_kick_needed(&S.drv[1]))
+		kick(1);
+}
+
+/* RX work for the worker: every free buffer posted, frames to fill them. */
+static void k_feed_rx(void)
+{
+	krx_reclaim();
+	krx_post(true);
+	krx_send(64);
+	k_feed_tx();
+}
+
 /*
  * TX traffic, SIGKILL at random moments (right after a burst, with the
  * backend peer sometimes not reading, so chains are popped, pushed or
  * being flushed when the kill lands), a new worker on the same fds and
- * region with Config.restarts = n. Checks, across 20 crashes:
+ * region with Config.restarts = n. Every other kill is not left to
+ * chance: the worker is stopped (ptrace) at its backend sendmsg (TX,
+ * rounds 0 mod 4) or recvmsg (RX, rounds 2 mod 4), where it necessarily
+ * holds chains in flight, and killed there. Checks, across 20 crashes:
+ *  - each of those 10 kills found chains in flight in the region;
  *  - every TX chain posted comes back exactly once (none lost, none twice);
  *  - every frame reaches the backend at most once and intact;
  *  - chains posted while no worker ran are served with no kick (L6);
@@ -1228,9 +1303,9 @@ static void k_start(void)
  */
 START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 {
-	unsigned with_inflight = 0, rx_inflight = 0, mid_flush = 0, frozen_caught[2] = { 0, 0 }, lost;
+	unsigned with_inflight = 0, rx_inflight = 0, mid_flush = 0, stopped_caught[2] = { 0, 0 }, lost;
 	Vnic__Worker__WorkerMessage *m;
-	struct timespec t0, t_round;
+	struct timespec t0;
 	int status;
 
 	k_rng = tu_seed("worker_l4_sigkill_mid_tx_exactly_once", 0x5eed5ull) | 1;
@@ -1271,49 +1346,30 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 		}
 		/* A last burst, then the kill. Odd rounds kill a random few
 		 * microseconds in, whatever the worker holds then. Even rounds
-		 * force the case the test exists for: they watch the inflight
-		 * region (the worker writes it as it pops) and freeze the worker
-		 * (SIGSTOP) only once it shows chains taken and not yet
-		 * completed, then look again while it is stopped; TX on rounds
-		 * 0 mod 4, RX on rounds 2 mod 4. A missed moment (the worker
-		 * finished the chains between the look and the stop) is tried
-		 * again with a new burst, for at most KILL_FREEZE_MS. */
-		clock_gettime(CLOCK_MONOTONIC, &t_round);
-		for (;;) {
-			struct inflight_queue *target = round % 4 == 2 ? k_rxq() : q;
-
-			if (round % 4 == 2) {
-				krx_reclaim();
-				krx_post(true);
-				krx_send(64);
-			}
-			k_backend();
-			while (k_post())
-				;
-			vring_drv_publish(&S.drv[1]);
-			if (vring_drv_kick_needed(&S.drv[1]))
-				kick(1);
-			if (round % 2) {
-				k_spin_us(k_rand(300));
-				break;
-			}
-			if (k_watch_inflight(target, 20)) {
-				ck_assert_int_eq(kill(S.pid, SIGSTOP), 0);
-				ck_assert_int_eq(waitpid(S.pid, &status, WUNTRACED), S.pid);
-				ck_assert(WIFSTOPPED(status));
-				if (k_in_flight(target)) {
-					frozen_caught[round % 4 == 2]++;
-					break;
-				}
-				ck_assert_int_eq(kill(S.pid, SIGCONT), 0);
-			}
-			if (ms_since(&t_round) >= KILL_FREEZE_MS)
-				break;
-			k_reclaim();
+		 * force the case the test exists for: the worker is stopped at
+		 * the entry of its next backend sendmsg (TX, rounds 0 mod 4) or
+		 * recvmsg (RX, rounds 2 mod 4), with the chain or buffer it
+		 * moves popped and recorded in the region, not yet used. */
+		if (round % 2) {
+			k_feed_tx();
+			k_spin_us(k_rand(300));
+		} else if (round % 4 == 2) {
+			k_stop_at_backend_call(SYS_recvmsg, k_feed_rx);
+		} else {
+			k_stop_at_backend_call(SYS_sendmsg, k_feed_tx);
 		}
 		ck_assert_int_eq(kill(S.pid, SIGKILL), 0);
 		ck_assert_int_eq(waitpid(S.pid, &status, 0), S.pid);
-		ck_assert(WIFSIGNALED(status));
+		ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		if (round % 2 == 0) {
+			/* Dead now, with what the region says it held. */
+			bool rx = round % 4 == 2;
+
+			ck_assert_msg(k_in_flight(rx ? k_rxq() : q), "round %u: killed at the "
+				      "worker's backend %s with no %s chain in flight", round,
+				      rx ? "recvmsg" : "sendmsg", rx ? "RX" : "TX");
+			stopped_caught[rx]++;
+		}
 		/* What the kill interrupted (for the summary line). */
 		if (q->avail_seq != q->used_seq)
 			with_inflight++;
@@ -1410,16 +1466,16 @@ START_TEST(worker_l4_sigkill_mid_tx_exactly_once)
 		ck_assert_msg(k_returned[seq] == 1, "TX chain %u never came back", seq);
 	lost = k_posted - k_narrived;
 	/* Without TX chains in flight at a kill the test would not have
-	 * exercised TX recovery at all: the frozen TX rounds make sure it did
-	 * (each is retried for KILL_FREEZE_MS; one caught is enough). */
-	ck_assert_msg(frozen_caught[0] >= 1 && with_inflight >= 1,
-		      "none of the %u frozen TX rounds caught the worker with chains in flight "
-		      "within %d ms each", KILL_ROUNDS / 4, KILL_FREEZE_MS);
-	fprintf(stderr, "l4 worker: %u crashes (frozen with chains in flight: TX %u of %u, RX %u "
+	 * exercised TX recovery at all: every stopped round killed the worker
+	 * with chains in flight (checked in the round, whatever the timing). */
+	ck_assert_uint_eq(stopped_caught[0], KILL_ROUNDS / 4);
+	ck_assert_uint_eq(stopped_caught[1], KILL_ROUNDS / 4);
+	ck_assert_uint_ge(with_inflight, stopped_caught[0]);
+	fprintf(stderr, "l4 worker: %u crashes (stopped with chains in flight: TX %u of %u, RX %u "
 		"of %u), %u with TX and %u with RX chains in flight, %u TX mid-flush; "
 		"TX: %u chains, all back exactly once, %u frames lost to restarts, none "
 		"doubled; RX: %u frames sent, %u delivered once, %u buffers back empty\n",
-		KILL_ROUNDS, frozen_caught[0], KILL_ROUNDS / 4, frozen_caught[1], KILL_ROUNDS / 4,
+		KILL_ROUNDS, stopped_caught[0], KILL_ROUNDS / 4, stopped_caught[1], KILL_ROUNDS / 4,
 		with_inflight, rx_inflight, mid_flush, k_posted, lost, krx_sent,
 		krx_delivered,
 		krx_empty);
