@@ -175,6 +175,13 @@ struct vnic_policy {
 	enum vnic_mitigation mode;
 	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
 	uint32_t latency_us, safety_pct, max_window; /* adaptive */
+	/* Interrupt coalescing on the used rings (since libvnic.so.3, issue
+	 * 17): an interrupt the guest asked for waits until *_irq_frames
+	 * entries were published since it became due, or *_irq_us passed,
+	 * whichever comes first. *_irq_us 0: at once (off, the default);
+	 * *_irq_frames 0: no frame limit. rx_*: the RX queues (frames
+	 * delivered), tx_*: the TX queues (frames sent, buffers returned). */
+	uint32_t rx_irq_us, rx_irq_frames, tx_irq_us, tx_irq_frames;
 };
 
 struct vnic_nic_config {

@@ -57,6 +57,10 @@ void policy_to_pb(const struct vnic_policy *p, Vnic__Vmm__Policy *pb)
 	pb->latency_us = p->latency_us;
 	pb->safety_pct = p->safety_pct;
 	pb->max_window = p->max_window;
+	pb->rx_irq_us = p->rx_irq_us;
+	pb->rx_irq_frames = p->rx_irq_frames;
+	pb->tx_irq_us = p->tx_irq_us;
+	pb->tx_irq_frames = p->tx_irq_frames;
 }
 
 void policy_from_pb(const Vnic__Vmm__Policy *pb, struct vnic_policy *p)
@@ -72,4 +76,8 @@ void policy_from_pb(const Vnic__Vmm__Policy *pb, struct vnic_policy *p)
 	p->latency_us = pb->latency_us;
 	p->safety_pct = pb->safety_pct;
 	p->max_window = pb->max_window;
+	p->rx_irq_us = pb->rx_irq_us;
+	p->rx_irq_frames = pb->rx_irq_frames;
+	p->tx_irq_us = pb->tx_irq_us;
+	p->tx_irq_frames = pb->tx_irq_frames;
 }

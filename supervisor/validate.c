@@ -191,6 +191,24 @@ int validate_policy(const struct vnic_policy *p, char *err, size_t errlen)
 	if (p->max_window > NET_WINDOW_MAX_MAX)
 		return fail(err, errlen, -EINVAL, "policy max_window %u: must be 1..%u (0: %u)",
 			    p->max_window, NET_WINDOW_MAX_MAX, NET_WINDOW_MAX_DEFAULT);
+	{
+		/* Interrupt coalescing: the bound names the field. */
+		const struct {
+			const char *name;
+			uint32_t v, max;
+		} irq[] = {
+			{ "rx_irq_us", p->rx_irq_us, NET_IRQ_US_MAX },
+			{ "tx_irq_us", p->tx_irq_us, NET_IRQ_US_MAX },
+			{ "rx_irq_frames", p->rx_irq_frames, NET_IRQ_FRAMES_MAX },
+			{ "tx_irq_frames", p->tx_irq_frames, NET_IRQ_FRAMES_MAX },
+		};
+
+		for (size_t i = 0; i < sizeof(irq) / sizeof(irq[0]); i++)
+			if (irq[i].v > irq[i].max)
+				return fail(err, errlen, -EINVAL,
+					    "policy %s %u: must be 0..%u (0: no coalescing)",
+					    irq[i].name, irq[i].v, irq[i].max);
+	}
 	if (p->budget_packets > NIC_POLICY_MAX_BUDGET_PKTS ||
 	    p->budget_bytes > NIC_POLICY_MAX_BUDGET_BYTES)
 		return fail(err, errlen, -EINVAL,

@@ -33,7 +33,8 @@ void vu_state_path(const struct sup *s, const char *id, char *buf, size_t len)
  * restored, one log line names file:line):
  *   id, path, mode (server | client), tap, netns, mac, mtu,
  *   policy (a mode by name: bh, timer, adaptive, poll) and each of its
- *   parameters by name (policy-timer-us ... policy-max-window).
+ *   parameters by name (policy-timer-us ... policy-max-window, and since
+ *   vnicd 0.3 policy-rx-irq-us ... policy-tx-irq-frames: absent = 0).
  * Format 1 (vnicd 0.1.0): "KEY VALUE" lines, "id" first, the policy as
  * eight positional integers. It is read for the upgrade only: restoring
  * the endpoint saves it again in format 2.
@@ -52,6 +53,10 @@ static const struct {
 	{ "policy-latency-us", offsetof(struct vnic_policy, latency_us) },
 	{ "policy-safety-pct", offsetof(struct vnic_policy, safety_pct) },
 	{ "policy-max-window", offsetof(struct vnic_policy, max_window) },
+	{ "policy-rx-irq-us", offsetof(struct vnic_policy, rx_irq_us) },
+	{ "policy-rx-irq-frames", offsetof(struct vnic_policy, rx_irq_frames) },
+	{ "policy-tx-irq-us", offsetof(struct vnic_policy, tx_irq_us) },
+	{ "policy-tx-irq-frames", offsetof(struct vnic_policy, tx_irq_frames) },
 };
 #define VU_NPOLICY_KEYS (sizeof(vu_policy_keys) / sizeof(vu_policy_keys[0]))
 

@@ -1286,6 +1286,19 @@ START_TEST(policy_parameters_out_of_range)
 	g.cfg.policy.safety_pct = 0;
 	g.cfg.policy.max_window = 4097;
 	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "max_window 4097");
+	g.cfg.policy.max_window = 0;
+	/* Interrupt coalescing (issue 17): each of the four, one past its bound. */
+	g.cfg.policy.rx_irq_us = 10001;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "rx_irq_us 10001");
+	g.cfg.policy.rx_irq_us = 0;
+	g.cfg.policy.tx_irq_us = 10001;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "tx_irq_us 10001");
+	g.cfg.policy.tx_irq_us = 0;
+	g.cfg.policy.rx_irq_frames = 32769;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "rx_irq_frames 32769");
+	g.cfg.policy.rx_irq_frames = 0;
+	g.cfg.policy.tx_irq_frames = 32769;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "tx_irq_frames 32769");
 }
 END_TEST
 

@@ -72,6 +72,8 @@ struct harness {
 	char last_log[256];
 	unsigned timer_calls;
 	uint32_t timer_us;   /* the last net_ops.timer request (0: cancelled) */
+	unsigned irq_timer_calls[2];
+	uint32_t irq_timer_us; /* the last net_ops.irq_timer request */
 };
 
 static struct harness H;
@@ -110,7 +112,15 @@ static void cb_timer(void *opaque, unsigned qidx, uint32_t us)
 	h->timer_us = us;
 }
 
-static const struct net_ops ops = { cb_notify, cb_broken, cb_log, cb_timer };
+static void cb_irq_timer(void *opaque, unsigned qidx, uint32_t us)
+{
+	struct harness *h = opaque;
+
+	h->irq_timer_calls[qidx]++;
+	h->irq_timer_us = us;
+}
+
+static const struct net_ops ops = { cb_notify, cb_broken, cb_log, cb_timer, cb_irq_timer };
 
 static void set_bufs(int fd, int size)
 {
@@ -1734,6 +1744,137 @@ START_TEST(policy_switch_keeps_held_frame)
 }
 END_TEST
 
+/* ---- Interrupt coalescing (issue 17, workers/irq.c), timers by hand ---- */
+
+static void set_irq(uint32_t rx_us, uint32_t rx_frames, uint32_t tx_us, uint32_t tx_frames)
+{
+	struct vnic_policy p = { .mode = VNIC_MITIGATION_BH, .rx_irq_us = rx_us,
+				 .rx_irq_frames = rx_frames, .tx_irq_us = tx_us,
+				 .tx_irq_frames = tx_frames };
+
+	net_set_policy(H.d, &p, NULL);
+}
+
+/* Post one TX frame and kick: the engine sends it and flushes. */
+static void tx_one(unsigned seq)
+{
+	fill_frame(frame, 100, seq);
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+}
+
+/* TX: a due interrupt waits for the frame limit or the timer, whichever
+ * comes first; the timer is armed once and never cancelled. */
+START_TEST(irq_coalesce_frames_then_timer)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_irq(0, 0, 500, 3);
+	vring_drv_cb_enable(&H.drv[TXQ]); /* used_event 0: tell me of the next entry */
+	tx_one(0);
+	ck_assert_uint_eq(H.notified[TXQ], 0); /* held */
+	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 1);
+	ck_assert_uint_eq(H.irq_timer_us, 500);
+	tx_one(1);
+	ck_assert_uint_eq(H.notified[TXQ], 0);
+	tx_one(2); /* the third frame since it became due: sent now */
+	ck_assert_uint_eq(H.notified[TXQ], 1);
+	ck_assert_uint_eq(h_stats(TXQ).interrupts, 1);
+	ck_assert_uint_eq(h_stats(TXQ).suppressed, 2);
+	ck_assert_uint_eq(tx_reclaim(), 3);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_one(3); /* due again; the first timer is still armed: no new one */
+	ck_assert_uint_eq(H.notified[TXQ], 1);
+	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 1);
+	net_irq_timer(H.d, TXQ);
+	ck_assert_uint_eq(H.notified[TXQ], 2);
+	net_irq_timer(H.d, TXQ); /* nothing due: nothing sent */
+	ck_assert_uint_eq(H.notified[TXQ], 2);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	h_teardown();
+}
+END_TEST
+
+/* The safety rule: once asked for, an interrupt is owed. The guest asked
+ * at used_event 0; the second flush publishes entry 2, which it did not
+ * ask about (vring_should_notify says no), yet the timer must still send
+ * the first one. Re-deciding at the timer would lose it for good: the
+ * guest sleeps until told. */
+START_TEST(irq_due_survives_a_no_from_the_ring)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_irq(0, 0, 200, 0);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_one(0); /* due */
+	tx_one(1); /* the ring alone would say: no interrupt for entry 2 */
+	ck_assert_uint_eq(H.notified[TXQ], 0);
+	net_irq_timer(H.d, TXQ);
+	ck_assert_uint_eq(H.notified[TXQ], 1);
+	ck_assert_uint_eq(tx_reclaim(), 2);
+	h_teardown();
+}
+END_TEST
+
+/* RX: frames delivered in one run, held until the timer; a guest that
+ * asked for nothing (callbacks off) gets nothing, timer or not. */
+START_TEST(irq_coalesce_rx_and_suppressed)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_irq(300, 64, 0, 0);
+	rx_post(8, 2048);
+	vring_drv_cb_enable(&H.drv[RXQ]);
+	for (unsigned i = 0; i < 4; i++) {
+		fill_frame(frame, 100, i);
+		ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
+	}
+	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
+	ck_assert_uint_eq(H.notified[RXQ], 0);
+	ck_assert_uint_eq(H.irq_timer_calls[RXQ], 1);
+	ck_assert_uint_eq(H.irq_timer_us, 300);
+	net_irq_timer(H.d, RXQ);
+	ck_assert_uint_eq(H.notified[RXQ], 1);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_int_eq(rx_take(got, sizeof(got), NULL), NET_HDR_LEN + 100);
+	vring_drv_cb_disable(&H.drv[RXQ]); /* NAPI polling: no interrupts */
+	ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
+	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
+	net_irq_timer(H.d, RXQ);
+	ck_assert_uint_eq(H.notified[RXQ], 1);
+	h_teardown();
+}
+END_TEST
+
+/* Nothing stays held past a queue stop (GET_VRING_BASE reads the rings
+ * next, no timer runs after) or a switch (the new limits may be off). */
+START_TEST(irq_due_sent_at_stop_and_switch)
+{
+	uint16_t a, u;
+
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_irq(0, 0, 1000, 0);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_one(0);
+	ck_assert_uint_eq(H.notified[TXQ], 0);
+	set_irq(0, 0, 0, 0); /* coalescing off: the due one goes now */
+	ck_assert_uint_eq(H.notified[TXQ], 1);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_one(1);
+	ck_assert_uint_eq(H.notified[TXQ], 2); /* off: at once */
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	set_irq(0, 0, 1000, 0);
+	tx_one(2);
+	ck_assert_uint_eq(H.notified[TXQ], 2);
+	net_queue_stop(H.d, TXQ, &a, &u);
+	ck_assert_uint_eq(H.notified[TXQ], 3);
+	ck_assert_uint_eq(u, 3);
+	net_irq_timer(H.d, TXQ); /* a late fire after the stop: nothing */
+	ck_assert_uint_eq(H.notified[TXQ], 3);
+	h_teardown();
+}
+END_TEST
+
 /* Issue 11 item 9, the backend channel: a tap_fd backend shares its open
  * file description with the VMM, which can clear O_NONBLOCK. RX with
  * nothing to read (both read paths: with and without enough buffers)
@@ -1797,6 +1938,10 @@ static Suite *net_suite(void)
 	tcase_add_test(tx, policy_adaptive_window_and_idle);
 	tcase_add_test(tx, policy_poll_spins_then_sleeps);
 	tcase_add_test(tx, policy_switch_keeps_held_frame);
+	tcase_add_test(tx, irq_coalesce_frames_then_timer);
+	tcase_add_test(tx, irq_due_survives_a_no_from_the_ring);
+	tcase_add_test(tx, irq_coalesce_rx_and_suppressed);
+	tcase_add_test(tx, irq_due_sent_at_stop_and_switch);
 	suite_add_tcase(s, tx);
 
 	tcase_add_test(rx, rx_socket_bytes_exact_random_mrg);

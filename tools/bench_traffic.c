@@ -13,6 +13,7 @@
  *       [--stall-backend-after S] [--policy P] [--timer-us N] [--poll-us N]
  *       [--latency-us N] [--switch-policy MS] [--guest-batch N] [--rr N]
  *       [--dirty-log] [--dirty-log-after S]
+ *       [--rx-irq-us N] [--rx-irq-frames N] [--tx-irq-us N] [--tx-irq-frames N]
  *
  * How a run works: traffic.h.
  *
@@ -240,8 +241,11 @@ void bench_traffic_usage(FILE *f)
 		"  --policy     TX mitigation asked for in AddNic (default: vnicd's)\n"
 		"  --timer-us N, --poll-us N, --latency-us N  its parameters (0: vnicd's\n"
 		"               defaults; poll: --poll-us 0 polls forever; default here 50)\n"
+		"  --rx-irq-us N, --rx-irq-frames N, --tx-irq-us N, --tx-irq-frames N\n"
+		"               interrupt coalescing of the RX / TX used rings (0: off)\n"
 		"  --switch-policy MS  every MS ms SetPolicy timer, bh, adaptive, poll, ...\n"
-		"               on every NIC while the frames flow (all checked as always)\n"
+		"               on every NIC while the frames flow (all checked as always);\n"
+		"               every other switch also turns interrupt coalescing off\n"
 		"  --guest-batch N  the guest publishes its TX frames (and kicks when the\n"
 		"               device asks) every N frames (default: once per burst of %u)\n"
 		"  --rr N       request/response instead (netperf TCP_RR): N transactions,\n"
@@ -294,6 +298,16 @@ static int tr_policy_option(struct tr_run *r, int opt, const char *arg)
 		return 0;
 	case 1003:
 		return bench_parse_double(arg, 1, 60000, &r->switch_ms);
+	case 1009:
+	case 1010:
+	case 1011:
+	case 1012:
+		/* Interrupt coalescing: vnicd refuses what is out of bounds. */
+		if (bench_parse_ulong(arg, 0, 1000000, &v) < 0)
+			return -EINVAL;
+		*(opt == 1009 ? &r->pol.rx_irq_us : opt == 1010 ? &r->pol.rx_irq_frames :
+		  opt == 1011 ? &r->pol.tx_irq_us : &r->pol.tx_irq_frames) = (uint32_t)v;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -399,6 +413,10 @@ static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 	case 1001:
 	case 1002:
 	case 1003:
+	case 1009:
+	case 1010:
+	case 1011:
+	case 1012:
 		return tr_policy_option(r, opt, arg);
 	case 'I':
 	case 'F':
@@ -443,6 +461,10 @@ static int tr_traffic_args(struct tr_run *r, int argc, char **argv)
 		{ "dirty-log", no_argument, NULL, 1006 },
 		{ "dirty-log-after", required_argument, NULL, 1007 },
 		{ "queue-pairs", required_argument, NULL, 1008 },
+		{ "rx-irq-us", required_argument, NULL, 1009 },
+		{ "rx-irq-frames", required_argument, NULL, 1010 },
+		{ "tx-irq-us", required_argument, NULL, 1011 },
+		{ "tx-irq-frames", required_argument, NULL, 1012 },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -288,7 +288,12 @@ static void tr_switch_policy(struct tr_run *r, uint64_t now)
 	if (r->switch_ms <= 0 || now < r->next_switch_ns || !tr_sending(r, now))
 		return;
 	r->next_switch_ns = now + (uint64_t)(r->switch_ms * 1e6);
-	p.mode = order[r->switch_next++ % 4];
+	p.mode = order[r->switch_next % 4];
+	/* Interrupt coalescing as asked in even rounds, off in odd ones:
+	 * interrupts held back go out at each switch (workers/irq.c). */
+	if (r->switch_next & 1u)
+		p.rx_irq_us = p.rx_irq_frames = p.tx_irq_us = p.tx_irq_frames = 0;
+	r->switch_next++;
 	for (unsigned i = 0; i < r->nnics; i++) {
 		struct tr_nic *n = &r->nics[i];
 		int rc;

@@ -13,9 +13,12 @@
  *   set-policy ID [--mode M] [--timer-us N] [--poll-us N]
  *                 [--budget-packets N] [--budget-bytes N]
  *                 [--latency-us N] [--safety-pct N] [--max-window N]
+ *                 [--rx-irq-us N] [--rx-irq-frames N]
+ *                 [--tx-irq-us N] [--tx-irq-frames N]
  *                             (fields not given take vnicd's defaults;
  *                             poll with poll_us 0 polls forever)
- *                             change a running NIC's TX policy (its owner, or
+ *                             change a running NIC's TX policy and interrupt
+ *                             coalescing (its owner, or
  *                             an administrator: uid 0 or vnicd's uid)
  *   log-level LEVEL           vnicd's log level until its next SIGHUP
  *                             (administrators only)
@@ -37,6 +40,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +107,10 @@ static json_object *json_nic(const struct vnic_nic_status *n, const struct vnic_
 	jadd(pol, "latency_us", json_object_new_int64(n->policy.latency_us));
 	jadd(pol, "safety_pct", json_object_new_int64(n->policy.safety_pct));
 	jadd(pol, "max_window", json_object_new_int64(n->policy.max_window));
+	jadd(pol, "rx_irq_us", json_object_new_int64(n->policy.rx_irq_us));
+	jadd(pol, "rx_irq_frames", json_object_new_int64(n->policy.rx_irq_frames));
+	jadd(pol, "tx_irq_us", json_object_new_int64(n->policy.tx_irq_us));
+	jadd(pol, "tx_irq_frames", json_object_new_int64(n->policy.tx_irq_frames));
 	jadd(o, "policy_params", pol);
 	jadd(o, "policy_switches", json_object_new_int64(n->policy_switches));
 	jadd(o, "restarts", json_object_new_int64(n->restarts));
@@ -353,6 +361,10 @@ static void print_queue(const struct vnic_nic_status *n, const struct vnic_queue
 	}
 	VNIC_QUEUE_COUNTERS(VNICCTL_TX)
 #undef VNICCTL_TX
+	if (n->policy.rx_irq_us || n->policy.tx_irq_us)
+		printf("; interrupts coalesced: rx %" PRIu32 " us / %" PRIu32 " frames, tx %" PRIu32
+		       " us / %" PRIu32 " frames", n->policy.rx_irq_us, n->policy.rx_irq_frames,
+		       n->policy.tx_irq_us, n->policy.tx_irq_frames);
 	printf("\n");
 }
 
@@ -534,7 +546,8 @@ static int run_set_policy(struct vnicctl *v, char **args, unsigned nargs)
 	if (!v->policy_set) {
 		fprintf(stderr, "vnicctl: set-policy %s: give at least one of --mode, --timer-us, "
 			"--poll-us, --budget-packets, --budget-bytes, --latency-us, --safety-pct, "
-			"--max-window\n", id);
+			"--max-window, --rx-irq-us, --rx-irq-frames, --tx-irq-us, --tx-irq-frames\n",
+			id);
 		return 2;
 	}
 	if (vnicctl_connect(v))
@@ -608,29 +621,50 @@ static const struct option set_policy_opts[] = {
 	{ "latency-us", required_argument, NULL, 'L' },
 	{ "safety-pct", required_argument, NULL, 'F' },
 	{ "max-window", required_argument, NULL, 'W' },
+	{ "rx-irq-us", required_argument, NULL, 'r' },
+	{ "rx-irq-frames", required_argument, NULL, 'R' },
+	{ "tx-irq-us", required_argument, NULL, 't' },
+	{ "tx-irq-frames", required_argument, NULL, 'X' },
 	{ NULL, 0, NULL, 0 },
+};
+
+/* set-policy's numeric options: each option's field. */
+static const struct {
+	int opt;
+	size_t off;
+} set_policy_fields[] = {
+	{ 'T', offsetof(struct vnic_policy, timer_us) },
+	{ 'P', offsetof(struct vnic_policy, poll_us) },
+	{ 'B', offsetof(struct vnic_policy, budget_packets) },
+	{ 'Y', offsetof(struct vnic_policy, budget_bytes) },
+	{ 'L', offsetof(struct vnic_policy, latency_us) },
+	{ 'F', offsetof(struct vnic_policy, safety_pct) },
+	{ 'W', offsetof(struct vnic_policy, max_window) },
+	{ 'r', offsetof(struct vnic_policy, rx_irq_us) },
+	{ 'R', offsetof(struct vnic_policy, rx_irq_frames) },
+	{ 't', offsetof(struct vnic_policy, tx_irq_us) },
+	{ 'X', offsetof(struct vnic_policy, tx_irq_frames) },
 };
 
 static int set_policy_opt(struct vnicctl *v, int opt, const char *arg)
 {
-	struct vnic_policy *p = &v->policy;
-
 	v->policy_set = true;
 	if (opt == 'm')
-		return vnicctl_parse_mode("mode", arg, &p->mode) < 0 ? 2 : 0;
-	{
-		uint32_t *dst = opt == 'T' ? &p->timer_us : opt == 'P' ? &p->poll_us :
-				opt == 'B' ? &p->budget_packets :
-				opt == 'Y' ? &p->budget_bytes :
-				opt == 'L' ? &p->latency_us :
-				opt == 'F' ? &p->safety_pct : &p->max_window;
-		const char *nm = opt == 'T' ? "timer-us" : opt == 'P' ? "poll-us" :
-				 opt == 'B' ? "budget-packets" : opt == 'Y' ? "budget-bytes" :
-				 opt == 'L' ? "latency-us" : opt == 'F' ? "safety-pct" :
-				 "max-window";
+		return vnicctl_parse_mode("mode", arg, &v->policy.mode) < 0 ? 2 : 0;
+	for (size_t i = 0; i < sizeof(set_policy_fields) / sizeof(set_policy_fields[0]); i++) {
+		const struct option *o = set_policy_opts;
 
-		return parse_u32(nm, arg, dst) < 0 ? 2 : 0;
+		if (set_policy_fields[i].opt != opt)
+			continue;
+		while (o->val != opt)
+			o++;
+		return parse_u32(o->name, arg,
+				 (uint32_t *)(void *)((char *)&v->policy +
+						      set_policy_fields[i].off)) < 0
+			       ? 2
+			       : 0;
 	}
+	return 2;
 }
 
 /* The one command table: every command of vnicctl, in --help's order. */
@@ -641,7 +675,8 @@ static const struct vnicctl_cmd vnicctl_cmds[] = {
 	{ "set-policy",
 	  "ID [--mode default|bh|timer|adaptive|poll] [--timer-us N] [--poll-us N]\n"
 	  "                [--budget-packets N] [--budget-bytes N]\n"
-	  "                [--latency-us N] [--safety-pct N] [--max-window N]",
+	  "                [--latency-us N] [--safety-pct N] [--max-window N]\n"
+	  "                [--rx-irq-us N] [--rx-irq-frames N] [--tx-irq-us N] [--tx-irq-frames N]",
 	  1, 1, set_policy_opts, "", set_policy_opt, run_set_policy },
 	{ "log-level", "error|warn|info|debug", 1, 1, NULL, "", NULL, run_log_level },
 	{ "add", "ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"

@@ -201,6 +201,8 @@ int net_queue_recover(struct net_dev *d, unsigned qidx, unsigned *ret_completed)
 	 * so far, so vring_should_notify counts from here. */
 	d->ops->notify(d->opaque, q->idx);
 	stats_add(&q->st->interrupts, 1);
+	q->irq_due = false;
+	q->irq_frames = 0;
 	q->vq.signalled_used = q->vq.published_idx;
 	q->vq.signalled_used_valid = true;
 	*ret_completed = n;
@@ -249,7 +251,9 @@ void net_kicked(struct net_dev *d, unsigned qidx, uint64_t n)
 
 void net_flush(struct net_dev *d, struct net_queue *q)
 {
-	if (q->pushed == 0)
+	unsigned n = q->pushed;
+
+	if (n == 0)
 		return;
 	q->pushed = 0;
 	stats_add(&q->st->flushes, 1);
@@ -262,12 +266,7 @@ void net_flush(struct net_dev *d, struct net_queue *q)
 	vring_flush(&q->vq);
 	/* used->idx's bit before the interrupt. */
 	net_log_flush(d);
-	if (vring_should_notify(&q->vq)) {
-		d->ops->notify(d->opaque, q->idx);
-		stats_add(&q->st->interrupts, 1);
-	} else {
-		stats_add(&q->st->suppressed, 1);
-	}
+	net_irq_after_flush(d, q, n);
 }
 
 enum net_run net_report_broken(struct net_dev *d, struct net_queue *q)
@@ -337,6 +336,9 @@ void net_queue_stop(struct net_dev *d, unsigned qidx, uint16_t *ret_avail, uint1
 			stats_add(&q->st->drops, 1);
 		}
 		net_flush(d, q);
+		/* Nothing held back past the stop: the VMM may read the
+		 * rings next (GET_VRING_BASE) and no timer runs after it. */
+		net_irq_send_due(d, q);
 		q->configured = false;
 		q->stopped = true;
 	}

@@ -140,6 +140,10 @@ struct net_ops {
 	 * one); us 0 cancels. NULL: only the bh policy can run (the others
 	 * fall back to it). */
 	void (*timer)(void *opaque, unsigned qidx, uint32_t us);
+	/* Call net_irq_timer(qidx) in us microseconds (interrupt
+	 * coalescing; never cancelled: a fire with nothing due does
+	 * nothing). NULL: no coalescing, every interrupt at once. */
+	void (*irq_timer)(void *opaque, unsigned qidx, uint32_t us);
 };
 
 struct net_queue {
@@ -162,6 +166,11 @@ struct net_queue {
 	uint64_t log_window;
 	unsigned log_count;
 	bool broken_reported;
+	/* Interrupt coalescing (irq.c): an interrupt the guest asked for
+	 * and not sent yet, the frames published since, the timer. */
+	bool irq_due;
+	bool irq_timer_armed;
+	uint32_t irq_frames;
 	/* TX: the mitigation policy and its state (policy.h). */
 	const struct net_policy *pol;
 	struct net_policy_state ps;
@@ -221,6 +230,10 @@ enum net_run net_tx_kick(struct net_dev *d, unsigned qidx);
 enum net_run net_tx_resume(struct net_dev *d, unsigned qidx);
 enum net_run net_tx_timer(struct net_dev *d, unsigned qidx);
 enum net_run net_tx_after_rx(struct net_dev *d, unsigned qidx, unsigned rx_pkts);
+
+/* net_irq_timer - net_ops.irq_timer's callback fired: send the queue's
+ * due interrupt, if any. */
+void net_irq_timer(struct net_dev *d, unsigned qidx);
 
 /* net_dev_free - accepts NULL; does not close the backend fds. Returns NULL. */
 struct net_dev *net_dev_free(struct net_dev *d);

@@ -55,6 +55,14 @@ static inline int net_pair_fd(const struct net_dev *d, const struct net_queue *q
  * a suppressed one. */
 void net_flush(struct net_dev *d, struct net_queue *q);
 
+/* net_irq_after_flush - a flush published `published` used entries:
+ * interrupt the guest if it asked, at once or coalesced (irq.c). */
+void net_irq_after_flush(struct net_dev *d, struct net_queue *q, unsigned published);
+
+/* net_irq_send_due - send the queue's held-back interrupt now, if any
+ * (a queue stop, a policy switch). */
+void net_irq_send_due(struct net_dev *d, struct net_queue *q);
+
 /* net_log_flush - set the logged bits (dirtylog_flush) when migration
  * logs: before every interrupt, so that what the guest is told about is
  * covered. Logging off: one branch. */

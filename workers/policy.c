@@ -38,6 +38,14 @@ void net_policy_fill(struct vnic_policy *p)
 	p->safety_pct = clamp_u32(p->safety_pct, NET_SAFETY_PCT_DEFAULT, NET_SAFETY_PCT_MIN,
 				  NET_SAFETY_PCT_MAX);
 	p->max_window = clamp_u32(p->max_window, NET_WINDOW_MAX_DEFAULT, 1, NET_WINDOW_MAX_MAX);
+	if (p->rx_irq_us > NET_IRQ_US_MAX)
+		p->rx_irq_us = NET_IRQ_US_MAX;
+	if (p->tx_irq_us > NET_IRQ_US_MAX)
+		p->tx_irq_us = NET_IRQ_US_MAX;
+	if (p->rx_irq_frames > NET_IRQ_FRAMES_MAX)
+		p->rx_irq_frames = NET_IRQ_FRAMES_MAX;
+	if (p->tx_irq_frames > NET_IRQ_FRAMES_MAX)
+		p->tx_irq_frames = NET_IRQ_FRAMES_MAX;
 }
 
 void net_timer(struct net_dev *d, struct net_queue *q, uint32_t us)
@@ -58,6 +66,11 @@ void net_set_policy(struct net_dev *d, const struct vnic_policy *p, struct vnic_
 		np.mode = VNIC_MITIGATION_BH; /* no timers, no spins: only bh can run */
 	pol = net_policy_find(np.mode);
 	d->policy = np;
+	/* Interrupts held back under the old limits go now: the new ones
+	 * may be shorter, or off. */
+	for (unsigned i = 0; i < 2 * d->npairs; i++)
+		if (d->q[i].configured)
+			net_irq_send_due(d, &d->q[i]);
 	for (unsigned i = 1; i < 2 * d->npairs; i += 2) {
 		struct net_queue *q = &d->q[i];
 

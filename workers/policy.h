@@ -13,6 +13,8 @@
  *   policy_poll.c     "poll": busy-poll the ring for poll_us after it
  *                     empties, then kicks on and re-check
  * policy.c dispatches (net_tx_kick, net_tx_timer, ...) and switches.
+ * Interrupt coalescing on the used rings of both directions (irq.c)
+ * rides in the same struct vnic_policy and switches with it.
  *
  * The engine knows no libevent: a policy that wants a timer asks the
  * caller through net_ops.timer (arm after N us, or cancel); the caller
@@ -57,6 +59,9 @@ struct net_queue;
 #define NET_SAFETY_PCT_MIN      10u
 #define NET_SAFETY_PCT_MAX      100u
 #define NET_WINDOW_MAX_MAX      4096u    /* and at most half the queue */
+/* Interrupt coalescing (irq.c): 0 = off / no frame limit, the default. */
+#define NET_IRQ_US_MAX          10000u   /* 10 ms */
+#define NET_IRQ_FRAMES_MAX      32768u   /* the largest ring */
 
 /* Per TX queue state of whichever policy runs it (struct net_queue.ps). */
 struct net_policy_state {

@@ -32,6 +32,7 @@ struct worker_queue {
 	struct event *kick_ev;
 	struct event *resched_ev; /* zero timeout: run again after other events */
 	struct event *policy_ev;  /* TX: the policy's timer (net_ops.timer) */
+	struct event *irq_ev;     /* interrupt coalescing (net_ops.irq_timer) */
 	bool tx_blocked;          /* TX: waiting for the backend to be writable */
 	bool rx_nobuf;            /* RX: backend read off until this queue is kicked */
 	bool broken;

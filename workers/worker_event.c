@@ -14,6 +14,7 @@
  *  - a policy timer per TX queue, armed and cancelled by the TX policy
  *    through net_ops.timer (workers/policy.h): the policies own the
  *    decisions, this file owns the timers;
+ *  - an interrupt coalescing timer per queue (net_ops.irq_timer, irq.c);
  *  - the control socket, EV_READ|EV_PERSIST.
  * Every event is deleted before its fd is closed (at exit, by the kernel).
  */
@@ -116,8 +117,17 @@ static void worker_timer(void *opaque, unsigned qidx, uint32_t us)
 		event_del(wq->policy_ev);
 }
 
+static void worker_irq_timer(void *opaque, unsigned qidx, uint32_t us)
+{
+	struct worker *w = opaque;
+	struct timeval tv = { us / 1000000u, us % 1000000u };
+
+	if (w->q[qidx].irq_ev)
+		event_add(w->q[qidx].irq_ev, &tv);
+}
+
 const struct net_ops worker_net_ops = { worker_notify, worker_broken, worker_guest_log,
-					worker_timer };
+					worker_timer, worker_irq_timer };
 
 /* ------------------------------------------------- dirty log (issue 14) */
 
@@ -205,6 +215,8 @@ static void queue_stop_events(struct worker_queue *wq)
 		event_del(wq->resched_ev);
 	if (wq->policy_ev)
 		event_del(wq->policy_ev);
+	if (wq->irq_ev)
+		event_del(wq->irq_ev);
 }
 
 static void pair_read(struct worker_pair *p, bool on)
@@ -377,6 +389,13 @@ static void resched_cb(evutil_socket_t fd, short what, void *arg)
 static void policy_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	run_tx(arg, TX_TIMER);
+}
+
+static void irq_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker_queue *wq = arg;
+
+	net_irq_timer(wq->w->net, wq->idx);
 }
 
 static void backend_rd_cb(evutil_socket_t fd, short what, void *arg)
@@ -602,7 +621,8 @@ int worker_loop_init(struct worker *w)
 		wq->kick_ev = event_new(w->base, wq->kick_fd, EV_READ | EV_PERSIST | EV_ET, kick_cb,
 					wq);
 		wq->resched_ev = evtimer_new(w->base, resched_cb, wq);
-		if (!wq->kick_ev || !wq->resched_ev)
+		wq->irq_ev = evtimer_new(w->base, irq_timer_cb, wq);
+		if (!wq->kick_ev || !wq->resched_ev || !wq->irq_ev)
 			return -ENOMEM;
 		if (j & 1u) {
 			wq->policy_ev = evtimer_new(w->base, policy_timer_cb, wq);
@@ -642,7 +662,9 @@ void worker_loop_free(struct worker *w)
 			event_free(w->q[j].resched_ev);
 		if (w->q[j].policy_ev)
 			event_free(w->q[j].policy_ev);
-		w->q[j].kick_ev = w->q[j].resched_ev = w->q[j].policy_ev = NULL;
+		if (w->q[j].irq_ev)
+			event_free(w->q[j].irq_ev);
+		w->q[j].kick_ev = w->q[j].resched_ev = w->q[j].policy_ev = w->q[j].irq_ev = NULL;
 	}
 	for (unsigned k = 0; k < w->npairs; k++) {
 		if (w->p[k].rd_ev)

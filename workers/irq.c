@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * irq: interrupt coalescing on the used rings (issue 17), the other half
+ * of the notification question next to the TX policies (policy.h).
+ *
+ * Without it every flush that publishes used entries the guest asked to
+ * hear about (vring_should_notify) writes the call eventfd at once. Under
+ * TCG, or any VMM without irqfd, each of those writes is injected by the
+ * VMM's main loop under its global lock; with a vCPU on another core it
+ * is also a cross-core wake-up. Coalescing holds such an interrupt back
+ * until either *_irq_frames used entries were published since it became
+ * due, or *_irq_us microseconds passed (the per-direction knobs of
+ * VIRTIO_NET_F_NOTF_COAL, set by the VMM or the administrator here, not
+ * by the guest). The guest then finds a batch per interrupt.
+ *
+ * The rule that keeps it safe (doc/model/irq.pml checks it): once the
+ * guest asked for an interrupt, it is owed until sent. vring_should_notify
+ * records every flush as signalled, and a guest that re-enables
+ * interrupts asks only from its own last used index on, so a later flush
+ * may well answer "no": the due interrupt must then still be sent, not
+ * re-decided. It is sent by whichever comes first: the frame limit at a
+ * flush, the timer, a queue stop, or a policy switch.
+ *
+ * The timer is never cancelled: a fire with nothing due costs one call,
+ * while cancelling costs a timerfd update on every early send.
+ */
+#include "config.h"
+
+#include "workers/net_priv.h"
+
+static void irq_limits(const struct net_dev *d, const struct net_queue *q, uint32_t *us,
+		       uint32_t *frames)
+{
+	*us = q->tx ? d->policy.tx_irq_us : d->policy.rx_irq_us;
+	*frames = q->tx ? d->policy.tx_irq_frames : d->policy.rx_irq_frames;
+	if (!d->ops->irq_timer)
+		*us = 0;
+}
+
+/* Send the queue's interrupt now. */
+static void irq_send(struct net_dev *d, struct net_queue *q)
+{
+	q->irq_due = false;
+	q->irq_frames = 0;
+	d->ops->notify(d->opaque, q->idx);
+	stats_add(&q->st->interrupts, 1);
+}
+
+void net_irq_after_flush(struct net_dev *d, struct net_queue *q, unsigned published)
+{
+	uint32_t us, frames;
+
+	if (vring_should_notify(&q->vq))
+		q->irq_due = true;
+	if (!q->irq_due) {
+		stats_add(&q->st->suppressed, 1);
+		return;
+	}
+	irq_limits(d, q, &us, &frames);
+	q->irq_frames += published;
+	if (!us || (frames && q->irq_frames >= frames)) {
+		irq_send(d, q);
+		return;
+	}
+	/* Held back: counted as suppressed until the send. */
+	stats_add(&q->st->suppressed, 1);
+	if (!q->irq_timer_armed) {
+		q->irq_timer_armed = true;
+		d->ops->irq_timer(d->opaque, q->idx, us);
+	}
+}
+
+void net_irq_send_due(struct net_dev *d, struct net_queue *q)
+{
+	if (q->irq_due)
+		irq_send(d, q);
+}
+
+void net_irq_timer(struct net_dev *d, unsigned qidx)
+{
+	struct net_queue *q;
+
+	if (qidx >= 2 * d->npairs)
+		return;
+	q = &d->q[qidx];
+	q->irq_timer_armed = false;
+	net_irq_send_due(d, q);
+}
