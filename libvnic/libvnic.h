@@ -176,11 +176,13 @@ struct vnic_policy {
 	uint32_t timer_us, poll_us, budget_packets, budget_bytes;
 	uint32_t latency_us, safety_pct, max_window; /* adaptive */
 	/* Interrupt coalescing on the used rings (since libvnic.so.3, issue
-	 * 17): an interrupt the guest asked for waits until *_irq_frames
-	 * entries were published since it became due, or *_irq_us passed,
-	 * whichever comes first. *_irq_us 0: at once (off, the default);
-	 * *_irq_frames 0: no frame limit. rx_*: the RX queues (frames
-	 * delivered), tx_*: the TX queues (frames sent, buffers returned). */
+	 * 17): a queue interrupts at most once per *_irq_us. An interrupt
+	 * the guest asked for goes at once when the last one is that old;
+	 * otherwise it waits for the rest of the interval, or until
+	 * *_irq_frames entries were published since it became due,
+	 * whichever comes first. *_irq_us 0: every interrupt at once (off,
+	 * the default); *_irq_frames 0: no frame limit. rx_*: the RX queues
+	 * (frames delivered), tx_*: the TX queues (buffers returned). */
 	uint32_t rx_irq_us, rx_irq_frames, tx_irq_us, tx_irq_frames;
 };
 

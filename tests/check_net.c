@@ -74,6 +74,7 @@ struct harness {
 	uint32_t timer_us;   /* the last net_ops.timer request (0: cancelled) */
 	unsigned irq_timer_calls[2];
 	uint32_t irq_timer_us; /* the last net_ops.irq_timer request */
+	uint64_t now_ns;       /* the engine's clock for coalescing */
 };
 
 static struct harness H;
@@ -120,7 +121,15 @@ static void cb_irq_timer(void *opaque, unsigned qidx, uint32_t us)
 	h->irq_timer_us = us;
 }
 
-static const struct net_ops ops = { cb_notify, cb_broken, cb_log, cb_timer, cb_irq_timer };
+static uint64_t cb_now(void *opaque)
+{
+	struct harness *h = opaque;
+
+	return h->now_ns;
+}
+
+static const struct net_ops ops = { cb_notify, cb_broken, cb_log, cb_timer, cb_irq_timer,
+				    cb_now };
 
 static void set_bufs(int fd, int size)
 {
@@ -166,6 +175,7 @@ static void h_setup_fds(uint64_t features, unsigned num, enum net_backend_type t
 						(features & F_EVENT_IDX) != 0), 0);
 	}
 	h->next_gpa = BUF_BASE;
+	h->now_ns = 1000000000ull; /* 1 s: no interrupt was ever sent "recently" */
 }
 
 static void h_setup(uint64_t features, unsigned num, enum net_backend_type type, int sotype)
@@ -1744,7 +1754,8 @@ START_TEST(policy_switch_keeps_held_frame)
 }
 END_TEST
 
-/* ---- Interrupt coalescing (issue 17, workers/irq.c), timers by hand ---- */
+/* ---- Interrupt coalescing (issue 17, workers/irq.c): the clock and the
+ * timers driven by hand ---- */
 
 static void set_irq(uint32_t rx_us, uint32_t rx_frames, uint32_t tx_us, uint32_t tx_frames)
 {
@@ -1764,82 +1775,103 @@ static void tx_one(unsigned seq)
 	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
 }
 
-/* TX: a due interrupt waits for the frame limit or the timer, whichever
- * comes first; the timer is armed once and never cancelled. */
-START_TEST(irq_coalesce_frames_then_timer)
+/* TX: a lone frame's interrupt goes at once; one due within the interval
+ * of the last waits for the frame limit or the timer, whichever comes
+ * first; the timer is armed once and never cancelled. */
+START_TEST(irq_coalesce_interval_frames_timer)
 {
 	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
 	set_irq(0, 0, 500, 3);
 	vring_drv_cb_enable(&H.drv[TXQ]); /* used_event 0: tell me of the next entry */
 	tx_one(0);
-	ck_assert_uint_eq(H.notified[TXQ], 0); /* held */
-	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 1);
-	ck_assert_uint_eq(H.irq_timer_us, 500);
+	ck_assert_uint_eq(H.notified[TXQ], 1); /* the last one is old: at once */
+	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 0);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	H.now_ns += 100000; /* 100 us later */
 	tx_one(1);
-	ck_assert_uint_eq(H.notified[TXQ], 0);
-	tx_one(2); /* the third frame since it became due: sent now */
+	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
+	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 1);
+	ck_assert_uint_eq(H.irq_timer_us, 400); /* the rest of the interval */
+	tx_one(2);
 	ck_assert_uint_eq(H.notified[TXQ], 1);
-	ck_assert_uint_eq(h_stats(TXQ).interrupts, 1);
+	tx_one(3); /* the third frame since it became due: sent now */
+	ck_assert_uint_eq(H.notified[TXQ], 2);
+	ck_assert_uint_eq(h_stats(TXQ).interrupts, 2);
 	ck_assert_uint_eq(h_stats(TXQ).suppressed, 2);
 	ck_assert_uint_eq(tx_reclaim(), 3);
 	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_one(3); /* due again; the first timer is still armed: no new one */
-	ck_assert_uint_eq(H.notified[TXQ], 1);
+	H.now_ns += 50000;
+	tx_one(4); /* due again; the first timer is still armed: no new one */
+	ck_assert_uint_eq(H.notified[TXQ], 2);
 	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 1);
 	net_irq_timer(H.d, TXQ);
-	ck_assert_uint_eq(H.notified[TXQ], 2);
+	ck_assert_uint_eq(H.notified[TXQ], 3);
 	net_irq_timer(H.d, TXQ); /* nothing due: nothing sent */
-	ck_assert_uint_eq(H.notified[TXQ], 2);
+	ck_assert_uint_eq(H.notified[TXQ], 3);
 	ck_assert_uint_eq(tx_reclaim(), 1);
 	h_teardown();
 }
 END_TEST
 
 /* The safety rule: once asked for, an interrupt is owed. The guest asked
- * at used_event 0; the second flush publishes entry 2, which it did not
- * ask about (vring_should_notify says no), yet the timer must still send
- * the first one. Re-deciding at the timer would lose it for good: the
- * guest sleeps until told. */
+ * from used index 1 on; the next flush publishes entry 3, which it did
+ * not ask about (vring_should_notify says no), yet the timer must still
+ * send the one for entry 2. Re-deciding would lose it for good: the guest
+ * sleeps until told. */
 START_TEST(irq_due_survives_a_no_from_the_ring)
 {
 	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
 	set_irq(0, 0, 200, 0);
 	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_one(0); /* due */
-	tx_one(1); /* the ring alone would say: no interrupt for entry 2 */
-	ck_assert_uint_eq(H.notified[TXQ], 0);
-	net_irq_timer(H.d, TXQ);
+	tx_one(0);
 	ck_assert_uint_eq(H.notified[TXQ], 1);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	H.now_ns += 10000;
+	tx_one(1); /* due, held */
+	tx_one(2); /* the ring alone would say: no interrupt for entry 3 */
+	ck_assert_uint_eq(H.notified[TXQ], 1);
+	net_irq_timer(H.d, TXQ);
+	ck_assert_uint_eq(H.notified[TXQ], 2);
 	ck_assert_uint_eq(tx_reclaim(), 2);
 	h_teardown();
 }
 END_TEST
 
-/* RX: frames delivered in one run, held until the timer; a guest that
- * asked for nothing (callbacks off) gets nothing, timer or not. */
+/* RX: frames delivered within the interval are held until the timer; a
+ * guest that asked for nothing (callbacks off) gets nothing, timer or not. */
 START_TEST(irq_coalesce_rx_and_suppressed)
 {
 	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
 	set_irq(300, 64, 0, 0);
 	rx_post(8, 2048);
 	vring_drv_cb_enable(&H.drv[RXQ]);
-	for (unsigned i = 0; i < 4; i++) {
+	fill_frame(frame, 100, 0);
+	ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
+	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
+	ck_assert_uint_eq(H.notified[RXQ], 1); /* a lone frame: at once */
+	ck_assert_int_eq(rx_take(got, sizeof(got), NULL), NET_HDR_LEN + 100);
+	vring_drv_cb_enable(&H.drv[RXQ]);
+	H.now_ns += 100000;
+	for (unsigned i = 1; i < 5; i++) {
 		fill_frame(frame, 100, i);
 		ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
 	}
 	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
-	ck_assert_uint_eq(H.notified[RXQ], 0);
-	ck_assert_uint_eq(H.irq_timer_calls[RXQ], 1);
-	ck_assert_uint_eq(H.irq_timer_us, 300);
-	net_irq_timer(H.d, RXQ);
 	ck_assert_uint_eq(H.notified[RXQ], 1);
-	for (unsigned i = 0; i < 4; i++)
+	ck_assert_uint_eq(H.irq_timer_calls[RXQ], 1);
+	ck_assert_uint_eq(H.irq_timer_us, 200);
+	net_irq_timer(H.d, RXQ);
+	ck_assert_uint_eq(H.notified[RXQ], 2);
+	for (unsigned i = 1; i < 5; i++)
 		ck_assert_int_eq(rx_take(got, sizeof(got), NULL), NET_HDR_LEN + 100);
 	vring_drv_cb_disable(&H.drv[RXQ]); /* NAPI polling: no interrupts */
+	H.now_ns += 1000000;
 	ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
 	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
 	net_irq_timer(H.d, RXQ);
-	ck_assert_uint_eq(H.notified[RXQ], 1);
+	ck_assert_uint_eq(H.notified[RXQ], 2);
 	h_teardown();
 }
 END_TEST
@@ -1854,23 +1886,28 @@ START_TEST(irq_due_sent_at_stop_and_switch)
 	set_irq(0, 0, 1000, 0);
 	vring_drv_cb_enable(&H.drv[TXQ]);
 	tx_one(0);
-	ck_assert_uint_eq(H.notified[TXQ], 0);
-	set_irq(0, 0, 0, 0); /* coalescing off: the due one goes now */
-	ck_assert_uint_eq(H.notified[TXQ], 1);
 	ck_assert_uint_eq(tx_reclaim(), 1);
 	vring_drv_cb_enable(&H.drv[TXQ]);
+	H.now_ns += 10000;
 	tx_one(1);
-	ck_assert_uint_eq(H.notified[TXQ], 2); /* off: at once */
+	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
+	set_irq(0, 0, 0, 0); /* coalescing off: the due one goes now */
+	ck_assert_uint_eq(H.notified[TXQ], 2);
+	ck_assert_uint_eq(tx_reclaim(), 1);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_one(2);
+	ck_assert_uint_eq(H.notified[TXQ], 3); /* off: at once */
 	ck_assert_uint_eq(tx_reclaim(), 1);
 	vring_drv_cb_enable(&H.drv[TXQ]);
 	set_irq(0, 0, 1000, 0);
-	tx_one(2);
-	ck_assert_uint_eq(H.notified[TXQ], 2);
+	H.now_ns += 10000;
+	tx_one(3);
+	ck_assert_uint_eq(H.notified[TXQ], 3); /* held: the switch's send was 10 us ago */
 	net_queue_stop(H.d, TXQ, &a, &u);
-	ck_assert_uint_eq(H.notified[TXQ], 3);
-	ck_assert_uint_eq(u, 3);
+	ck_assert_uint_eq(H.notified[TXQ], 4);
+	ck_assert_uint_eq(u, 4);
 	net_irq_timer(H.d, TXQ); /* a late fire after the stop: nothing */
-	ck_assert_uint_eq(H.notified[TXQ], 3);
+	ck_assert_uint_eq(H.notified[TXQ], 4);
 	h_teardown();
 }
 END_TEST
@@ -1938,7 +1975,7 @@ static Suite *net_suite(void)
 	tcase_add_test(tx, policy_adaptive_window_and_idle);
 	tcase_add_test(tx, policy_poll_spins_then_sleeps);
 	tcase_add_test(tx, policy_switch_keeps_held_frame);
-	tcase_add_test(tx, irq_coalesce_frames_then_timer);
+	tcase_add_test(tx, irq_coalesce_interval_frames_timer);
 	tcase_add_test(tx, irq_due_survives_a_no_from_the_ring);
 	tcase_add_test(tx, irq_coalesce_rx_and_suppressed);
 	tcase_add_test(tx, irq_due_sent_at_stop_and_switch);

@@ -144,6 +144,9 @@ struct net_ops {
 	 * coalescing; never cancelled: a fire with nothing due does
 	 * nothing). NULL: no coalescing, every interrupt at once. */
 	void (*irq_timer)(void *opaque, unsigned qidx, uint32_t us);
+	/* CLOCK_MONOTONIC in ns for interrupt coalescing; NULL: the real
+	 * one (tests drive a clock of their own). */
+	uint64_t (*now_ns)(void *opaque);
 };
 
 struct net_queue {
@@ -167,10 +170,12 @@ struct net_queue {
 	unsigned log_count;
 	bool broken_reported;
 	/* Interrupt coalescing (irq.c): an interrupt the guest asked for
-	 * and not sent yet, the frames published since, the timer. */
+	 * and not sent yet, the frames published since, the timer, the
+	 * time of the last one sent. */
 	bool irq_due;
 	bool irq_timer_armed;
 	uint32_t irq_frames;
+	uint64_t irq_last_ns;         /* when the last one was sent */
 	/* TX: the mitigation policy and its state (policy.h). */
 	const struct net_policy *pol;
 	struct net_policy_state ps;

@@ -127,7 +127,7 @@ static void worker_irq_timer(void *opaque, unsigned qidx, uint32_t us)
 }
 
 const struct net_ops worker_net_ops = { worker_notify, worker_broken, worker_guest_log,
-					worker_timer, worker_irq_timer };
+					worker_timer, worker_irq_timer, NULL };
 
 /* ------------------------------------------------- dirty log (issue 14) */
 

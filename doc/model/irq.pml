@@ -15,9 +15,11 @@
  *    (a flush), then vring_should_notify (full barrier, used_event or
  *    the NO_INTERRUPT flag against the entries since the last flush,
  *    signalled := new); an interrupt the guest asked for becomes due; it
- *    is sent at once when coalescing is off, when FRAMES entries were
- *    published since it became due, or when the timer fires; the timer
- *    is armed when an interrupt is held back and none is armed, and
+ *    is sent at once when coalescing is off, when the last one is old
+ *    enough (any flush may find so: time is not modelled), when FRAMES
+ *    entries were published since it became due, or when the timer
+ *    fires; the timer is armed when an interrupt is held back and none
+ *    is armed, and
  *    fires at any time once armed (every timing is explored); it is never
  *    cancelled. SetPolicy (net_set_policy) at any time, up to NSWITCH
  *    times, turns coalescing on or off and sends what is due.
@@ -96,7 +98,9 @@ active proctype device()
 			frames = frames + k;
 			if
 			:: !coalesce || frames >= FRAMES -> send()
-			:: else ->
+			:: coalesce && frames < FRAMES ->
+				send()   /* the last one is *_irq_us old already */
+			:: coalesce && frames < FRAMES ->
 #ifndef MUT_NO_TIMER
 				if
 				:: !timer_armed -> timer_armed = true

@@ -23,10 +23,11 @@ class VnicdBackend:
     name = "vnicd"
 
     def __init__(self, builddir, netns, sock, mode, nic_id="q0", tap="vq0", mtu=None,
-                 workdir=None, policy=None, log_level=None):
+                 workdir=None, policy=None, log_level=None, irq=None):
         self.v = vmlib.Vnicd(builddir, workdir)
         self.ns, self.sock, self.mode = netns, sock, mode
         self.id, self.tap, self.mtu, self.policy = nic_id, tap, mtu, policy
+        self.irq = irq  # interrupt coalescing: (rx_us, rx_frames, tx_us, tx_frames)
         r = self.v.ctl_raw("add", "--help")
         if "--vhost-user" not in r.stdout + r.stderr:
             vmlib.skip("this vnicctl has no 'add --vhost-user' (issue 8's front door is not "
@@ -61,7 +62,16 @@ class VnicdBackend:
         def running():
             n = self.nic() or {}
             return n.get("state") == "RUNNING" and n.get("pid")
-        return vmlib.wait_for("NIC %s RUNNING with a worker" % self.id, seconds, running, 0.2)
+        r = vmlib.wait_for("NIC %s RUNNING with a worker" % self.id, seconds, running, 0.2)
+        if self.irq:
+            # SetPolicy replaces the whole policy; on an endpoint's NIC it
+            # also becomes the endpoint's (kept across front-end sessions).
+            args = ["set-policy", self.id, "--mode", self.policy or "default"]
+            for opt, v in zip(("--rx-irq-us", "--rx-irq-frames", "--tx-irq-us",
+                               "--tx-irq-frames"), self.irq):
+                args += [opt, str(v)]
+            self.v.ctl(*args)
+        return r
 
     def cpu(self):
         return vmlib.tree_cpu(self.v.proc.pid) if self.v.proc else 0.0
