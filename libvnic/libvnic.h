@@ -180,9 +180,11 @@ struct vnic_policy {
 	 * the guest asked for goes at once when the last one is that old;
 	 * otherwise it waits for the rest of the interval, or until
 	 * *_irq_frames entries were published since it became due,
-	 * whichever comes first. *_irq_us 0: every interrupt at once (off,
-	 * the default); *_irq_frames 0: no frame limit. rx_*: the RX queues
-	 * (frames delivered), tx_*: the TX queues (buffers returned). */
+	 * whichever comes first. A queue whose last interrupt told of one
+	 * entry (request/response) is not held. *_irq_us 0: every
+	 * interrupt at once (off, the default); *_irq_frames 0: no frame
+	 * limit. rx_*: the RX queues (frames delivered), tx_*: the TX
+	 * queues (buffers returned). */
 	uint32_t rx_irq_us, rx_irq_frames, tx_irq_us, tx_irq_frames;
 };
 

@@ -1775,6 +1775,24 @@ static void tx_one(unsigned seq)
 	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
 }
 
+/* Two TX frames in one flush: its interrupt (the last one is old) tells
+ * of 2 entries, which is what turns throttling on. Reclaimed, callbacks
+ * back on: the guest asks about the next entry. */
+static void tx_prime(void)
+{
+	unsigned before = H.notified[TXQ];
+
+	fill_frame(frame, 100, 0);
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	tx_add(&hdr0, frame, 100, NULL, 0);
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_IDLE);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	ck_assert_int_eq(be_recv(got, sizeof(got)), 100);
+	ck_assert_uint_eq(H.notified[TXQ], before + 1);
+	ck_assert_uint_eq(tx_reclaim(), 2);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+}
+
 /* TX: a lone frame's interrupt goes at once; one due within the interval
  * of the last waits for the frame limit or the timer, whichever comes
  * first; the timer is armed once and never cancelled. */
@@ -1783,11 +1801,8 @@ START_TEST(irq_coalesce_interval_frames_timer)
 	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
 	set_irq(0, 0, 500, 3);
 	vring_drv_cb_enable(&H.drv[TXQ]); /* used_event 0: tell me of the next entry */
-	tx_one(0);
-	ck_assert_uint_eq(H.notified[TXQ], 1); /* the last one is old: at once */
+	tx_prime(); /* the last one is old: at once */
 	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 0);
-	ck_assert_uint_eq(tx_reclaim(), 1);
-	vring_drv_cb_enable(&H.drv[TXQ]);
 	H.now_ns += 100000; /* 100 us later */
 	tx_one(1);
 	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
@@ -1800,6 +1815,7 @@ START_TEST(irq_coalesce_interval_frames_timer)
 	ck_assert_uint_eq(h_stats(TXQ).interrupts, 2);
 	ck_assert_uint_eq(h_stats(TXQ).suppressed, 2);
 	ck_assert_uint_eq(tx_reclaim(), 3);
+	/* That one told of 3 entries: still throttling. */
 	vring_drv_cb_enable(&H.drv[TXQ]);
 	H.now_ns += 50000;
 	tx_one(4); /* due again; the first timer is still armed: no new one */
@@ -1824,10 +1840,7 @@ START_TEST(irq_due_survives_a_no_from_the_ring)
 	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
 	set_irq(0, 0, 200, 0);
 	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_one(0);
-	ck_assert_uint_eq(H.notified[TXQ], 1);
-	ck_assert_uint_eq(tx_reclaim(), 1);
-	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_prime();
 	H.now_ns += 10000;
 	tx_one(1); /* due, held */
 	tx_one(2); /* the ring alone would say: no interrupt for entry 3 */
@@ -1849,12 +1862,14 @@ START_TEST(irq_coalesce_rx_and_suppressed)
 	vring_drv_cb_enable(&H.drv[RXQ]);
 	fill_frame(frame, 100, 0);
 	ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
+	ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
 	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
-	ck_assert_uint_eq(H.notified[RXQ], 1); /* a lone frame: at once */
+	ck_assert_uint_eq(H.notified[RXQ], 1); /* the last one is old: at once */
+	ck_assert_int_eq(rx_take(got, sizeof(got), NULL), NET_HDR_LEN + 100);
 	ck_assert_int_eq(rx_take(got, sizeof(got), NULL), NET_HDR_LEN + 100);
 	vring_drv_cb_enable(&H.drv[RXQ]);
 	H.now_ns += 100000;
-	for (unsigned i = 1; i < 5; i++) {
+	for (unsigned i = 2; i < 6; i++) {
 		fill_frame(frame, 100, i);
 		ck_assert_int_eq(send(H.be[1], frame, 100, 0), 100);
 	}
@@ -1864,7 +1879,7 @@ START_TEST(irq_coalesce_rx_and_suppressed)
 	ck_assert_uint_eq(H.irq_timer_us, 200);
 	net_irq_timer(H.d, RXQ);
 	ck_assert_uint_eq(H.notified[RXQ], 2);
-	for (unsigned i = 1; i < 5; i++)
+	for (unsigned i = 2; i < 6; i++)
 		ck_assert_int_eq(rx_take(got, sizeof(got), NULL), NET_HDR_LEN + 100);
 	vring_drv_cb_disable(&H.drv[RXQ]); /* NAPI polling: no interrupts */
 	H.now_ns += 1000000;
@@ -1872,6 +1887,25 @@ START_TEST(irq_coalesce_rx_and_suppressed)
 	ck_assert_int_eq(net_rx_run(H.d, RXQ), NET_IDLE);
 	net_irq_timer(H.d, RXQ);
 	ck_assert_uint_eq(H.notified[RXQ], 2);
+	h_teardown();
+}
+END_TEST
+
+/* Request/response: one frame in flight, an interrupt per frame, each
+ * 10 us after the last and well inside the interval: none is held (the
+ * last one always told of a single entry), none waits for the timer. */
+START_TEST(irq_single_frames_never_held)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_irq(0, 0, 1000, 64);
+	for (unsigned i = 0; i < 40; i++) {
+		vring_drv_cb_enable(&H.drv[TXQ]);
+		tx_one(i);
+		ck_assert_uint_eq(H.notified[TXQ], i + 1);
+		ck_assert_uint_eq(tx_reclaim(), 1);
+		H.now_ns += 10000;
+	}
+	ck_assert_uint_eq(H.irq_timer_calls[TXQ], 0);
 	h_teardown();
 }
 END_TEST
@@ -1885,9 +1919,7 @@ START_TEST(irq_due_sent_at_stop_and_switch)
 	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
 	set_irq(0, 0, 1000, 0);
 	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_one(0);
-	ck_assert_uint_eq(tx_reclaim(), 1);
-	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_prime();
 	H.now_ns += 10000;
 	tx_one(1);
 	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
@@ -1900,14 +1932,15 @@ START_TEST(irq_due_sent_at_stop_and_switch)
 	ck_assert_uint_eq(tx_reclaim(), 1);
 	vring_drv_cb_enable(&H.drv[TXQ]);
 	set_irq(0, 0, 1000, 0);
+	tx_prime(); /* the last batch was 1: at once, and now a batch of 2 */
 	H.now_ns += 10000;
 	tx_one(3);
-	ck_assert_uint_eq(H.notified[TXQ], 3); /* held: the switch's send was 10 us ago */
+	ck_assert_uint_eq(H.notified[TXQ], 4); /* held: the last one was 10 us ago */
 	net_queue_stop(H.d, TXQ, &a, &u);
-	ck_assert_uint_eq(H.notified[TXQ], 4);
-	ck_assert_uint_eq(u, 4);
+	ck_assert_uint_eq(H.notified[TXQ], 5);
+	ck_assert_uint_eq(u, 7);
 	net_irq_timer(H.d, TXQ); /* a late fire after the stop: nothing */
-	ck_assert_uint_eq(H.notified[TXQ], 4);
+	ck_assert_uint_eq(H.notified[TXQ], 5);
 	h_teardown();
 }
 END_TEST
@@ -1978,6 +2011,7 @@ static Suite *net_suite(void)
 	tcase_add_test(tx, irq_coalesce_interval_frames_timer);
 	tcase_add_test(tx, irq_due_survives_a_no_from_the_ring);
 	tcase_add_test(tx, irq_coalesce_rx_and_suppressed);
+	tcase_add_test(tx, irq_single_frames_never_held);
 	tcase_add_test(tx, irq_due_sent_at_stop_and_switch);
 	suite_add_tcase(s, tx);
 

@@ -9,6 +9,8 @@
  *   (vnic-bench traffic --rr, like netperf TCP_RR),
  *   and the policy's timer fires (the seed predicts none for adaptive in
  *   an all-out run and in a ping-like test).
+ * With --irq, every policy runs twice, without and with interrupt
+ * coalescing (issue 17; rows "P+irq"), measured the same way.
  * Each cell is one child `vnic-bench traffic` run (so every frame is
  * checked as always; a failed check fails the cell and the exit status).
  * Rounds alternate: round r runs every cell once, the policies of a cell
@@ -55,6 +57,8 @@ struct pb_cell {
 
 struct pb_opts {
 	unsigned runs, nsizes, rr, poll_us, batch, latency_us;
+	unsigned nvar;                 /* 1, or 2 with --irq: without, with */
+	char irq[160];                 /* --irq as vnic-bench traffic options */
 	unsigned npol, pol[PB_NPOL];   /* --policies: indices into pb_policies */
 	double seconds;
 	uint32_t sizes[PB_MAX_SIZES];
@@ -83,6 +87,9 @@ void bench_policy_usage(FILE *f)
 		"  --poll-us N  the poll policy's poll_us (default 50; 0 would pin a CPU)\n"
 		"  --policies L which of timer,bh,adaptive,poll (default all four)\n"
 		"  --latency-us N  the adaptive policy's latency_us (default: vnicd's, 100)\n"
+		"  --irq RU/RF/TU/TF  also every policy with interrupt coalescing: RX used\n"
+		"               ring at most one interrupt per RU us (RF frames), TX per TU us\n"
+		"               (TF frames); rows 'P+irq'\n"
 		"  --guest-batch N  the guest publishes and may kick every N frames\n"
 		"               (default 1, as a Linux guest without xmit_more; 64: bursts)\n"
 		"  --data FILE  also write the medians (and min, max) for tools/policy_plots.sh\n"
@@ -211,12 +218,13 @@ int bench_policy_main(int argc, char **argv)
 		{ "guest-batch", required_argument, NULL, 'b' },
 		{ "policies", required_argument, NULL, 'P' },
 		{ "latency-us", required_argument, NULL, 'L' },
+		{ "irq", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct pb_opts o = { .runs = 3, .seconds = 1, .nsizes = 3,
 			     .sizes = { 1024, 16384, 65535 }, .rr = 2000, .poll_us = 50,
-			     .batch = 1, .npol = PB_NPOL, .pol = { 0, 1, 2, 3 } };
+			     .batch = 1, .npol = PB_NPOL, .pol = { 0, 1, 2, 3 }, .nvar = 1 };
 	struct pb_cell *cells;
 	char la0[128], la1[128];
 	unsigned long v;
@@ -282,6 +290,18 @@ int bench_policy_main(int argc, char **argv)
 				goto usage;
 			o.latency_us = (unsigned)v;
 			break;
+		case 'I': {
+			unsigned ru, rf, tu, tf;
+			char end;
+
+			if (sscanf(optarg, "%u/%u/%u/%u%c", &ru, &rf, &tu, &tf, &end) != 4)
+				goto usage;
+			snprintf(o.irq, sizeof(o.irq),
+				 " --rx-irq-us %u --rx-irq-frames %u --tx-irq-us %u --tx-irq-frames %u",
+				 ru, rf, tu, tf);
+			o.nvar = 2;
+			break;
+		}
 		case 'b':
 			if (bench_parse_ulong(optarg, 1, 64, &v) < 0)
 				goto usage;
@@ -307,31 +327,35 @@ int bench_policy_main(int argc, char **argv)
 		return 1;
 	}
 	o.self[sl] = '\0';
-	cells = calloc(PB_NPOL * PB_MAX_SIZES * 2, sizeof(*cells));
+	cells = calloc(PB_NPOL * 2 * PB_MAX_SIZES * 2, sizeof(*cells));
 	if (!cells)
 		return 1;
 
 	pb_loadavg(la0, sizeof(la0));
 	printf("vnic-bench policy: %u round(s), %u size(s) x 2 directions x %u policies, "
-	       "%.1f s per throughput cell, %u RR transactions, adaptive latency_us %u%s; "
-	       "load average %s\n", o.runs, o.nsizes, o.npol, o.seconds, o.rr, o.latency_us,
-	       o.latency_us ? "" : " (vnicd's default)", la0);
+	       "%.1f s per throughput cell, %u RR transactions, adaptive latency_us %u%s%s%s; "
+	       "load average %s\n", o.runs, o.nsizes, o.npol * o.nvar, o.seconds, o.rr,
+	       o.latency_us, o.latency_us ? "" : " (vnicd's default)",
+	       o.nvar > 1 ? "; +irq:" : "", o.irq, la0);
 	fflush(stdout);
 	for (unsigned r = 0; r < o.runs; r++) {
 		for (unsigned z = 0; z < o.nsizes; z++) {
 			for (unsigned d = 0; d < 2; d++) {
-				for (unsigned k = 0; k < o.npol; k++) {
-					unsigned pi = o.pol[(k + r) % o.npol];
+				for (unsigned k = 0; k < o.npol * o.nvar; k++) {
+					unsigned kk = (k + r) % (o.npol * o.nvar);
+					unsigned pi = o.pol[kk / o.nvar], var = kk % o.nvar;
 					const char *pname = vnic_mitigation_name(pb_policies[pi]);
-					struct pb_cell *c = &cells[(pi * PB_MAX_SIZES + z) * 2 + d];
-					char args[256];
+					struct pb_cell *c =
+						&cells[((pi * 2 + var) * PB_MAX_SIZES + z) * 2 + d];
+					const char *irq = var ? o.irq : "";
+					char args[512];
 
 					snprintf(args, sizeof(args),
 						 "--nics 1 --backend socket --direction %s --size %u "
 						 "--seconds %.2f --policy %s --poll-us %u "
-						 "--guest-batch %u --latency-us %u", pb_dirs[d],
+						 "--guest-batch %u --latency-us %u%s", pb_dirs[d],
 						 o.sizes[z], o.seconds, pname, o.poll_us,
-						 o.batch, o.latency_us);
+						 o.batch, o.latency_us, irq);
 					if (pb_child(&o, args, c, false) < 0) {
 						fprintf(stderr, "vnic-bench policy: FAIL: %s\n", args);
 						c->failed++;
@@ -341,9 +365,9 @@ int bench_policy_main(int argc, char **argv)
 						continue;
 					snprintf(args, sizeof(args),
 						 "--rr %u --direction %s --size %u --policy %s "
-						 "--poll-us %u --latency-us %u", o.rr, pb_dirs[d],
+						 "--poll-us %u --latency-us %u%s", o.rr, pb_dirs[d],
 						 o.sizes[z], pname, o.poll_us,
-						 o.latency_us);
+						 o.latency_us, irq);
 					if (pb_child(&o, args, c, true) < 0) {
 						fprintf(stderr, "vnic-bench policy: FAIL: %s\n", args);
 						c->failed++;
@@ -377,12 +401,15 @@ int bench_policy_main(int argc, char **argv)
 	printf("\n");
 	for (unsigned z = 0; z < o.nsizes; z++)
 		for (unsigned d = 0; d < 2; d++)
-			for (unsigned k = 0; k < o.npol; k++) {
-				unsigned pi = o.pol[k];
-				const char *pname = vnic_mitigation_name(pb_policies[pi]);
-				const struct pb_cell *c = &cells[(pi * PB_MAX_SIZES + z) * 2 + d];
+			for (unsigned k = 0; k < o.npol * o.nvar; k++) {
+				unsigned pi = o.pol[k / o.nvar], var = k % o.nvar;
+				const struct pb_cell *c =
+					&cells[((pi * 2 + var) * PB_MAX_SIZES + z) * 2 + d];
 				double med[PB_NMETRICS];
+				char pname[32];
 
+				snprintf(pname, sizeof(pname), "%s%s",
+					 vnic_mitigation_name(pb_policies[pi]), var ? "+irq" : "");
 				printf("| %s | %u | %s |", pname, o.sizes[z], pb_dirs[d]);
 				for (unsigned m = 0; m < PB_NMETRICS; m++) {
 					char buf[96];

@@ -14,7 +14,10 @@
  * request) waits for nothing; under load it waits for the rest of the
  * interval, or until *_irq_frames used entries were published since it
  * became due, whichever is first. The guest then finds a batch per
- * interrupt. The knobs are VIRTIO_NET_F_NOTF_COAL's, set by the VMM or the
+ * interrupt. Throttling starts only once an interrupt told of two or more
+ * entries: request/response traffic (one frame in flight, an interrupt
+ * per frame, however fast) is never held, as a NIC's adaptive moderation
+ * would classify it; a stream's first batch turns it on. The knobs are VIRTIO_NET_F_NOTF_COAL's, set by the VMM or the
  * administrator here, not by the guest.
  *
  * The rule that keeps it safe (doc/model/irq.pml checks it): once the
@@ -51,6 +54,7 @@ static uint64_t irq_now(const struct net_dev *d)
 static void irq_send(struct net_dev *d, struct net_queue *q, uint64_t now)
 {
 	q->irq_due = false;
+	q->irq_last_batch = q->irq_frames;
 	q->irq_frames = 0;
 	q->irq_last_ns = now;
 	d->ops->notify(d->opaque, q->idx);
@@ -76,8 +80,11 @@ void net_irq_after_flush(struct net_dev *d, struct net_queue *q, unsigned publis
 	}
 	now = irq_now(d);
 	gap = (uint64_t)us * 1000u;
-	if (now - q->irq_last_ns >= gap) {
-		irq_send(d, q, now); /* the last one is old enough */
+	if (now - q->irq_last_ns >= gap || q->irq_last_batch < 2) {
+		/* The last one is old enough, or told of a single entry: one
+		 * frame in flight (request/response), nothing to batch, and
+		 * holding it would only add the interval to every round trip. */
+		irq_send(d, q, now);
 		return;
 	}
 	/* Held back for the rest of the interval: counted as suppressed

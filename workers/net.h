@@ -176,6 +176,7 @@ struct net_queue {
 	bool irq_timer_armed;
 	uint32_t irq_frames;
 	uint64_t irq_last_ns;         /* when the last one was sent */
+	uint32_t irq_last_batch;      /* the entries it told of */
 	/* TX: the mitigation policy and its state (policy.h). */
 	const struct net_policy *pol;
 	struct net_policy_state ps;
