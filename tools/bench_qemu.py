@@ -7,8 +7,8 @@
   timer    QEMU's own virtio-net, tx=timer (x-txtimer=150000,x-txburst=256)
   vnicd    -netdev vhost-user -> vnicd (server mode) -> tap
   vnicd:P  the same with vnicd's TX policy P (timer|bh|adaptive|poll)
-  vnicd:P+irq=RU/RF/TU/TF  and interrupt coalescing: RX used ring RU us /
-           RF frames, TX used ring TU us / TF frames (vnicctl set-policy)
+  vnicd:P+K=V+...  and vnicctl set-policy's --K V once the NIC runs, e.g.
+           vnicd:timer+rx-irq-us=200+rx-irq-frames=64 (interrupt coalescing)
   vnicd@N  the same with N queue pairs (queues=N, mq=on; issue 15): give
            the guest vCPUs (--smp) and flows (--streams) to spread
   testpmd  -netdev vhost-user -> DPDK testpmd, net_vhost <-> net_tap, io
@@ -58,14 +58,16 @@ def boot(cfg, a, image, ns, mode="server", reconnect=None):
                         smp=a.smp)
     elif cfg.startswith("vnicd"):
         policy = cfg.split(":", 1)[1] if ":" in cfg else None
-        irq = None
-        if policy and "+irq=" in policy:
-            policy, _, spec = policy.partition("+irq=")
-            irq = tuple(int(x) for x in spec.split("/"))
-            if len(irq) != 4:
-                raise Fail("%s: +irq= wants RX_US/RX_FRAMES/TX_US/TX_FRAMES" % cfg)
+        opts = {}
+        if policy and "+" in policy:
+            policy, *kvs = policy.split("+")
+            for kv in kvs:
+                k, eq, v = kv.partition("=")
+                if not eq or not v.isdigit():
+                    raise Fail("%s: want +OPTION=NUMBER (vnicctl set-policy's)" % cfg)
+                opts[k] = int(v)
         b = backends.VnicdBackend(a.builddir, ns, sock, mode, tap=TAP, workdir=d,
-                                  policy=policy or None, irq=irq)
+                                  policy=policy or None, policy_opts=opts)
         g = vmlib.Guest(image, ("vhost-user", sock, mode == "client"), ip=GUEST + "/24",
                         netns=ns, workdir=d, smp=a.smp, queues=queues, reconnect=reconnect)
     elif cfg == "testpmd":

@@ -23,11 +23,12 @@ class VnicdBackend:
     name = "vnicd"
 
     def __init__(self, builddir, netns, sock, mode, nic_id="q0", tap="vq0", mtu=None,
-                 workdir=None, policy=None, log_level=None, irq=None):
+                 workdir=None, policy=None, log_level=None, policy_opts=None):
         self.v = vmlib.Vnicd(builddir, workdir)
         self.ns, self.sock, self.mode = netns, sock, mode
         self.id, self.tap, self.mtu, self.policy = nic_id, tap, mtu, policy
-        self.irq = irq  # interrupt coalescing: (rx_us, rx_frames, tx_us, tx_frames)
+        # vnicctl set-policy options once the NIC runs: {"rx-irq-us": 200, ...}
+        self.policy_opts = policy_opts or {}
         r = self.v.ctl_raw("add", "--help")
         if "--vhost-user" not in r.stdout + r.stderr:
             vmlib.skip("this vnicctl has no 'add --vhost-user' (issue 8's front door is not "
@@ -63,13 +64,12 @@ class VnicdBackend:
             n = self.nic() or {}
             return n.get("state") == "RUNNING" and n.get("pid")
         r = vmlib.wait_for("NIC %s RUNNING with a worker" % self.id, seconds, running, 0.2)
-        if self.irq:
+        if self.policy_opts:
             # SetPolicy replaces the whole policy; on an endpoint's NIC it
             # also becomes the endpoint's (kept across front-end sessions).
             args = ["set-policy", self.id, "--mode", self.policy or "default"]
-            for opt, v in zip(("--rx-irq-us", "--rx-irq-frames", "--tx-irq-us",
-                               "--tx-irq-frames"), self.irq):
-                args += [opt, str(v)]
+            for opt, v in self.policy_opts.items():
+                args += ["--" + opt, str(v)]
             self.v.ctl(*args)
         return r
 
