@@ -394,11 +394,13 @@ static void set_policy_p(const char *id, const Vnic__Vmm__Policy *pol)
 }
 
 /* Each of validate_policy's refusals (the timer's lower bound, 1 us, is
- * reachable only as 0, which means "vnicd's default"), then a good one. */
+ * reachable only as 0, which means "vnicd's default"), then a good one;
+ * the interrupt coalescing bounds, then a good coalescing policy. */
 static void bad_policies(const char *id)
 {
 	static const struct {
 		unsigned mode, timer_us, poll_us, latency_us, safety_pct, max_window, pkts, bytes;
+		unsigned irq_us, irq_frames; /* both directions */
 	} bad[] = {
 		{ 9, 0, 0, 0, 0, 0, 0, 0 },         { 1, 100001, 0, 0, 0, 0, 0, 0 },
 		{ 1, 100000000, 0, 0, 0, 0, 0, 0 }, { 4, 0, 100000000, 0, 0, 0, 0, 0 },
@@ -406,6 +408,8 @@ static void bad_policies(const char *id)
 		{ 3, 0, 0, 0, 1, 0, 0, 0 },         { 3, 0, 0, 0, 250, 0, 0, 0 },
 		{ 3, 0, 0, 0, 0, 1u << 30, 0, 0 },  { 2, 0, 0, 0, 0, 0, 1u << 30, 0 },
 		{ 2, 0, 0, 0, 0, 0, 0, 1u << 31 },  { 1, 200, 0, 0, 0, 0, 64, 65536 },
+		{ 2, 0, 0, 0, 0, 0, 0, 0, 10001, 0 }, { 2, 0, 0, 0, 0, 0, 0, 0, 0, 32769 },
+		{ 2, 0, 0, 0, 0, 0, 0, 0, 200, 64 },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -420,6 +424,8 @@ static void bad_policies(const char *id)
 		p.max_window = bad[i].max_window;
 		p.budget_packets = bad[i].pkts;
 		p.budget_bytes = bad[i].bytes;
+		p.rx_irq_us = p.tx_irq_us = bad[i].irq_us;
+		p.rx_irq_frames = p.tx_irq_frames = bad[i].irq_frames;
 		set_policy_p(id, &p);
 	}
 }

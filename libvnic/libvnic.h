@@ -243,7 +243,9 @@ struct vnic_remove_result {
 };
 
 /*
- * vnic_set_policy - change a running NIC's TX mitigation policy.
+ * vnic_set_policy - change a running NIC's TX mitigation policy and its
+ * interrupt coalescing (the whole struct vnic_policy: zero fields take
+ * vnicd's defaults, and coalescing's default is off).
  * Answered once the worker applied it (its budgets take effect from its
  * next wake-up); a worker restarted later starts with it too.
  * Returns: 0, a negative errno, or VNIC_STATUS_NOT_FOUND (no such NIC on
@@ -396,7 +398,8 @@ int vnic_mitigation_from_name(const char *name, enum vnic_mitigation *ret);
 	X(uint64_t, bytes, VNIC_QC_ALL)       /* their Ethernet bytes, no virtio-net header */ \
 	X(uint64_t, kicks, VNIC_QC_ALL)       /* guest notifications received */ \
 	X(uint64_t, interrupts, VNIC_QC_ALL)  /* call eventfd writes */ \
-	X(uint64_t, suppressed, VNIC_QC_ALL)  /* interrupts the guest asked not to get */ \
+	X(uint64_t, suppressed, VNIC_QC_ALL)  /* flushes without an interrupt: the guest \
+						* asked for none, or coalescing held it */ \
 	X(uint64_t, drops, VNIC_QC_ALL)       /* frames dropped */ \
 	X(uint64_t, errors, VNIC_QC_ALL)      /* backend I/O errors other than EAGAIN */ \
 	X(uint32_t, window, VNIC_QC_TX | VNIC_QC_GAUGE) /* adaptive: packets per kick asked for */ \

@@ -33,8 +33,10 @@ void vu_state_path(const struct sup *s, const char *id, char *buf, size_t len)
  * restored, one log line names file:line):
  *   id, path, mode (server | client), tap, netns, mac, mtu,
  *   policy (a mode by name: bh, timer, adaptive, poll) and each of its
- *   parameters by name (policy-timer-us ... policy-max-window, and since
- *   vnicd 0.3 policy-rx-irq-us ... policy-tx-irq-frames: absent = 0).
+ *   parameters by name (policy-timer-us ... policy-max-window, and, since
+ *   interrupt coalescing (issue 17), policy-rx-irq-us ...
+ *   policy-tx-irq-frames: absent = 0; a vnicd from before them refuses a
+ *   file that has them, as any unknown key).
  * Format 1 (vnicd 0.1.0): "KEY VALUE" lines, "id" first, the policy as
  * eight positional integers. It is read for the upgrade only: restoring
  * the endpoint saves it again in format 2.

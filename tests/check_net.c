@@ -117,6 +117,7 @@ static void cb_irq_timer(void *opaque, unsigned qidx, uint32_t us)
 {
 	struct harness *h = opaque;
 
+	ck_assert_uint_lt(qidx, 2); /* one pair here */
 	h->irq_timer_calls[qidx]++;
 	h->irq_timer_us = us;
 }
@@ -1910,6 +1911,32 @@ START_TEST(irq_single_frames_never_held)
 }
 END_TEST
 
+/* A queue that breaks while it holds an interrupt sends it: the worker
+ * stops the queue's timers with it, and the entries published before the
+ * bad one are the guest's to reclaim. */
+START_TEST(irq_due_sent_when_the_queue_breaks)
+{
+	struct vring_avail *avail;
+	uint16_t i;
+
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	avail = H.drv[TXQ].avail;
+	set_irq(0, 0, 1000, 0);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_prime();
+	H.now_ns += 10000;
+	tx_one(1);
+	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
+	i = le16toh(avail->idx);
+	avail->ring[i % 16] = htole16(99); /* head >= queue size (G3) */
+	avail->idx = htole16((uint16_t)(i + 1));
+	ck_assert_int_eq(net_tx_kick(H.d, TXQ), NET_BROKEN);
+	ck_assert_uint_eq(H.broken_calls, 1);
+	ck_assert_uint_eq(H.notified[TXQ], 2);
+	h_teardown();
+}
+END_TEST
+
 /* Nothing stays held past a queue stop (GET_VRING_BASE reads the rings
  * next, no timer runs after) or a switch (the new limits may be off). */
 START_TEST(irq_due_sent_at_stop_and_switch)
@@ -2012,6 +2039,7 @@ static Suite *net_suite(void)
 	tcase_add_test(tx, irq_due_survives_a_no_from_the_ring);
 	tcase_add_test(tx, irq_coalesce_rx_and_suppressed);
 	tcase_add_test(tx, irq_single_frames_never_held);
+	tcase_add_test(tx, irq_due_sent_when_the_queue_breaks);
 	tcase_add_test(tx, irq_due_sent_at_stop_and_switch);
 	suite_add_tcase(s, tx);
 

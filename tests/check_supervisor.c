@@ -57,7 +57,8 @@ START_TEST(policy_names_and_pb_round_trip)
 {
 	struct vnic_policy p = { .timer_us = 1, .poll_us = 2, .budget_packets = 3,
 				 .budget_bytes = 4, .latency_us = 5, .safety_pct = 6,
-				 .max_window = 7 }, back;
+				 .max_window = 7, .rx_irq_us = 8, .rx_irq_frames = 9,
+				 .tx_irq_us = 10, .tx_irq_frames = 11 }, back;
 	enum vnic_mitigation m;
 	Vnic__Vmm__Policy pb;
 	unsigned named = 0;

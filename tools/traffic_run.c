@@ -289,9 +289,10 @@ static void tr_switch_policy(struct tr_run *r, uint64_t now)
 		return;
 	r->next_switch_ns = now + (uint64_t)(r->switch_ms * 1e6);
 	p.mode = order[r->switch_next % 4];
-	/* Interrupt coalescing as asked in even rounds, off in odd ones:
-	 * interrupts held back go out at each switch (workers/irq.c). */
-	if (r->switch_next & 1u)
+	/* Interrupt coalescing as asked in the even cycles of the four
+	 * modes, off in the odd ones, so every mode runs with and without
+	 * it; interrupts held back go out at each switch (workers/irq.c). */
+	if ((r->switch_next / 4) & 1u)
 		p.rx_irq_us = p.rx_irq_frames = p.tx_irq_us = p.tx_irq_frames = 0;
 	r->switch_next++;
 	for (unsigned i = 0; i < r->nnics; i++) {

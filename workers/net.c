@@ -274,6 +274,9 @@ enum net_run net_report_broken(struct net_dev *d, struct net_queue *q)
 	if (!q->broken_reported) {
 		q->broken_reported = true;
 		q->hold_len = 0;
+		/* The entries published before it broke may owe an interrupt,
+		 * and the caller stops the queue's timers now. */
+		net_irq_send_due(d, q);
 		stats_set_broken(q->st, q->vq.broken_reason);
 		if (d->ops->broken)
 			d->ops->broken(d->opaque, q->idx, q->vq.broken_reason);

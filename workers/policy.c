@@ -68,9 +68,14 @@ void net_set_policy(struct net_dev *d, const struct vnic_policy *p, struct vnic_
 	d->policy = np;
 	/* Interrupts held back under the old limits go now: the new ones
 	 * may be shorter, or off. */
-	for (unsigned i = 0; i < 2 * d->npairs; i++)
+	for (unsigned i = 0; i < 2 * d->npairs; i++) {
 		if (d->q[i].configured)
 			net_irq_send_due(d, &d->q[i]);
+		/* The next hold arms the timer again with the new interval
+		 * (a pending one is rescheduled), instead of waiting for the
+		 * old one. */
+		d->q[i].irq_timer_armed = false;
+	}
 	for (unsigned i = 1; i < 2 * d->npairs; i += 2) {
 		struct net_queue *q = &d->q[i];
 
