@@ -144,9 +144,9 @@ TESTS += tests/bench_ring_smoke.sh tests/bench_restart_cpu.sh
 
 # End to end with real processes (vnicd, workers, vnic-bench as VMM and
 # guests); e2e_tap needs root and /dev/net/tun (else exit 77).
-dist_check_SCRIPTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+dist_check_SCRIPTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh tests/e2e_afpacket.sh
 EXTRA_DIST += tests/e2e_lib.sh
-TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh tests/e2e_afpacket.sh
 
 # The TX policies of issue 9: each one under traffic, and SetPolicy
 # switching between all four under traffic without losing a frame.

@@ -225,7 +225,8 @@ out:
 void bench_traffic_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vnic-bench [--socket PATH] traffic [--nics N] [--backend socket|tap]\n"
+		"usage: vnic-bench [--socket PATH] traffic [--nics N]\n"
+		"           [--backend socket|tap|afpacket]\n"
 		"           [--direction g2h|h2g|both] [--size BYTES|random] [--seconds S]\n"
 		"           [--count N] [--netns NAME] [--window N]\n"
 		"           [--policy default|timer|bh|adaptive|poll]\n"
@@ -233,9 +234,12 @@ void bench_traffic_usage(FILE *f)
 		"  Simulated VMM + guests: N NICs on vnicd, checked UDP frames each way.\n"
 		"  --queue-pairs P  every NIC has P queue pairs, a worker and a flow\n"
 		"               each way per pair (socket backend; N x P <= %u)\n"
-		"  --size       frame size %u..%u (tap: ..%u), or random (default)\n"
+		"  --size       frame size %u..%u (tap: ..%u; afpacket: ..%u), or random\n"
+		"               (default)\n"
+		"  --backend    afpacket: vnicd binds AF_PACKET to one end of a veth pair\n"
+		"               in the netns, the host's UDP socket is on the other\n"
 		"  --seconds    sending time (default 3); --count stops a flow earlier\n"
-		"  --netns      tap backend: namespace for the taps (created and removed\n"
+		"  --netns      tap, afpacket: namespace for the taps / veths (created and removed\n"
 		"               if missing; default a private one)\n"
 		"  --policy     TX mitigation asked for in AddNic (default: vnicd's)\n"
 		"  --timer-us N, --poll-us N, --latency-us N  its parameters (0: vnicd's\n"
@@ -248,7 +252,8 @@ void bench_traffic_usage(FILE *f)
 		"               one frame in flight, 1 NIC, socket backend, --size for the\n"
 		"               --direction (g2h: the request), 60 B the other way; prints\n"
 		"               p50/p99 latency in a 'RESULT rr' line\n"
-		"  --window     frames in flight per NIC and direction (default %u;\n"
+		"  --window     frames in flight per NIC and direction (default %u,\n"
+		"               afpacket %u;\n"
 		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
 		"  --before-remove  run CMD (sh -c) after traffic, before RemoveNic\n"
@@ -268,8 +273,8 @@ void bench_traffic_usage(FILE *f)
 		"  --dirty-log-after S  the same, the log set at S s while frames flow\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
-		TR_MAX_NICS, FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_BURST, TR_DEFAULT_WINDOW,
-		TR_WINDOW_BYTES >> 20);
+		TR_MAX_NICS, FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, FRAMES_AFP_MAX, TR_BURST,
+		TR_DEFAULT_WINDOW, TR_AFP_WINDOW, TR_WINDOW_BYTES >> 20);
 }
 
 /* --policy and its parameters, --switch-policy. Returns: 0, -EINVAL. */
@@ -332,17 +337,18 @@ static int tr_lifecycle_option(struct tr_run *r, int opt, const char *arg)
 /* One option of traffic. Returns: 0, -EINVAL (a usage error). */
 static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 {
-	static const char *const backends[] = { "socket", "tap" };
+	static const char *const backends[] = { "socket", "tap", "afpacket" };
+	static const enum tr_backend kinds[] = { TR_SOCKET, TR_TAP, TR_AFP };
 	static const char *const dirs[] = { "g2h", "h2g", "both" };
 	unsigned long v;
 	int i;
 
 	switch (opt) {
 	case 'b':
-		i = tr_name_index(backends, 2, arg);
+		i = tr_name_index(backends, 3, arg);
 		if (i < 0)
 			return -EINVAL;
-		r->backend = i ? TR_TAP : TR_SOCKET;
+		r->backend = kinds[i];
 		return 0;
 	case 'd':
 		i = tr_name_index(dirs, 3, arg);
@@ -551,16 +557,21 @@ int bench_traffic_main(int argc, char **argv)
 	r.nnics *= r.pairs; /* from here on: lanes */
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
-	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX : FRAMES_MAX;
+	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX
+		    : r.backend == TR_AFP ? FRAMES_AFP_MAX : FRAMES_MAX;
 	if (r.fixed > r.maxsize) {
-		fprintf(stderr, "vnic-bench: a tap carries frames of at most %u bytes (MTU %u)\n",
-			FRAMES_TAP_MAX, FRAMES_TAP_MTU);
+		fprintf(stderr, "vnic-bench: a %s carries frames of at most %u bytes (MTU %u)\n",
+			r.backend == TR_AFP ? "veth with AF_PACKET" : "tap", r.maxsize,
+			r.maxsize - FRAMES_ETH_HLEN);
 		return 2;
 	}
-	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500 : r.backend == TR_TAP ? FRAMES_TAP_MTU : 65535;
+	if (r.backend == TR_AFP && !r.window_set)
+		r.window = TR_AFP_WINDOW;
+	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500
+		: r.backend == TR_SOCKET ? 65535 : r.maxsize - FRAMES_ETH_HLEN;
 
 	printf(", %s backend, %s, size %s%s, %.1f s\n",
-	       r.backend == TR_TAP ? "tap" : "socket",
+	       r.backend == TR_TAP ? "tap" : r.backend == TR_AFP ? "afpacket" : "socket",
 	       r.dirs == 3 ? "both directions" : r.dirs == 1 ? "guest->host" : "host->guest",
 	       r.fixed ? "" : "random", r.fixed ? "" : "", r.seconds);
 	if (r.fixed)

@@ -175,7 +175,10 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 		snprintf(n->qname[FRAMES_G2H], sizeof(n->qname[0]), "tx%u", k);
 		snprintf(n->qname[FRAMES_H2G], sizeof(n->qname[0]), "rx%u", k);
 		snprintf(n->tap, sizeof(n->tap), "vnicb%u", l->idx);
+		snprintf(n->veth, sizeof(n->veth), "vnicv%u", l->idx);
 		if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &bf[k]) < 0)
+			rc = -EIO;
+		else if (r->backend == TR_AFP && tr_veth_add(r, n) < 0)
 			rc = -EIO;
 		else
 			guest_vnic_memory(n->g, &reg[k], &q[2 * k]);
@@ -196,6 +199,11 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 		if (r->backend == TR_SOCKET) {
 			cfg.backend = VNIC_BACKEND_SOCKET;
 			cfg.backend_fd = bf[0];
+		} else if (r->backend == TR_AFP) {
+			cfg.backend = VNIC_BACKEND_AF_PACKET;
+			cfg.tap_name = l->veth;
+			cfg.netns = r->netns;
+			cfg.backend_fd = -1;
 		} else {
 			cfg.backend = VNIC_BACKEND_TAP;
 			cfg.tap_name = l->tap;
@@ -219,7 +227,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 		return rc;
 	for (unsigned k = 0; k < np; k++)
 		l[k].added = true;
-	if (r->backend == TR_TAP && tr_tap_setup(r, l) < 0)
+	if (r->backend != TR_SOCKET && tr_tap_setup(r, l) < 0)
 		return -EIO;
 	for (unsigned k = 0; k < np; k++)
 		guest_rx_fill(l[k].g);
@@ -606,6 +614,13 @@ static void tr_cleanup(struct tr_run *r)
 	free(r->nics);
 	free(r->buf);
 	vnic_close(r->conn);
+	for (unsigned i = 0; r->backend == TR_AFP && !r->netns_created && i < r->nnics; i++) {
+		/* A namespace we did not make keeps nothing of ours. */
+		const char *a[] = { "ip", "-n", r->netns, "link", "del", r->nics[i].veth, NULL };
+
+		if (r->nics[i].veth[0])
+			tr_cmd(a);
+	}
 	if (r->netns_created) {
 		const char *a[] = { "ip", "netns", "del", r->netns, NULL };
 
@@ -635,7 +650,7 @@ int tr_setup(struct tr_run *r)
 		r->nics[i].host_fd = -1;
 		r->nics[i].log_fd = -1;
 	}
-	if (r->backend == TR_TAP) {
+	if (r->backend != TR_SOCKET) {
 		if (!r->netns[0])
 			snprintf(r->netns, sizeof(r->netns), "vnicbench%d", (int)getpid());
 		snprintf(path, sizeof(path), "/run/netns/%s", r->netns);
@@ -712,6 +727,7 @@ int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 		if (bench_parse_ulong(arg, 1, GUEST_QUEUE_SIZE * 4, &v) < 0)
 			return -EIO;
 		r->window = (unsigned)v;
+		r->window_set = true;
 		return 0;
 	}
 	return -EIO;
