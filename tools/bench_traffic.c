@@ -337,19 +337,11 @@ static int tr_lifecycle_option(struct tr_run *r, int opt, const char *arg)
 /* One option of traffic. Returns: 0, -EINVAL (a usage error). */
 static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 {
-	static const char *const backends[] = { "socket", "tap", "afpacket" };
-	static const enum tr_backend kinds[] = { TR_SOCKET, TR_TAP, TR_AFP };
 	static const char *const dirs[] = { "g2h", "h2g", "both" };
 	unsigned long v;
 	int i;
 
 	switch (opt) {
-	case 'b':
-		i = tr_name_index(backends, 3, arg);
-		if (i < 0)
-			return -EINVAL;
-		r->backend = kinds[i];
-		return 0;
 	case 'd':
 		i = tr_name_index(dirs, 3, arg);
 		if (i < 0)
@@ -368,11 +360,6 @@ static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 		if (bench_parse_ulong(arg, 1, 1ul << 40, &v) < 0)
 			return -EINVAL;
 		r->count = v;
-		return 0;
-	case 'N':
-		if (!arg[0] || strlen(arg) >= sizeof(r->netns) || strchr(arg, '/'))
-			return -EINVAL;
-		snprintf(r->netns, sizeof(r->netns), "%s", arg);
 		return 0;
 	case 'E':
 		r->expect_json = arg;
@@ -557,21 +544,11 @@ int bench_traffic_main(int argc, char **argv)
 	r.nnics *= r.pairs; /* from here on: lanes */
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
-	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX
-		    : r.backend == TR_AFP ? FRAMES_AFP_MAX : FRAMES_MAX;
-	if (r.fixed > r.maxsize) {
-		fprintf(stderr, "vnic-bench: a %s carries frames of at most %u bytes (MTU %u)\n",
-			r.backend == TR_AFP ? "veth with AF_PACKET" : "tap", r.maxsize,
-			r.maxsize - FRAMES_ETH_HLEN);
+	if (tr_backend_limits(&r) < 0)
 		return 2;
-	}
-	if (r.backend == TR_AFP && !r.window_set)
-		r.window = TR_AFP_WINDOW;
-	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500
-		: r.backend == TR_SOCKET ? 65535 : r.maxsize - FRAMES_ETH_HLEN;
 
 	printf(", %s backend, %s, size %s%s, %.1f s\n",
-	       r.backend == TR_TAP ? "tap" : r.backend == TR_AFP ? "afpacket" : "socket",
+	       tr_backend_name(r.backend),
 	       r.dirs == 3 ? "both directions" : r.dirs == 1 ? "guest->host" : "host->guest",
 	       r.fixed ? "" : "random", r.fixed ? "" : "", r.seconds);
 	if (r.fixed)

@@ -199,7 +199,15 @@ extern volatile sig_atomic_t tr_stop;
 void tr_fail(struct tr_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double tr_cpu_seconds(pid_t pid);
 bool tr_sending(const struct tr_run *r, uint64_t now);
+/* tr_parse_common - an option both subcommands take (--socket, --seconds,
+ * --nics, --window, --backend, --netns). Returns 0 or -EIO. */
 int tr_parse_common(struct tr_run *r, int opt, const char *arg);
+/* tr_backend_limits - the largest frame, the MTU and the default window
+ * the backend takes (after the options). Returns 0, or -EINVAL with the
+ * reason printed (--size beyond it). */
+int tr_backend_limits(struct tr_run *r);
+/* tr_backend_name - "socket", "tap" or "afpacket" (--backend's words). */
+const char *tr_backend_name(enum tr_backend b);
 void tr_init_common(struct tr_run *r);
 int tr_setup(struct tr_run *r);
 void tr_loop(struct tr_run *r);

@@ -708,11 +708,47 @@ int tr_setup(struct tr_run *r)
 
 /* ---- what both subcommands share: options, the end ---- */
 
+const char *tr_backend_name(enum tr_backend b)
+{
+	return b == TR_TAP ? "tap" : b == TR_AFP ? "afpacket" : "socket";
+}
+
+int tr_backend_limits(struct tr_run *r)
+{
+	r->maxsize = r->backend == TR_TAP ? FRAMES_TAP_MAX
+		     : r->backend == TR_AFP ? FRAMES_AFP_MAX : FRAMES_MAX;
+	if (r->fixed > r->maxsize) {
+		fprintf(stderr, "vnic-bench: a %s carries frames of at most %u bytes (MTU %u)\n",
+			r->backend == TR_AFP ? "veth with AF_PACKET" : "tap", r->maxsize,
+			r->maxsize - FRAMES_ETH_HLEN);
+		return -EINVAL;
+	}
+	if (r->backend == TR_AFP && !r->window_set)
+		r->window = TR_AFP_WINDOW;
+	r->mtu = (r->fixed && r->fixed <= 1514) ? 1500
+		 : r->backend == TR_SOCKET ? 65535 : r->maxsize - FRAMES_ETH_HLEN;
+	return 0;
+}
+
 int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 {
+	static const char *const backends[] = { "socket", "tap", "afpacket" };
+	static const enum tr_backend kinds[] = { TR_SOCKET, TR_TAP, TR_AFP };
 	unsigned long v;
+	int i;
 
 	switch (opt) {
+	case 'b':
+		i = tr_name_index(backends, 3, arg);
+		if (i < 0)
+			return -EIO;
+		r->backend = kinds[i];
+		return 0;
+	case 'N':
+		if (!arg[0] || strlen(arg) >= sizeof(r->netns) || strchr(arg, '/'))
+			return -EIO;
+		snprintf(r->netns, sizeof(r->netns), "%s", arg);
+		return 0;
 	case 'S':
 		r->socket_path = arg;
 		return 0;
