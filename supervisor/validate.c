@@ -470,9 +470,10 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		return fail(err, errlen, -EINVAL, "an af_packet backend needs an interface name");
 	if (s->backend == NIC_BACKEND_TAP || s->backend == NIC_BACKEND_AF_PACKET) {
 		if (s->tap_name[0]) {
-			rc = validate_ifname(s->tap_name, err, errlen);
+			rc = validate_ifname(s->tap_name, sub, sizeof(sub));
 			if (rc)
-				return rc;
+				return fail(err, errlen, rc, "%s%s", s->backend == NIC_BACKEND_AF_PACKET
+					    ? "af_packet backend: " : "", sub);
 		}
 		if (s->netns[0]) {
 			rc = validate_netns_name(s->netns, err, errlen);

@@ -152,7 +152,11 @@ int tr_veth_add(struct tr_run *r, struct tr_nic *n)
 			     NULL };
 
 	snprintf(mtu, sizeof(mtu), "%u", r->mtu);
-	if (tr_cmd(a1) < 0 || tr_cmd(a2) < 0)
+	if (tr_cmd(a1) < 0) {
+		n->veth[0] = '\0'; /* not ours: never deleted */
+		return -EIO;
+	}
+	if (tr_cmd(a2) < 0)
 		return -EIO;
 	self = tr_ns_enter(r->netns);
 	if (self < 0)

@@ -610,17 +610,16 @@ static void tr_cleanup(struct tr_run *r)
 			close(n->host_fd);
 		free(n->f[0].seen);
 		free(n->f[1].seen);
+		if (r->backend == TR_AFP && !r->netns_created && n->veth[0]) {
+			/* A namespace we did not make keeps nothing of ours. */
+			const char *a[] = { "ip", "-n", r->netns, "link", "del", n->veth, NULL };
+
+			tr_cmd(a);
+		}
 	}
 	free(r->nics);
 	free(r->buf);
 	vnic_close(r->conn);
-	for (unsigned i = 0; r->backend == TR_AFP && !r->netns_created && i < r->nnics; i++) {
-		/* A namespace we did not make keeps nothing of ours. */
-		const char *a[] = { "ip", "-n", r->netns, "link", "del", r->nics[i].veth, NULL };
-
-		if (r->nics[i].veth[0])
-			tr_cmd(a);
-	}
 	if (r->netns_created) {
 		const char *a[] = { "ip", "netns", "del", r->netns, NULL };
 
