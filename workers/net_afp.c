@@ -45,8 +45,9 @@ struct net_afp {
 	uint8_t *blk;          /* the block being walked, NULL: none */
 	uint32_t blk_left;     /* its frames not yet consumed */
 	uint32_t pkt_off;      /* the next frame's offset in it */
-	unsigned tx_slot;      /* next TX slot to fill */
+	unsigned tx_slot;      /* next TX slot to fill: the kernel's head after a kick */
 	unsigned tx_pending;   /* slots filled since the last kick */
+	uint64_t tx_pending_bytes; /* their frames' bytes */
 };
 
 /* The kernel's struct virtio_net_hdr as PACKET_VNET_HDR lays it out
@@ -148,6 +149,17 @@ static struct tpacket3_hdr *afp_rx_cur(struct net_afp *a)
 		a->pkt_off = b->hdr.bh1.offset_to_first_pkt;
 	}
 	return NULL;
+}
+
+void net_afp_rx_idle(struct net_dev *d)
+{
+	struct msghdr mh = { .msg_name = NULL };
+
+	/* A wake-up that found nothing: maybe a socket error (ENETDOWN
+	 * when the interface went down), which epoll reports until it is
+	 * read. A receive reads it (the ring's socket queues nothing else),
+	 * so the worker does not spin on it. */
+	(void)recvmsg(d->afp->fd, &mh, MSG_DONTWAIT);
 }
 
 void net_afp_rx_consume(struct net_dev *d)
@@ -272,36 +284,64 @@ void net_afp_rx_finish(struct net_afp_frame *fr)
 
 /* ---- TX ---- */
 
+static inline struct tpacket3_hdr *afp_tx_slot(struct net_afp *a, unsigned i)
+{
+	return (struct tpacket3_hdr *)(a->map + AFP_RX_RING_BYTES +
+				       (size_t)(i % AFP_TX_FRAMES) * AFP_TX_FRAME_SIZE);
+}
+
 void net_afp_tx_kick(struct net_dev *d, struct net_queue *q)
 {
 	struct net_afp *a = d->afp;
 	struct msghdr mh = { .msg_name = NULL };
-
 	const struct tpacket3_hdr *last;
+	uint64_t lost_bytes = 0;
+	unsigned lost = 0;
+	int e = 0;
 
 	if (!a || !a->tx_pending)
 		return;
-	a->tx_pending = 0;
-	last = (const struct tpacket3_hdr *)(a->map + AFP_RX_RING_BYTES +
-		(size_t)((a->tx_slot + AFP_TX_FRAMES - 1) % AFP_TX_FRAMES) * AFP_TX_FRAME_SIZE);
+	last = afp_tx_slot(a, a->tx_slot + AFP_TX_FRAMES - 1);
 	/* No data: the kernel sends the slots marked SEND_REQUEST from its
-	 * head on, and stops at the first the device refused (that frame
-	 * is dropped, counted by the device): call again while the burst's
-	 * last slot is still marked. Each call takes at least one slot, so
-	 * a ring's worth of calls is the bound. A frame the kernel has no
-	 * buffer for (EAGAIN, ENOBUFS) stays marked for the next kick. */
-	for (unsigned i = 0; i < AFP_TX_FRAMES; i++) {
-		if (sendmsg(a->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+	 * head on, and stops at a frame the device refused (dropped and
+	 * counted by the device): call again while the burst's last slot is
+	 * still marked. Each call takes at least one slot, so a ring's worth
+	 * of calls is the bound. */
+	for (unsigned i = 0, fails = 0; i < AFP_TX_FRAMES; i++) {
+		/* A socket error pending from before (ENETDOWN after a link
+		 * flap) fails one call and is cleared by it: one more try. */
+		if (sendmsg(a->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EINTR) {
+			e = errno;
+			if (++fails == 2)
 				break;
-			if (errno != EINTR) {
-				stats_add(&q->st->errors, 1);
-				net_guest_log(d, q, "tx%u: AF_PACKET send: %s", q->idx / 2,
-					      strerror(errno));
-			}
 		}
 		if (__atomic_load_n(&last->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_SEND_REQUEST)
 			break;
+	}
+	/* What the kernel did not take (the interface down, no buffer): the
+	 * marked slots are the burst's tail, from the kernel's head on, and
+	 * only a send on this socket reads them. Dropped here and the cursor
+	 * put back on the head, so no slot stays marked: POLLOUT, which
+	 * looks at the head slot, then always comes. */
+	while (lost < a->tx_pending) {
+		struct tpacket3_hdr *h = afp_tx_slot(a, a->tx_slot + AFP_TX_FRAMES - 1 - lost);
+
+		if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_SEND_REQUEST)
+			break;
+		lost_bytes += h->tp_len - AFP_VNET_HDR_LEN;
+		__atomic_store_n(&h->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
+		lost++;
+	}
+	a->tx_slot = (a->tx_slot + AFP_TX_FRAMES - lost) % AFP_TX_FRAMES;
+	stats_add(&q->st->packets, a->tx_pending - lost);
+	stats_add(&q->st->bytes, a->tx_pending_bytes - lost_bytes);
+	a->tx_pending = 0;
+	a->tx_pending_bytes = 0;
+	if (lost) {
+		stats_add(&q->st->drops, lost);
+		stats_add(&q->st->errors, 1);
+		net_guest_log(d, q, "tx%u: AF_PACKET send: %s: %u frames dropped", q->idx / 2,
+			      e ? strerror(e) : "not taken", lost);
 	}
 }
 
@@ -309,8 +349,8 @@ int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *i
 		   unsigned niov, size_t frame_len)
 {
 	struct net_afp *a = d->afp;
-	uint8_t *slot = a->map + AFP_RX_RING_BYTES + (size_t)a->tx_slot * AFP_TX_FRAME_SIZE;
-	struct tpacket3_hdr *h = (struct tpacket3_hdr *)slot;
+	struct tpacket3_hdr *h = afp_tx_slot(a, a->tx_slot);
+	uint8_t *slot = (uint8_t *)h;
 	const struct virtio_net_hdr_v1 *vh = iov[0].iov_base;
 	struct afp_vnet_hdr kh;
 	uint32_t st;
@@ -320,8 +360,9 @@ int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *i
 		return -EMSGSIZE;
 	st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 	if (st != TP_STATUS_AVAILABLE && !(st & TP_STATUS_WRONG_FORMAT)) {
-		/* Full: what is queued goes now, and POLLOUT tells when
-		 * this slot is free. */
+		/* Full (the slot's frame is still in flight): what is
+		 * queued goes now, and POLLOUT tells when this slot, the
+		 * kernel's head once every queued one is sent, is free. */
 		net_afp_tx_kick(d, q);
 		return -EAGAIN;
 	}
@@ -341,5 +382,6 @@ int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *i
 	__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 	a->tx_slot = (a->tx_slot + 1) % AFP_TX_FRAMES;
 	a->tx_pending++;
+	a->tx_pending_bytes += frame_len;
 	return 0;
 }

@@ -138,10 +138,15 @@ static inline ssize_t net_tap_writev(int fd, const struct iovec *iov, int n)
  * checksum when the guest does not take partial ones (once).
  * net_afp_rx_consume - done with that frame (its block goes back to the
  * kernel after its last one).
+ * net_afp_rx_idle - an RX run that found nothing: read a pending socket
+ * error, which would otherwise keep the fd ready.
  * net_afp_tx_put - copy the frame net_tx_frame laid out in iov (the
  * checked header first) into the next TX slot. Returns 0; -EAGAIN the ring
  * is full (what was queued is kicked); -EMSGSIZE longer than a slot.
- * net_afp_tx_kick - send what was queued since the last kick: one call.
+ * net_afp_tx_kick - send what was queued since the last kick: one call
+ * (a few when the device refused a frame); counts them as sent. What the
+ * kernel did not take is dropped and counted, and the cursor goes back to
+ * the kernel's head.
  */
 struct net_afp_frame {
 	struct virtio_net_hdr_v1 hdr;
@@ -155,6 +160,7 @@ void net_afp_detach(struct net_dev *d);
 int net_afp_rx_peek(struct net_dev *d, struct net_afp_frame *fr, const char **why);
 void net_afp_rx_finish(struct net_afp_frame *fr);
 void net_afp_rx_consume(struct net_dev *d);
+void net_afp_rx_idle(struct net_dev *d);
 int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *iov,
 		   unsigned niov, size_t frame_len);
 void net_afp_tx_kick(struct net_dev *d, struct net_queue *q);

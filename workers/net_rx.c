@@ -486,5 +486,7 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 	}
 	net_rx_commit(d, q);
 	net_flush(d, q);
+	if (ret == NET_IDLE && bytes == 0 && d->afp)
+		net_afp_rx_idle(d);
 	return ret;
 }

@@ -191,13 +191,9 @@ static inline int net_tx_send(struct net_dev *d, struct net_queue *q, uint16_t h
 		}
 		vring_push(&q->vq, head, 0);
 		q->pushed++;
-		if (r < 0) {
-			/* Every length bounded: never past a slot. */
+		/* Counted as sent by the burst's kick (net_afp_tx_kick). */
+		if (r < 0) /* every length bounded: never past a slot */
 			net_drop(d, q, "frame longer than an AF_PACKET TX slot");
-		} else {
-			stats_add(&q->st->packets, 1);
-			stats_add(&q->st->bytes, frame_len);
-		}
 		*bytes += frame_len;
 		return 1;
 	} else if (d->backend == NET_BACKEND_TAP) {
