@@ -815,6 +815,15 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 		if (rc)
 			return rc;
 	} else if (spec->backend == NIC_BACKEND_AF_PACKET) {
+		/* One NIC per interface: a second socket would get every
+		 * frame too (and a tap's queues are not ours to share). */
+		const char *user = vu_tap_user(n->sup, spec->netns, spec->tap_name, spec->id);
+
+		if (user) {
+			snprintf(err, errlen, "interface %s is in use by \"%s\"", spec->tap_name,
+				 user);
+			return -EBUSY;
+		}
 		/* Kept for every restart: a new worker resets the rings. */
 		rc = afp_open(spec->tap_name, spec->netns, &n->backend_fd, err, errlen);
 		if (rc)

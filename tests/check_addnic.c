@@ -1001,7 +1001,9 @@ END_TEST
  * and leaves no fd behind (the socket made before the lookup is closed). */
 START_TEST(af_packet_interface_missing)
 {
-	char err[512] = "";
+	char err[512] = "", ns[64];
+	struct vnic_remove_result rr;
+	const char *id;
 
 	if (geteuid() != 0)
 		return;
@@ -1009,6 +1011,22 @@ START_TEST(af_packet_interface_missing)
 	lg.cfg.tap_name = "vnicnope0";
 	ck_assert_int_ne(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_OK);
 	ck_assert_msg(strstr(err, "interface vnicnope0"), "%s", err);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+	/* lo of a private netns: a NIC on it starts, a second one on the
+	 * same interface is refused, the first leaves no fd behind. */
+	if (!tap_env(ns, sizeof(ns)))
+		return;
+	lg.cfg.tap_name = "lo";
+	lg.cfg.netns = ns;
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_OK);
+	ck_assert_int_eq(st_nic_count(lconn), 1);
+	id = lg.cfg.id;
+	lg.cfg.id = "afp-second";
+	ck_assert_int_ne(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_OK);
+	ck_assert_msg(strstr(err, "interface lo is in use by"), "%s", err);
+	ck_assert_int_eq(st_nic_count(lconn), 1);
+	ck_assert_int_eq(vnic_remove_nic(lconn, id, 3000, &rr), 0);
 	ck_assert_int_eq(st_nic_count(lconn), 0);
 	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
 }
