@@ -147,6 +147,11 @@ static struct tpacket3_hdr *afp_rx_cur(struct net_afp *a)
 		a->blk = (uint8_t *)b;
 		a->blk_left = b->hdr.bh1.num_pkts;
 		a->pkt_off = b->hdr.bh1.offset_to_first_pkt;
+		/* Every frame header inside the block (the kernel's
+		 * offsets, checked all the same). */
+		if (a->pkt_off < sizeof(*b) ||
+		    a->pkt_off > AFP_RX_BLOCK_SIZE - sizeof(struct tpacket3_hdr))
+			a->blk_left = 0;
 	}
 	return NULL;
 }
@@ -170,7 +175,7 @@ void net_afp_rx_consume(struct net_dev *d)
 	a->blk_left--;
 	/* The last frame's next offset is 0; a bad one ends the block. */
 	if (a->blk_left > 0 && h->tp_next_offset >= sizeof(*h) &&
-	    h->tp_next_offset < AFP_RX_BLOCK_SIZE - a->pkt_off)
+	    h->tp_next_offset <= AFP_RX_BLOCK_SIZE - sizeof(*h) - a->pkt_off)
 		a->pkt_off += h->tp_next_offset;
 	else
 		a->blk_left = 0;
