@@ -698,6 +698,7 @@ int vnic_add_vhost_user(struct vnic_conn *c, const struct vnic_vhost_user_config
 	a.server = cfg->server;
 	tap.name = tapbuf;
 	tap.netns = nsbuf;
+	a.af_packet = cfg->af_packet;
 	a.tap = &tap;
 	if (cfg->mac_set) {
 		memcpy(mac, cfg->mac, 6);

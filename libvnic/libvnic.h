@@ -318,6 +318,8 @@ struct vnic_vhost_user_config {
 	uint8_t mac[6];
 	uint32_t mtu;               /* 0: 1500 */
 	struct vnic_policy policy;
+	bool af_packet;             /* tap_name is an existing interface that vnicd binds
+				     * with AF_PACKET (issue 17); one queue pair */
 };
 
 /*

@@ -207,6 +207,7 @@ int pbconv_add_vhost_user(const Vnic__Vmm__AddVhostUser *a, struct vu_config *cf
 		cfg->mac_set = true;
 	}
 	cfg->mtu = a->mtu;
+	cfg->af_packet = a->af_packet;
 	policy_from_pb(a->policy, &cfg->policy);
 	return 0;
 }

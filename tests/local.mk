@@ -225,13 +225,15 @@ EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/
 	tests/guest/vmlib.py tests/guest/backends.py tests/guest/vhost_cases.py \
 	tests/guest/migrate_cases.py tests/guest/mq_cases.py
 dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
-	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py
+	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py \
+	tests/dpdk_virtio_user_afpacket.sh
 # Live migration (issue 14): two QEMUs on one bridge, vnicd and QEMU's own
 # virtio-net side by side (about 2 minutes: 3 boots, 4 migrations).
 if !SANITIZERS
 if !FAULT_INJECTION
 TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
-	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py
+	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py \
+	tests/dpdk_virtio_user_afpacket.sh
 endif
 endif
 clean-local: clean-guest-image
