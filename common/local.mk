@@ -4,7 +4,7 @@
 # libvnicproto.la carries libvniccommon.la to everything that links it.
 noinst_LTLIBRARIES += libvniccommon.la
 libvniccommon_la_SOURCES = \
-	common/log.c common/log.h common/version.h \
+	common/log.c common/log.h common/version.h common/afp_ring.h \
 	common/mac.c common/mac.h
 
 # Fault injection points (common/fault.h): compiled only with

@@ -477,6 +477,7 @@ static int add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, const
 	Vnic__Vmm__TapBackend tap;
 	Vnic__Vmm__SocketBackend sock;
 	Vnic__Vmm__TapFdBackend tapfd;
+	Vnic__Vmm__AfPacketBackend afp;
 	Vnic__Vmm__Policy pol;
 	Vnic__Vmm__MemRegion *regs = NULL, **rp = NULL;
 	Vnic__Vmm__Queue *qs = NULL, **qp = NULL;
@@ -564,6 +565,15 @@ static int add_nic(struct vnic_conn *c, const struct vnic_nic_config *cfg, const
 		tap.netns = netns;
 		be.kind_case = VNIC__VMM__BACKEND__KIND_TAP;
 		be.tap = &tap;
+		break;
+	case VNIC_BACKEND_AF_PACKET:
+		vnic__vmm__af_packet_backend__init(&afp);
+		snprintf(tapname, sizeof(tapname), "%s", cfg->tap_name ? cfg->tap_name : "");
+		snprintf(netns, sizeof(netns), "%s", cfg->netns ? cfg->netns : "");
+		afp.ifname = tapname;
+		afp.netns = netns;
+		be.kind_case = VNIC__VMM__BACKEND__KIND_AF_PACKET;
+		be.af_packet = &afp;
 		break;
 	case VNIC_BACKEND_SOCKET:
 		vnic__vmm__socket_backend__init(&sock);
@@ -688,6 +698,7 @@ int vnic_add_vhost_user(struct vnic_conn *c, const struct vnic_vhost_user_config
 	a.server = cfg->server;
 	tap.name = tapbuf;
 	tap.netns = nsbuf;
+	a.af_packet = cfg->af_packet;
 	a.tap = &tap;
 	if (cfg->mac_set) {
 		memcpy(mac, cfg->mac, 6);

@@ -157,6 +157,9 @@ enum vnic_backend {
 	VNIC_BACKEND_TAP = 1,    /* vnicd opens/creates tap `tap_name`, in `netns` if set */
 	VNIC_BACKEND_SOCKET = 2, /* backend_fd: an AF_UNIX SOCK_SEQPACKET/SOCK_DGRAM socket */
 	VNIC_BACKEND_TAP_FD = 3, /* backend_fd: a tap opened IFF_TAP|IFF_NO_PI|IFF_VNET_HDR */
+	VNIC_BACKEND_AF_PACKET = 4, /* vnicd binds an AF_PACKET socket with TPACKET_V3 rings
+				     * to existing interface `tap_name` (a veth end, a NIC),
+				     * in `netns` if set; one queue pair */
 };
 
 /* TX mitigation modes, numbered as vmm.proto's Mitigation (checked at
@@ -201,8 +204,9 @@ struct vnic_nic_config {
 	const struct vnic_queue *queues;
 	enum vnic_backend backend;
 	const char *tap_name;       /* TAP: interface name or NULL/"" for tapN
-				     * (one pair only: several need a name) */
-	const char *netns;          /* TAP: /run/netns/<netns>, NULL/"" for vnicd's own */
+				     * (one pair only: several need a name);
+				     * AF_PACKET: the interface, required */
+	const char *netns;          /* TAP, AF_PACKET: /run/netns/<netns>, NULL/"" for vnicd's own */
 	int backend_fd;             /* SOCKET, TAP_FD: borrowed; else ignored */
 	struct vnic_policy policy;
 };
@@ -327,6 +331,8 @@ struct vnic_vhost_user_config {
 	uint8_t mac[6];
 	uint32_t mtu;               /* 0: 1500 */
 	struct vnic_policy policy;
+	bool af_packet;             /* tap_name is an existing interface that vnicd binds
+				     * with AF_PACKET (issue 17); one queue pair */
 };
 
 /*

@@ -772,7 +772,8 @@ int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret
 	size_t r = c->n_regions, q = c->n_queues, g = c->log_size > 0;
 
 	if (c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP &&
-	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET)
+	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET &&
+	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_AF_PACKET)
 		return -EINVAL;
 	/* Deferred regions' memfds follow in RegionFds messages. */
 	if (c->regions_deferred > r)

@@ -18,6 +18,8 @@ enum nic_backend_type {
 	NIC_BACKEND_TAP,      /* the supervisor opens or creates the tap */
 	NIC_BACKEND_SOCKET,   /* the VMM passes an AF_UNIX dgram/seqpacket socket */
 	NIC_BACKEND_TAP_FD,   /* the VMM passes an open tap fd */
+	NIC_BACKEND_AF_PACKET, /* the supervisor opens an AF_PACKET socket on an
+				* interface, with TPACKET_V3 rings (issue 17) */
 };
 
 #endif

@@ -73,6 +73,7 @@ static const char *backend_name(enum nic_backend_type b)
 	case NIC_BACKEND_TAP: return "tap";
 	case NIC_BACKEND_SOCKET: return "socket";
 	case NIC_BACKEND_TAP_FD: return "tap_fd";
+	case NIC_BACKEND_AF_PACKET: return "af_packet";
 	default: return "none";
 	}
 }
@@ -82,7 +83,8 @@ void admin_fill_status(const struct nic *n, Vnic__Vmm__NicStatus *ns, struct adm
 	memset(b, 0, sizeof(*b));
 	snprintf(b->backend, sizeof(b->backend), "%s", backend_name(n->backend));
 	snprintf(b->tap_name, sizeof(b->tap_name), "%s",
-		 n->backend == NIC_BACKEND_TAP || n->backend == NIC_BACKEND_TAP_FD ? n->ifname : "");
+		 n->backend == NIC_BACKEND_TAP || n->backend == NIC_BACKEND_TAP_FD ||
+		 n->backend == NIC_BACKEND_AF_PACKET ? n->ifname : "");
 	memcpy(b->mac, n->mac, sizeof(b->mac));
 	if (n->ops == &vmm_nic_owner && n->owner) {
 		const struct vmm_conn *c = n->owner;

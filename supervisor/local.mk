@@ -8,6 +8,7 @@ libvnicsup_la_SOURCES = \
 	supervisor/validate.c supervisor/validate.h \
 	supervisor/nic_state.c supervisor/nic_state.h \
 	supervisor/tap.c supervisor/tap.h \
+	supervisor/afpacket.c supervisor/afpacket.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h \
 	supervisor/nic.c supervisor/monitor.c supervisor/supervisor.h \
 	supervisor/limits.c supervisor/watchdog.c \

@@ -52,6 +52,8 @@
 #include "sandbox.h"
 #include "sealed_memfd.h"
 #include "supervisor.h"
+#include "afp_ring.h"
+#include "afpacket.h"
 #include "tap.h"
 #include "workers/policy.h"
 #include "workers/stats.h"
@@ -558,10 +560,15 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.queues = qp;
 	cfg.policy = &pol;
 	cfg.backend = n->backend == NIC_BACKEND_SOCKET ? VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET
-						       : VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP;
+		      : n->backend == NIC_BACKEND_AF_PACKET
+			      ? VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_AF_PACKET
+			      : VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP;
 	/* A tap carries the 12-byte header (TUNSETVNETHDRSZ); a socket
-	 * carries plain frames, as the worker implements it. */
-	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN;
+	 * carries plain frames, as the worker implements it; AF_PACKET the
+	 * kernel's 10-byte struct virtio_net_hdr (PACKET_VNET_HDR). */
+	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET	 ? 0
+			   : n->backend == NIC_BACKEND_AF_PACKET ? AFP_VNET_HDR_LEN
+								 : TAP_VNET_HDR_LEN;
 	cfg.stats_size = (uint32_t)n->stats_len;
 	/* > 0 on every start after the first: the worker resumes on live
 	 * rings (and recovers what the inflight region says was in flight). */
@@ -807,6 +814,21 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 		rc = tap_configure(spec->backend_fd, spec->features, err, errlen);
 		if (rc)
 			return rc;
+	} else if (spec->backend == NIC_BACKEND_AF_PACKET) {
+		/* One NIC per interface: a second socket would get every
+		 * frame too (and a tap's queues are not ours to share). */
+		const char *user = vu_tap_user(n->sup, spec->netns, spec->tap_name, spec->id);
+
+		if (user) {
+			snprintf(err, errlen, "interface %s is in use by \"%s\"", spec->tap_name,
+				 user);
+			return -EBUSY;
+		}
+		/* Kept for every restart: a new worker resets the rings. */
+		rc = afp_open(spec->tap_name, spec->netns, &n->backend_fd, err, errlen);
+		if (rc)
+			return rc;
+		snprintf(n->ifname, sizeof(n->ifname), "%s", spec->tap_name);
 	}
 	return nic_worker_ids(n, err, errlen);
 }
@@ -853,7 +875,7 @@ static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wir
 			fds->fd[wire_fd_call(lay, j)] = -1;
 		}
 	}
-	if (spec->backend != NIC_BACKEND_TAP) {
+	if (spec->backend != NIC_BACKEND_TAP && spec->backend != NIC_BACKEND_AF_PACKET) {
 		n->backend_fd = spec->backend_fd;
 		if (fds)
 			fds->fd[lay->backend] = -1;
@@ -892,8 +914,9 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	s->nnics++;
 	log_info("nic %s: STARTING (backend %s%s%s)", n->id,
 		 n->backend == NIC_BACKEND_SOCKET ? "socket" :
-		 n->backend == NIC_BACKEND_TAP_FD ? "tap fd" : "tap ",
-		 n->backend == NIC_BACKEND_TAP ? n->ifname : "",
+		 n->backend == NIC_BACKEND_TAP_FD ? "tap fd" :
+		 n->backend == NIC_BACKEND_AF_PACKET ? "af_packet " : "tap ",
+		 n->backend == NIC_BACKEND_TAP || n->backend == NIC_BACKEND_AF_PACKET ? n->ifname : "",
 		 n->netns[0] ? " in a netns" : "");
 
 	/* From here on the NIC is in the table: a failure is answered with

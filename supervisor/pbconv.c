@@ -149,6 +149,17 @@ int pbconv_add_nic(const Vnic__Vmm__AddNic *a, const struct wire_fds *fds,
 		case VNIC__VMM__BACKEND__KIND_TAP_FD:
 			s->backend = NIC_BACKEND_TAP_FD;
 			break;
+		case VNIC__VMM__BACKEND__KIND_AF_PACKET:
+			s->backend = NIC_BACKEND_AF_PACKET;
+			if (!copy_str(s->tap_name, sizeof(s->tap_name), a->backend->af_packet->ifname)) {
+				snprintf(err, errlen, "af_packet interface name is longer than 15 bytes");
+				return -EINVAL;
+			}
+			if (!copy_str(s->netns, sizeof(s->netns), a->backend->af_packet->netns)) {
+				snprintf(err, errlen, "netns name is too long");
+				return -EINVAL;
+			}
+			break;
 		default:
 			break;
 		}
@@ -196,6 +207,7 @@ int pbconv_add_vhost_user(const Vnic__Vmm__AddVhostUser *a, struct vu_config *cf
 		cfg->mac_set = true;
 	}
 	cfg->mtu = a->mtu;
+	cfg->af_packet = a->af_packet;
 	policy_from_pb(a->policy, &cfg->policy);
 	return 0;
 }

@@ -162,16 +162,13 @@ static int tap_open_here(const char *name, uint64_t features, unsigned nq, bool 
 	return 0;
 }
 
-/* Run tap_open_here inside netns ("" or NULL: here), and come back. */
-static int tap_open_in(const char *name, const char *netns, uint64_t features, unsigned nq,
-		       bool mq, int *fds, char *ret_name, bool *recreated, char *err,
-		       size_t errlen)
+int tap_in_netns(const char *netns, int (*fn)(void *arg), void *arg, char *err, size_t errlen)
 {
 	char path[128];
 	int self, target, rc;
 
 	if (!netns || !netns[0])
-		return tap_open_here(name, features, nq, mq, fds, ret_name, recreated, err, errlen);
+		return fn(arg);
 
 	rc = validate_netns_name(netns, err, errlen);
 	if (rc)
@@ -189,7 +186,7 @@ static int tap_open_in(const char *name, const char *netns, uint64_t features, u
 		rc = tfail(err, errlen, -errno, "setns %s: %s", netns, strerror(errno));
 		goto out_close_target;
 	}
-	rc = tap_open_here(name, features, nq, mq, fds, ret_name, recreated, err, errlen);
+	rc = fn(arg);
 	if (setns(self, CLONE_NEWNET) < 0) {
 		/* We cannot be left in the guest's namespace: every later
 		 * tap and the control socket's meaning would change. */
@@ -202,6 +199,36 @@ out_close_target:
 out_close_self:
 	close(self);
 	return rc;
+}
+
+struct tap_open_args {
+	const char *name;
+	uint64_t features;
+	unsigned nq;
+	bool mq;
+	int *fds;
+	char *ret_name;
+	bool *recreated;
+	char *err;
+	size_t errlen;
+};
+
+static int tap_open_cb(void *arg)
+{
+	struct tap_open_args *a = arg;
+
+	return tap_open_here(a->name, a->features, a->nq, a->mq, a->fds, a->ret_name, a->recreated,
+			     a->err, a->errlen);
+}
+
+/* Run tap_open_here inside netns ("" or NULL: here), and come back. */
+static int tap_open_in(const char *name, const char *netns, uint64_t features, unsigned nq,
+		       bool mq, int *fds, char *ret_name, bool *recreated, char *err,
+		       size_t errlen)
+{
+	struct tap_open_args a = { name, features, nq, mq, fds, ret_name, recreated, err, errlen };
+
+	return tap_in_netns(netns, tap_open_cb, &a, err, errlen);
 }
 
 int tap_open(const char *name, const char *netns, uint64_t features,

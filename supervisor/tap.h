@@ -34,6 +34,14 @@ int tap_configure(int fd, uint64_t features, char *err, size_t errlen);
 int tap_open(const char *name, const char *netns, uint64_t features,
 	     int *ret_fd, char *ret_name, char *err, size_t errlen);
 
+/*
+ * tap_in_netns - call fn(arg) inside named network namespace @netns ("" or
+ * NULL: here) and come back (the supervisor is single-threaded: nobody
+ * sees the switch; a failed return exits). Also the AF_PACKET backend's.
+ * Returns: fn's value, or a negative errno with err filled.
+ */
+int tap_in_netns(const char *netns, int (*fn)(void *arg), void *arg, char *err, size_t errlen);
+
 /* Queues of one multi-queue tap: the kernel's limit (MAX_TAP_QUEUES). */
 #define TAP_MAX_QUEUES 256u
 

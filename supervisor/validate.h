@@ -73,8 +73,9 @@ struct nic_spec {
 	unsigned nqueues;
 	struct nic_queue_spec *queues;        /* nqueues, borrowed */
 	enum nic_backend_type backend;
-	char tap_name[32];           /* tap: interface name, may be empty */
-	char netns[64];              /* tap: /run/netns/<netns>, empty = ours */
+	char tap_name[32];           /* tap: interface name, may be empty; af_packet:
+				      * the interface to bind, required */
+	char netns[64];              /* tap, af_packet: /run/netns/<netns>, empty = ours */
 	int backend_fd;              /* socket / tap_fd backend: borrowed, else -1 */
 	const int *backend_fds;      /* several pairs: one per pair (backend_fds[0] ==
 				      * backend_fd), borrowed; NULL: one pair */

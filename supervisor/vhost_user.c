@@ -50,12 +50,13 @@
 
 struct log_ratelimit vu_rl = LOG_RATELIMIT_INIT(5000, 20);
 
-uint64_t vu_offered_features(void)
+uint64_t vu_offered_features(bool af_packet)
 {
 	/* VIRTIO_NET_F_MQ: QEMU shows the guest only what the back end
 	 * offers of it (hw/net/vhost_net.c user_feature_bits); its control
 	 * queue stays in QEMU, each pair's rings come here (issue 15). */
-	return validate_nic_offered(NIC_BACKEND_TAP_FD) | (1ull << VU_F_PROTOCOL_FEATURES) |
+	return validate_nic_offered(af_packet ? NIC_BACKEND_AF_PACKET : NIC_BACKEND_TAP_FD) |
+	       (1ull << VU_F_PROTOCOL_FEATURES) |
 	       (1ull << VU_F_LOG_ALL) | (1ull << VIRTIO_NET_F_MQ);
 }
 

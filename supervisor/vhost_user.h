@@ -30,7 +30,8 @@ struct vu_config {
 	char id[VALIDATE_ID_MAX + 1];
 	char path[108];         /* sockaddr_un.sun_path */
 	bool server;
-	char tap[16];           /* "" lets the kernel choose */
+	char tap[16];           /* "" lets the kernel choose; af_packet: the interface */
+	bool af_packet;         /* tap is an existing interface bound with AF_PACKET */
 	char netns[64];
 	uint8_t mac[6];
 	bool mac_set;           /* false: derived from the id */
@@ -51,6 +52,7 @@ struct vu_status {
 	const uint8_t *mac;
 	const char *tap;
 	uint32_t mtu;
+	bool af_packet;
 };
 
 /* vu_status_pair - pair k's NIC (NULL: none, or k past the last pair). */
@@ -58,7 +60,7 @@ struct nic *vu_status_pair(const struct vu_status *v, unsigned k);
 
 /* Offered to front ends: virtio-net features (with the tap's offloads) and
  * vhost-user protocol features. */
-uint64_t vu_offered_features(void);
+uint64_t vu_offered_features(bool af_packet);
 uint64_t vu_offered_protocol_features(void);
 
 /* vu_init - after the event base exists: recreate the endpoints saved in

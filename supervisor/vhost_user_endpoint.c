@@ -224,6 +224,10 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 			 sizeof(cfg->path));
 		return -EINVAL;
 	}
+	if (cfg->af_packet && !cfg->tap[0]) {
+		snprintf(err, errlen, "an af_packet endpoint needs an interface name");
+		return -EINVAL;
+	}
 	if ((cfg->tap[0] && validate_ifname(cfg->tap, err, errlen)) ||
 	    (cfg->netns[0] && validate_netns_name(cfg->netns, err, errlen)))
 		return -EINVAL;
@@ -264,8 +268,8 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	ep->cfg = *cfg;
 	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
 	ep->listen_fd = -1;
-	/* GET_QUEUE_NUM answers twice this (virtqueues). */
-	ep->max_pairs = s->max_pairs ? s->max_pairs : SUP_PAIRS_DEFAULT;
+	/* GET_QUEUE_NUM answers twice this (virtqueues). AF_PACKET: one. */
+	ep->max_pairs = cfg->af_packet ? 1 : s->max_pairs ? s->max_pairs : SUP_PAIRS_DEFAULT;
 	ep->p = calloc(ep->max_pairs, sizeof(*ep->p));
 	if (!ep->p) {
 		free(ep);
@@ -293,6 +297,13 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		rc = -ENOMEM;
 		goto out_free;
 	}
+	if (cfg->af_packet) {
+		/* AF_PACKET (issue 17): the interface exists; each session's
+		 * NIC binds a socket of its own to it (nic.c), so there is
+		 * nothing to hold between sessions. */
+		snprintf(ep->ifname, sizeof(ep->ifname), "%s", cfg->tap);
+		goto opened;
+	}
 	/* A multi-queue tap: pair 0's queue now, the others' as their pairs
 	 * first run (doc/multiqueue.md). */
 	rc = tap_open_queues(cfg->tap, cfg->netns, 0, 1, &ep->p[0].tap_fd, ep->ifname, &recreated, err, errlen);
@@ -315,6 +326,7 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		tap_set_persist(ep->p[0].tap_fd, false);
 		goto out_free;
 	}
+opened:
 	if (cfg->server) {
 		rc = vu_listen(ep, err, errlen);
 		if (rc) {
@@ -339,8 +351,9 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 	if (!cfg->server)
 		event_active(ep->ev_retry, EV_TIMEOUT, 0);
 	snprintf(ifname_out, ifname_len, "%s", ep->ifname);
-	log_info("vhost-user %s: endpoint on %s (%s), tap %s%s%s", ep->cfg.id, ep->cfg.path,
-		 cfg->server ? "server: listening" : "client: connecting", ep->ifname,
+	log_info("vhost-user %s: endpoint on %s (%s), %s %s%s%s", ep->cfg.id, ep->cfg.path,
+		 cfg->server ? "server: listening" : "client: connecting",
+		 cfg->af_packet ? "af_packet on" : "tap", ep->ifname,
 		 cfg->netns[0] ? " in netns " : "", cfg->netns);
 	return 0;
 
@@ -449,6 +462,7 @@ unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)
 			o->policy = &ep->cfg.policy;
 			o->mac = ep->cfg.mac;
 			o->tap = ep->ifname;
+			o->af_packet = ep->cfg.af_packet;
 			o->mtu = ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
 		}
 		n++;

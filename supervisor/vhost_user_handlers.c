@@ -60,7 +60,7 @@ static int ring_index(const struct vu_conn *c, const struct vu_msg *m, uint64_t 
 
 int h_get_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	uint64_t f = vu_offered_features();
+	uint64_t f = vu_offered_features(c->ep->cfg.af_packet);
 
 	(void)err;
 	(void)errlen;
@@ -102,7 +102,7 @@ static int set_log_all(struct vu_conn *c, struct vu_msg *m, uint64_t f, char *er
 
 int h_set_features(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	uint64_t f = m->p.u64, extra = f & ~vu_offered_features();
+	uint64_t f = m->p.u64, extra = f & ~vu_offered_features(c->ep->cfg.af_packet);
 	bool changed = c->features_set && f != c->features;
 
 	if (extra) {

@@ -303,7 +303,7 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 		vu_errorf(ep, "out of memory");
 		goto out_log;
 	}
-	if (vu_pair_tap(ep, p, err, sizeof(err)) < 0) {
+	if (!ep->cfg.af_packet && vu_pair_tap(ep, p, err, sizeof(err)) < 0) {
 		vu_errorf(ep, "pair %u: tap queue: %s", k, err);
 		goto out_log;
 	}
@@ -314,13 +314,18 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	memcpy(spec.mac, ep->cfg.mac, 6);
 	spec.mac_len = 6;
 	spec.mtu = c->mtu ? c->mtu : ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
-	spec.features_offered = validate_nic_offered(NIC_BACKEND_TAP_FD);
+	spec.features_offered = validate_nic_offered(ep->cfg.af_packet ? NIC_BACKEND_AF_PACKET
+								       : NIC_BACKEND_TAP_FD);
 	/* What the worker does not serve: the protocol's bits, and MQ (each
 	 * pair's worker is a NIC of one pair). */
 	spec.features = c->features & ~((1ull << VU_F_PROTOCOL_FEATURES) | (1ull << VU_F_LOG_ALL) |
 					(1ull << VIRTIO_NET_F_MQ));
 	spec.policy = ep->cfg.policy;
-	spec.backend = NIC_BACKEND_TAP_FD;
+	spec.backend = ep->cfg.af_packet ? NIC_BACKEND_AF_PACKET : NIC_BACKEND_TAP_FD;
+	if (ep->cfg.af_packet) {
+		snprintf(spec.tap_name, sizeof(spec.tap_name), "%s", ep->cfg.tap);
+		snprintf(spec.netns, sizeof(spec.netns), "%s", ep->cfg.netns);
+	}
 	for (unsigned i = 0; i < c->nreg; i++)
 		unsealed |= !c->reg[i].sealed;
 	spec.memory_unsealed_ok = unsealed;
@@ -370,9 +375,12 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	}
 	spec.queues = qs;
 	spec.nqueues = NIC_NUM_QUEUES;
-	spec.backend_fd = dups[ndups++] = dup_cloexec(p->tap_fd);
-	if (spec.backend_fd < 0)
-		goto out_errno;
+	spec.backend_fd = -1;
+	if (!ep->cfg.af_packet) {
+		spec.backend_fd = dups[ndups++] = dup_cloexec(p->tap_fd);
+		if (spec.backend_fd < 0)
+			goto out_errno;
+	}
 	/* A new session while migrating logs from its first write. */
 	spec.log_fd = -1;
 	if (vu_logging(c)) {

@@ -94,6 +94,8 @@ int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, size_t 
 	mac_format(cfg->mac, mac, sizeof(mac));
 	fprintf(f, "mac = %s\nmtu = %u\npolicy = %s\n", mac, cfg->mtu,
 		vnic_mitigation_name(cfg->policy.mode));
+	if (cfg->af_packet)
+		fprintf(f, "backend = af_packet\n");
 	for (size_t i = 0; i < VU_NPOLICY_KEYS; i++)
 		fprintf(f, "%s = %u\n", vu_policy_keys[i].key,
 			*policy_field(&pol, vu_policy_keys[i].off));
@@ -161,6 +163,19 @@ static int set_mode(void *ctx, const struct daemon_conf_key *k, const char *v, c
 	return 0;
 }
 
+static int set_backend(void *ctx, const struct daemon_conf_key *k, const char *v, char *err,
+		       size_t errlen)
+{
+	struct vu_config *cfg = ctx;
+
+	if (strcmp(v, "tap") && strcmp(v, "af_packet")) {
+		snprintf(err, errlen, "%s: \"%.32s\": tap or af_packet", k->name, v);
+		return -EINVAL;
+	}
+	cfg->af_packet = !strcmp(v, "af_packet");
+	return 0;
+}
+
 static int set_mac(void *ctx, const struct daemon_conf_key *k, const char *v, char *err,
 		   size_t errlen)
 {
@@ -191,7 +206,7 @@ static int set_policy_mode(void *ctx, const struct daemon_conf_key *k, const cha
 
 static int vu_state_load_v2(const char *file, struct vu_config *cfg, char *err, size_t errlen)
 {
-	struct daemon_conf_key keys[9 + VU_NPOLICY_KEYS] = {
+	struct daemon_conf_key keys[10 + VU_NPOLICY_KEYS] = {
 		STR_KEY("id", id),
 		STR_KEY("path", path),
 		{ "mode", set_mode, 0, 0 },
@@ -200,8 +215,9 @@ static int vu_state_load_v2(const char *file, struct vu_config *cfg, char *err, 
 		{ "mac", set_mac, 0, 0 },
 		{ "mtu", set_u32, offsetof(struct vu_config, mtu), sizeof(uint32_t) },
 		{ "policy", set_policy_mode, 0, 0 },
+		{ "backend", set_backend, 0, 0 },
 	};
-	size_t n = 8;
+	size_t n = 9;
 
 	for (size_t i = 0; i < VU_NPOLICY_KEYS; i++)
 		keys[n++] = (struct daemon_conf_key){ vu_policy_keys[i].key, set_policy_param,

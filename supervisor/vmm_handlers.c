@@ -772,7 +772,8 @@ static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *
 		b->ns.last_error = (char *)(uintptr_t)v->last_error;
 		policy_to_pb(v->policy, &b->pol);
 		b->ns.policy = &b->pol;
-		snprintf(b->admin.backend, sizeof(b->admin.backend), "tap_fd");
+		snprintf(b->admin.backend, sizeof(b->admin.backend), "%s",
+			 v->af_packet ? "af_packet" : "tap_fd");
 		memcpy(b->admin.mac, v->mac, sizeof(b->admin.mac));
 		b->ns.backend = b->admin.backend;
 		b->ns.mac.data = b->admin.mac;

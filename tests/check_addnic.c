@@ -351,6 +351,27 @@ START_TEST(tap_name_invalid)
 }
 END_TEST
 
+/* Issue 17: an AF_PACKET backend names an existing interface, checked as
+ * a tap's name; it offers checksums and receive GSO, not send GSO. */
+START_TEST(af_packet_config_invalid)
+{
+	g.cfg.backend = VNIC_BACKEND_AF_PACKET;
+	g.cfg.tap_name = NULL;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "af_packet backend needs an interface name");
+	g.cfg.tap_name = "a/b";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "af_packet backend: tap name \"a/b\" is not");
+	g.cfg.tap_name = "0123456789abcdef";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "af_packet backend: tap name is longer");
+	g.cfg.tap_name = "veth0";
+	g.cfg.netns = "../etc";
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "netns");
+	g.cfg.netns = NULL;
+	g.cfg.features_offered |= VNIC_F_CSUM | VNIC_F_HOST_TSO4;
+	g.cfg.features_acked |= VNIC_F_CSUM | VNIC_F_HOST_TSO4;
+	expect_reject(VNIC_STATUS_INVALID_ARGUMENT, "were not offered");
+}
+END_TEST
+
 /* -------------------------------------------------------------- F1 */
 
 START_TEST(f1_pipe_as_kick)
@@ -976,6 +997,41 @@ START_TEST(tap_fd_backend)
 }
 END_TEST
 
+/* Issue 17: an interface that is not there fails AddNic with its name,
+ * and leaves no fd behind (the socket made before the lookup is closed). */
+START_TEST(af_packet_interface_missing)
+{
+	char err[512] = "", ns[64];
+	struct vnic_remove_result rr;
+	const char *id;
+
+	if (geteuid() != 0)
+		return;
+	lg.cfg.backend = VNIC_BACKEND_AF_PACKET;
+	lg.cfg.tap_name = "vnicnope0";
+	ck_assert_int_ne(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_OK);
+	ck_assert_msg(strstr(err, "interface vnicnope0"), "%s", err);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+	/* lo of a private netns: a NIC on it starts, a second one on the
+	 * same interface is refused, the first leaves no fd behind. */
+	if (!tap_env(ns, sizeof(ns)))
+		return;
+	lg.cfg.tap_name = "lo";
+	lg.cfg.netns = ns;
+	ck_assert_int_eq(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_OK);
+	ck_assert_int_eq(st_nic_count(lconn), 1);
+	id = lg.cfg.id;
+	lg.cfg.id = "afp-second";
+	ck_assert_int_ne(vnic_add_nic(lconn, &lg.cfg, err, sizeof(err)), VNIC_STATUS_OK);
+	ck_assert_msg(strstr(err, "interface lo is in use by"), "%s", err);
+	ck_assert_int_eq(st_nic_count(lconn), 1);
+	ck_assert_int_eq(vnic_remove_nic(lconn, id, 3000, &rr), 0);
+	ck_assert_int_eq(st_nic_count(lconn), 0);
+	ck_assert_int_eq(st_fd_count_settle(lv.pid, lfds_idle), lfds_idle);
+}
+END_TEST
+
 START_TEST(tap_netns_missing_rejected)
 {
 	char err[512] = "";
@@ -1421,6 +1477,7 @@ static Suite *addnic_suite(void)
 	tcase_add_test(tc, c10_remove_unknown_nic);
 	tcase_add_test(tc, id_mac_mtu_rejected);
 	tcase_add_test(tc, tap_name_invalid);
+	tcase_add_test(tc, af_packet_config_invalid);
 	tcase_add_test(tc, f1_pipe_as_kick);
 	tcase_add_test(tc, f1_socket_as_call);
 	tcase_add_test(tc, f1_memfd_as_kick);
@@ -1453,6 +1510,7 @@ static Suite *addnic_suite(void)
 		tcase_add_test(tl, tap_backend_in_netns);
 	tcase_add_test(tl, two_pairs_add_status_remove);
 		tcase_add_test(tl, tap_netns_missing_rejected);
+		tcase_add_test(tl, af_packet_interface_missing);
 		tcase_add_test(tl, tap_fd_backend);
 		tcase_add_test(tl, c3_rejected_addnic_soak);
 		tcase_add_test(tl, c3_add_remove_soak);

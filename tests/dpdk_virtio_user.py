@@ -12,7 +12,10 @@ mode (testpmd listens, vnicd connects): frames pass both ways.
 Then, server mode with two queue pairs (queues=2, --rxq=2 --txq=2; issue
 15): txonly moves vnicd's tx0 and tx1, and datagrams to 64 ports (64 flows
 the multi-queue tap hashes over its queues) move rx0 and rx1.
-VNIC_QEMU_BACKEND=testpmd runs the same on DPDK net_vhost <-> net_tap."""
+VNIC_QEMU_BACKEND=testpmd runs the same on DPDK net_vhost <-> net_tap;
+VNIC_QEMU_BACKEND=vnicd-afp (tests/dpdk_virtio_user_afpacket.sh, issue 17)
+on vnicd endpoints bound with AF_PACKET to one end of a veth pair, the
+counters and the datagrams on the other end (one queue pair)."""
 import os
 import sys
 import time
@@ -63,9 +66,19 @@ def one_mode(mode, kind, builddir, ns, queues=1):
     sock = os.path.join(d, "vhost.sock")
     if kind == "testpmd":
         b = backends.TestpmdBackend(ns, sock, mode, tap="dv" + mode[0], workdir=d)
+    elif kind == "vnicd-afp":
+        veth = "dva" + mode[0]
+        ns.run("ip link add %s type veth peer name dvb%s" % (veth, mode[0]))
+        # The veth end sends nothing of its own (IPv6 ND) to the counted end.
+        ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % veth, check=False)
+        ns.run("ip link set %s up" % veth)
+        b = backends.VnicdBackend(builddir, ns, sock, mode, nic_id="d%s%d" % (mode[0], queues),
+                                  tap=veth, workdir=d, af_packet=True)
     else:
         b = backends.VnicdBackend(builddir, ns, sock, mode, nic_id="d%s%d" % (mode[0], queues),
                                   tap="dv%s%d" % (mode[0], queues), workdir=d)
+    # The host's end: the tap, or the veth's other end.
+    host = "dvb" + mode[0] if kind == "vnicd-afp" else b.tap
     b.before_qemu()
     fe = front_end(sock, mode, d, queues)
     if mode == "client":
@@ -73,15 +86,15 @@ def one_mode(mode, kind, builddir, ns, queues=1):
     b.after_qemu()
     fe.wait_log(r"testpmd> ", 60, "testpmd's prompt")
     b.wait_running()
-    ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % b.tap, check=False)
+    ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % host, check=False)
     net = "198.18.%d" % (1 if mode == "server" else 3)
-    ns.addr(b.tap, net + ".1/24")
-    ns.run("ip link set %s txqueuelen 10000" % b.tap)
-    ns.run("ip neigh replace %s.2 lladdr %s dev %s" % (net, MAC, b.tap))
+    ns.addr(host, net + ".1/24")
+    ns.run("ip link set %s txqueuelen 10000" % host)
+    ns.run("ip neigh replace %s.2 lladdr %s dev %s" % (net, MAC, host))
 
     # g2h
     fe.cmd("set fwd txonly")
-    rx0 = ns.dev_counters(b.tap)[1]
+    rx0 = ns.dev_counters(host)[1]
     q0 = queue_packets(b)
     fe.cmd("start")
     time.sleep(2)
@@ -90,7 +103,7 @@ def one_mode(mode, kind, builddir, ns, queues=1):
     if queues > 1 and kind == "vnicd":
         both_moved(mode, "txonly", q0, queue_packets(b), ("tx0", "tx1"))
     sent = fe.stats()[0]["tx"]
-    got = ns.dev_counters(b.tap)[1] - rx0
+    got = ns.dev_counters(host)[1] - rx0
     log("%s mode g2h: testpmd sent %d, the tap received %d" % (mode, sent, got))
     if got < 1000 or got > sent:
         raise Fail("%s mode g2h: %d frames sent, %d reached the tap" % (mode, sent, got))
@@ -112,7 +125,7 @@ def one_mode(mode, kind, builddir, ns, queues=1):
     try:
         vmlib.wait_for("%d frames at testpmd" % want, 10, received, 0.5)
     except Fail:
-        log("testpmd stats %s; tap counters %s" % (fe.stats(), ns.dev_counters(b.tap)))
+        log("testpmd stats %s; tap counters %s" % (fe.stats(), ns.dev_counters(host)))
         log(fe.text()[-1500:])
         if hasattr(b, "tp"):
             log(b.tp.text()[-1500:])
@@ -137,10 +150,10 @@ def main():
     ns = vmlib.Netns("du")
     for mode in ("server", "client"):
         one_mode(mode, kind, builddir, ns)
-    if kind == "vnicd":  # (the testpmd back end of this harness has one queue pair)
+    if kind == "vnicd":  # (testpmd here and AF_PACKET have one queue pair)
         one_mode("server", kind, builddir, ns, queues=2)
-    log("PASS (%s): virtio-user both ways in server and client mode, and with two queue "
-        "pairs" % kind)
+    log("PASS (%s): virtio-user both ways in server and client mode%s" %
+        (kind, ", and with two queue pairs" if kind == "vnicd" else ""))
 
 
 if __name__ == "__main__":

@@ -8,16 +8,25 @@
 # broken with a reason in status; A's worker must not spin; B's frames keep
 # flowing both ways (at least a quarter of the rate before), every one
 # checked.
+# E2E_BACKEND=afpacket (tests/e2e_hostile_afpacket.sh): both NICs on
+# AF_PACKET, a veth pair each in a private network namespace.
 set -eu
+BACKEND=${E2E_BACKEND:-socket}
 . "$(dirname "$0")/e2e_lib.sh"
 # vnicd runs its workers sandboxed, as in production.
 e2e_need_root "the worker sandbox: namespaces, an empty root, the uid drop"
+set --
+if [ "$BACKEND" != socket ]; then
+	e2e_need_netns
+	e2e_netns_add
+	set -- --backend "$BACKEND" --netns "$E2E_NETNS"
+fi
 
 E2E_BENCH_TIMEOUT=12 # four runs of about 2.5 s each; under 60 s at worst
 e2e_start_vnicd
 victim=0
 for kind in loop selfloop badhead oob; do
-	e2e_bench hostile --kind $kind --victim $victim --seconds 2 ||
+	e2e_bench hostile --kind $kind --victim $victim --seconds 2 "$@" ||
 		e2e_die "hostile $kind (victim $victim) failed"
 	grep -q "needs-reset for .* queue 1 after" "$E2E_TMP/bench.out" ||
 		e2e_die "$kind: no needs-reset line"

@@ -7,7 +7,7 @@
 # deadline; cleanup (vnicd stopped, netns removed, temp dir deleted) runs
 # from an EXIT trap on every path. Exit 77 = skipped (automake).
 
-E2E_NAME=$(basename "$0" .sh)
+E2E_NAME=${E2E_NAME:-$(basename "$0" .sh)}
 
 e2e_log() { printf '%s: %s\n' "$E2E_NAME" "$*" >&2; }
 e2e_skip() { e2e_log "SKIP: $*"; exit 77; }
@@ -23,6 +23,25 @@ e2e_need_tun() {
 	[ -c /dev/net/tun ] || e2e_skip "needs /dev/net/tun"
 	command -v ip >/dev/null 2>&1 || e2e_skip "needs ip (iproute2)"
 	command -v python3 >/dev/null 2>&1 || e2e_skip "needs python3 to read vnicctl --json"
+}
+
+# e2e_need_netns - skip (77) unless root with ip (network namespaces and
+# veth pairs) and python3.
+e2e_need_netns() {
+	e2e_need_root "network namespaces, veth pairs, AF_PACKET"
+	command -v ip >/dev/null 2>&1 || e2e_skip "needs ip (iproute2)"
+	command -v python3 >/dev/null 2>&1 || e2e_skip "needs python3 to read vnicctl --json"
+}
+
+# e2e_packet_sockets PID NETNS - the inodes of the AF_PACKET sockets of
+# network namespace NETNS that PID holds.
+e2e_packet_sockets() {
+	ip netns exec "$2" cat /proc/net/packet >"$E2E_TMP/packet" || return 0
+	for _fd in /proc/"$1"/fd/*; do
+		readlink "$_fd" 2>/dev/null
+	done | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p' | while read -r _ino; do
+		awk -v i="$_ino" 'NR > 1 && $9 == i { print i }' "$E2E_TMP/packet"
+	done
 }
 
 # e2e_find VAR REL... - the first executable $VNIC_TOP_BUILDDIR/REL.

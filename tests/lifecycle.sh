@@ -29,12 +29,22 @@
 # VNIC_LC_ONLY=REGEX runs only the fixed rounds whose "spec/op" matches.
 # Needs a build configured with --enable-fault-injection (else exit 77)
 # and root (the workers sandbox themselves).
+# VNIC_LC_BACKEND=afpacket (tests/lifecycle_afpacket.sh, issue 17): lc0
+# and lc1 on AF_PACKET, a veth pair each in a private network namespace
+# (the rounds of one queue pair only: AF_PACKET serves one).
 set -u
+LC_BACKEND=${VNIC_LC_BACKEND:-socket}
 . "$(dirname "$0")/e2e_lib.sh"
 
 grep -q '^#define VNIC_FAULT_INJECTION 1' "$VNIC_TOP_BUILDDIR/config.h" ||
 	e2e_skip "this build has no fault injection (configure --enable-fault-injection)"
 e2e_need_root
+LC_BACKEND_ARGS=(--backend "$LC_BACKEND")
+if [ "$LC_BACKEND" != socket ]; then
+	e2e_need_netns
+	e2e_netns_add
+	LC_BACKEND_ARGS+=(--netns "$E2E_NETNS")
+fi
 
 SAN=no
 grep -q '^#define VNIC_SANITIZERS 1' "$VNIC_TOP_BUILDDIR/config.h" && SAN=yes
@@ -115,7 +125,7 @@ round_once() {
 	fd0=$(fd_count) map0=$(map_count) nmap0=$(named_map_count) rss0=$(rss_kb)
 
 	half=$(awk -v s="$R_SECONDS" 'BEGIN { printf "%.2f", s / 2 }')
-	local args=(traffic --nics 2 --backend socket --direction both --seconds "$R_SECONDS"
+	local args=(traffic --nics 2 "${LC_BACKEND_ARGS[@]}" --direction both --seconds "$R_SECONDS"
 		--id-prefix lc --fault-nic 0)
 	case $op in
 	unplug) args+=(--unplug-after "$half") ;;
@@ -135,6 +145,10 @@ round_once() {
 			return $((st + 2))
 		fi
 	fi
+
+	# The run was on the backend under test.
+	grep -q "^vnic-bench traffic: .*, $LC_BACKEND backend," "$out"
+	inv backend $? "vnic-bench did not run on the $LC_BACKEND backend"
 
 	case $op in
 	addfail)
@@ -343,9 +357,11 @@ fixed_rounds() {
 	# Issue 15: NICs of two queue pairs, a worker each (the fault is
 	# armed in both of lc0's). Unplug with chains in hand, a crash, a
 	# disconnect: every pair byte-exact, every worker gone at the reply.
-	MIN_MS=100 round "worker.tx.after_pop=delay:1500@200" unplug --queue-pairs 2
-	round "worker.tx.after_pop=crash@2000" crash --queue-pairs 2
-	round "worker.flush.before_idx=delay:1500@300" disconnect --queue-pairs 2
+	if [ "$LC_BACKEND" = socket ]; then
+		MIN_MS=100 round "worker.tx.after_pop=delay:1500@200" unplug --queue-pairs 2
+		round "worker.tx.after_pop=crash@2000" crash --queue-pairs 2
+		round "worker.flush.before_idx=delay:1500@300" disconnect --queue-pairs 2
+	fi
 	# L4: the inflight steps, where vnicd hands workers an inflight region.
 	OPTIONAL=yes round "worker.inflight.used_elem=sigkill@1000" crash
 	OPTIONAL=yes round "worker.inflight.popped=crash@1000" crash

@@ -144,9 +144,11 @@ TESTS += tests/bench_ring_smoke.sh tests/bench_restart_cpu.sh
 
 # End to end with real processes (vnicd, workers, vnic-bench as VMM and
 # guests); e2e_tap needs root and /dev/net/tun (else exit 77).
-dist_check_SCRIPTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+dist_check_SCRIPTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh tests/e2e_afpacket.sh \
+	tests/e2e_hostile_afpacket.sh
 EXTRA_DIST += tests/e2e_lib.sh
-TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh
+TESTS += tests/e2e_socket.sh tests/e2e_tap.sh tests/e2e_hostile.sh tests/e2e_afpacket.sh \
+	tests/e2e_hostile_afpacket.sh
 
 # The TX policies of issue 9: each one under traffic, and SetPolicy
 # switching between all four under traffic without losing a frame.
@@ -188,9 +190,9 @@ EXTRA_DIST += tests/check_fault.c
 # with two NICs of traffic): runs in builds configured with
 # --enable-fault-injection (a production build has no points to arm);
 # without root it is skipped (77).
-dist_check_SCRIPTS += tests/lifecycle.sh
+dist_check_SCRIPTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh
 if FAULT_INJECTION
-TESTS += tests/lifecycle.sh
+TESTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh
 endif
 
 # Administration (issue 10): versions, vnicctl as an operator's tool.
@@ -223,13 +225,15 @@ EXTRA_DIST += tests/guest/mkguest.sh tests/guest/extract_vmlinux.py tests/guest/
 	tests/guest/vmlib.py tests/guest/backends.py tests/guest/vhost_cases.py \
 	tests/guest/migrate_cases.py tests/guest/mq_cases.py
 dist_check_SCRIPTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
-	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py
+	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py \
+	tests/dpdk_virtio_user_afpacket.sh
 # Live migration (issue 14): two QEMUs on one bridge, vnicd and QEMU's own
 # virtio-net side by side (about 2 minutes: 3 boots, 4 migrations).
 if !SANITIZERS
 if !FAULT_INJECTION
 TESTS += tests/qemu_tap.py tests/qemu_vhost_server.py tests/qemu_vhost_client.py \
-	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py
+	tests/dpdk_virtio_user.py tests/qemu_migrate.py tests/qemu_vhost_mq.py \
+	tests/dpdk_virtio_user_afpacket.sh
 endif
 endif
 clean-local: clean-guest-image

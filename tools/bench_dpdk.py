@@ -9,6 +9,11 @@ different vhost-user back ends:
             DPDK's vhost library at its best, no tap behind it
   dpdk-tap  DPDK testpmd net_vhost <-> net_tap, io forwarding: the same
             work as vnicd (frames to and from a tap)
+  vnicd-afp vnicd (server mode) -> AF_PACKET on one end of a veth pair in a
+            private netns (issue 17); the counters and the h2g sender on the
+            other end
+  dpdk-afp  DPDK testpmd net_vhost <-> net_af_packet on the same veth pair,
+            io forwarding
 
 g2h: virtio-user txonly; received packets are counted where they land
 (testpmd's rx, or the tap's rx counter).  h2g: the sender is testpmd txonly
@@ -31,6 +36,7 @@ from vmlib import Fail, log  # noqa: E402
 
 MAC = "52:54:00:12:34:56"
 TAP = "bd0"
+VETH, PEER = "bva0", "bvb0"  # the back end's veth end, and the host's
 SIZES = (64, 1518, 65535)
 
 
@@ -61,7 +67,25 @@ class Pair:
         self.sock = os.path.join(self.d, "vhost.sock")
         self.ns = vmlib.Netns("d")
         self.src = None
-        if kind == "vnicd":
+        self.host = TAP  # where g2h is counted and h2g sent from
+        if kind in ("vnicd-afp", "dpdk-afp"):
+            self.host = PEER
+            self.ns.run("ip link add %s mtu 9000 type veth peer name %s mtu 9000" % (VETH, PEER))
+            self.ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % VETH, check=False)
+            self.ns.run("ip link set %s up" % VETH)
+            # The guest's frames arrive whole: no offloads the guest did
+            # not ask for (GSO) on the host's end.
+            self.ns.run("ethtool -K %s tso off gso off" % PEER, check=False)
+        if kind == "vnicd-afp":
+            self.b = backends.VnicdBackend(a.builddir, self.ns, self.sock, "server", tap=VETH,
+                                           workdir=self.d, policy=a.policy, af_packet=True)
+            self.b.before_qemu()
+        elif kind == "dpdk-afp":
+            self.b = backends.TestpmdBackend(self.ns, self.sock, "server", tap=VETH, seconds=600,
+                                             workdir=self.d,
+                                             port="net_af_packet0,iface=%s" % VETH)
+            self.b.before_qemu()
+        elif kind == "vnicd":
             self.b = backends.VnicdBackend(a.builddir, self.ns, self.sock, "server", tap=TAP,
                                            workdir=self.d, mtu=9000, policy=a.policy)
             self.b.before_qemu()
@@ -82,10 +106,10 @@ class Pair:
         self.c.wait_log("testpmd> ", 60, "the client's prompt")
         if self.b:
             self.b.wait_running()
-            vmlib.wait_for("tap", 20, lambda: self.ns.has_link(TAP), 0.1)
-            self.ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % TAP, check=False)
+            vmlib.wait_for("tap", 20, lambda: self.ns.has_link(self.host), 0.1)
+            self.ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % self.host, check=False)
             # 1518 B frames exceed MTU 1500: a packet socket refuses them.
-            self.ns.addr(TAP, "198.18.2.1/24", 9000)
+            self.ns.addr(self.host, "198.18.2.1/24", 9000)
         else:
             self.be.wait_log("testpmd> ", 60, "the back end's prompt")
 
@@ -110,7 +134,7 @@ class Pair:
         c.cmd("set txpkts " + txpkts(size))
         if self.b:
             def counter():
-                rb, rp, _, _ = self.ns.dev_counters(TAP)
+                rb, rp, _, _ = self.ns.dev_counters(self.host)
                 return rp, rb
         else:
             self.be.cmd("set fwd rxonly")
@@ -132,7 +156,7 @@ class Pair:
             if self.b:
                 if size > 2048:
                     return None  # net_af_packet frames are 2 KiB
-                src = vmlib.Testpmd(["net_af_packet0,iface=%s" % TAP], netns=self.ns,
+                src = vmlib.Testpmd(["net_af_packet0,iface=%s" % self.host], netns=self.ns,
                                     seconds=self.a.seconds + 30, workdir=self.d, name="src",
                                     lcores="0,1",
                                     args=["--eth-peer=0,%s" % MAC, "--forward-mode=txonly",

@@ -31,8 +31,10 @@ void bench_hostile_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vnic-bench [--socket PATH] hostile [--kind loop|selfloop|badhead|oob]\n"
-		"           [--victim 0|1] [--seconds S]\n"
-		"  Two NICs on the socket backend. The victim's guest posts a bad TX\n"
+		"           [--victim 0|1] [--seconds S] [--backend socket|tap|afpacket]\n"
+		"           [--netns NAME]\n"
+		"  Two NICs on the socket backend (or --backend, as for traffic). The\n"
+		"  victim's guest posts a bad TX\n"
 		"  chain and kicks: loop (G1, default): two descriptors pointing at each\n"
 		"  other; selfloop (G1): one zero-length descriptor pointing at itself;\n"
 		"  badhead (G3): an avail entry beyond the queue; oob (G7): a buffer\n"
@@ -90,6 +92,8 @@ static int tr_hostile_args(struct tr_run *r, int argc, char **argv, unsigned *re
 		{ "victim", required_argument, NULL, 'v' },
 		{ "seconds", required_argument, NULL, 't' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "netns", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -234,15 +238,16 @@ int bench_hostile_main(int argc, char **argv)
 	int rc;
 
 	tr_run_init(&r, 2);
-	r.mtu = 65535;
-	r.maxsize = FRAMES_MAX;
 	r.victim_kind = TR_KIND_LOOP;
 	rc = tr_hostile_args(&r, argc, argv, &victim);
 	if (rc != 0)
 		return tr_usage_exit(rc, bench_hostile_usage);
+	if (tr_backend_limits(&r) < 0)
+		return 2;
 	tr_init_common(&r);
-	printf("vnic-bench hostile: a '%s' chain on nic %u's tx0, nic %u carries traffic for %.1f s\n",
-	       tr_kind_names[r.victim_kind], victim, 1 - victim, r.seconds);
+	printf("vnic-bench hostile: a '%s' chain on nic %u's tx0, nic %u carries traffic for %.1f s "
+	       "(%s backend)\n", tr_kind_names[r.victim_kind], victim, 1 - victim, r.seconds,
+	       tr_backend_name(r.backend));
 	if (tr_setup(&r) < 0)
 		tr_fail(&r, "setup failed");
 	else

@@ -226,7 +226,8 @@ out:
 void bench_traffic_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: vnic-bench [--socket PATH] traffic [--nics N] [--backend socket|tap]\n"
+		"usage: vnic-bench [--socket PATH] traffic [--nics N]\n"
+		"           [--backend socket|tap|afpacket]\n"
 		"           [--direction g2h|h2g|both] [--size BYTES|random] [--seconds S]\n"
 		"           [--count N] [--netns NAME] [--window N]\n"
 		"           [--policy default|timer|bh|adaptive|poll]\n"
@@ -234,9 +235,12 @@ void bench_traffic_usage(FILE *f)
 		"  Simulated VMM + guests: N NICs on vnicd, checked UDP frames each way.\n"
 		"  --queue-pairs P  every NIC has P queue pairs, a worker and a flow\n"
 		"               each way per pair (socket backend; N x P <= %u)\n"
-		"  --size       frame size %u..%u (tap: ..%u), or random (default)\n"
+		"  --size       frame size %u..%u (tap: ..%u; afpacket: ..%u), or random\n"
+		"               (default)\n"
+		"  --backend    afpacket: vnicd binds AF_PACKET to one end of a veth pair\n"
+		"               in the netns, the host's UDP socket is on the other\n"
 		"  --seconds    sending time (default 3); --count stops a flow earlier\n"
-		"  --netns      tap backend: namespace for the taps (created and removed\n"
+		"  --netns      tap, afpacket: namespace for the taps / veths (created and removed\n"
 		"               if missing; default a private one)\n"
 		"  --policy     TX mitigation asked for in AddNic (default: vnicd's)\n"
 		"  --timer-us N, --poll-us N, --latency-us N  its parameters (0: vnicd's\n"
@@ -253,7 +257,8 @@ void bench_traffic_usage(FILE *f)
 		"               one frame in flight, 1 NIC, socket backend, --size for the\n"
 		"               --direction (g2h: the request), 60 B the other way; prints\n"
 		"               p50/p99 latency in a 'RESULT rr' line\n"
-		"  --window     frames in flight per NIC and direction (default %u;\n"
+		"  --window     frames in flight per NIC and direction (default %u,\n"
+		"               afpacket %u;\n"
 		"               also at most %llu MiB)\n"
 		"  --expect-json  write the counters vnicctl status must show\n"
 		"  --before-remove  run CMD (sh -c) after traffic, before RemoveNic\n"
@@ -273,8 +278,8 @@ void bench_traffic_usage(FILE *f)
 		"  --dirty-log-after S  the same, the log set at S s while frames flow\n"
 		"  Exit 0: every frame arrived once and intact (tap losses: a warning);\n"
 		"  1: failure; 2: usage.\n",
-		TR_MAX_NICS, FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, TR_BURST, TR_DEFAULT_WINDOW,
-		TR_WINDOW_BYTES >> 20);
+		TR_MAX_NICS, FRAMES_MIN, FRAMES_MAX, FRAMES_TAP_MAX, FRAMES_AFP_MAX, TR_BURST,
+		TR_DEFAULT_WINDOW, TR_AFP_WINDOW, TR_WINDOW_BYTES >> 20);
 }
 
 /* --policy and its parameters, --switch-policy. Returns: 0, -EINVAL. */
@@ -347,18 +352,11 @@ static int tr_lifecycle_option(struct tr_run *r, int opt, const char *arg)
 /* One option of traffic. Returns: 0, -EINVAL (a usage error). */
 static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 {
-	static const char *const backends[] = { "socket", "tap" };
 	static const char *const dirs[] = { "g2h", "h2g", "both" };
 	unsigned long v;
 	int i;
 
 	switch (opt) {
-	case 'b':
-		i = tr_name_index(backends, 2, arg);
-		if (i < 0)
-			return -EINVAL;
-		r->backend = i ? TR_TAP : TR_SOCKET;
-		return 0;
 	case 'd':
 		i = tr_name_index(dirs, 3, arg);
 		if (i < 0)
@@ -377,11 +375,6 @@ static int tr_traffic_option(struct tr_run *r, int opt, const char *arg)
 		if (bench_parse_ulong(arg, 1, 1ul << 40, &v) < 0)
 			return -EINVAL;
 		r->count = v;
-		return 0;
-	case 'N':
-		if (!arg[0] || strlen(arg) >= sizeof(r->netns) || strchr(arg, '/'))
-			return -EINVAL;
-		snprintf(r->netns, sizeof(r->netns), "%s", arg);
 		return 0;
 	case 'E':
 		r->expect_json = arg;
@@ -574,16 +567,11 @@ int bench_traffic_main(int argc, char **argv)
 	r.nnics *= r.pairs; /* from here on: lanes */
 	/* Frames above 1514 bytes need a larger MTU on the tap and NIC; a
 	 * tap's MTU stops at 65521. */
-	r.maxsize = r.backend == TR_TAP ? FRAMES_TAP_MAX : FRAMES_MAX;
-	if (r.fixed > r.maxsize) {
-		fprintf(stderr, "vnic-bench: a tap carries frames of at most %u bytes (MTU %u)\n",
-			FRAMES_TAP_MAX, FRAMES_TAP_MTU);
+	if (tr_backend_limits(&r) < 0)
 		return 2;
-	}
-	r.mtu = (r.fixed && r.fixed <= 1514) ? 1500 : r.backend == TR_TAP ? FRAMES_TAP_MTU : 65535;
 
 	printf(", %s backend, %s, size %s%s, %.1f s\n",
-	       r.backend == TR_TAP ? "tap" : "socket",
+	       tr_backend_name(r.backend),
 	       r.dirs == 3 ? "both directions" : r.dirs == 1 ? "guest->host" : "host->guest",
 	       r.fixed ? "" : "random", r.fixed ? "" : "", r.seconds);
 	if (r.fixed)

@@ -122,6 +122,23 @@ static uint16_t frames_ip_csum(const uint8_t *h)
 	return (uint16_t)~sum;
 }
 
+/* The UDP checksum over the pseudo-header and the datagram (RFC 768):
+ * 0 when the one in it is right. */
+static uint16_t frames_udp_csum(const uint8_t *ip, const uint8_t *udp, size_t ulen)
+{
+	uint64_t sum = 17u + ulen;
+
+	for (unsigned i = 12; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	for (size_t i = 0; i + 1 < ulen; i += 2)
+		sum += (uint32_t)(udp[i] << 8 | udp[i + 1]);
+	if (ulen & 1)
+		sum += (uint32_t)udp[ulen - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -256,6 +273,11 @@ int frames_check(const uint8_t *f, size_t len, unsigned nic, unsigned dir, uint3
 	    get16(udp + 4) != len - FRAMES_ETH_HLEN - FRAMES_IP_HLEN)
 		return frames_fail(err, errlen, "UDP source port %u or length %u wrong", get16(udp),
 				   get16(udp + 4));
+	/* A host kernel's datagram: its checksum, when it has one, must be
+	 * right (an AF_PACKET worker finishes partial ones itself). */
+	if (!exact && get16(udp + 6) != 0 &&
+	    frames_udp_csum(ip, udp, len - FRAMES_ETH_HLEN - FRAMES_IP_HLEN) != 0)
+		return frames_fail(err, errlen, "UDP checksum is wrong");
 	rc = frames_check_payload(udp + FRAMES_UDP_HLEN, len - FRAMES_HDRS, nic, dir, fixed, max,
 				  &seq, err, errlen);
 	if (rc < 0)

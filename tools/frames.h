@@ -39,6 +39,10 @@
  * (drivers/net/tun.c max_mtu), so a frame is at most 65535 bytes. */
 #define FRAMES_TAP_MTU 65521u
 #define FRAMES_TAP_MAX (FRAMES_TAP_MTU + FRAMES_ETH_HLEN)
+/* Through AF_PACKET on a veth (issue 17): a TX ring slot takes frames
+ * of up to 16326 bytes (afp_ring.h); the run's veth MTU stays below. */
+#define FRAMES_AFP_MTU 16000u
+#define FRAMES_AFP_MAX (FRAMES_AFP_MTU + FRAMES_ETH_HLEN)
 
 #define FRAMES_UDP_PORT 47000u /* + nic: the host's and the guest's port */
 

@@ -7,7 +7,8 @@
  * (guest.c) makes sealed memfd guest memory, rings and eventfds, and sends
  * AddNic. The host end is the other half of a SOCK_SEQPACKET socketpair
  * (socket backend) or a UDP socket inside the network namespace where
- * vnicd created the tap (tap backend).
+ * vnicd created the tap (tap backend), or on the peer of the veth end
+ * vnicd binds an AF_PACKET socket to (afpacket backend).
  *
  * Every frame carries (nic, direction, seq, length) and a pattern derived
  * from them; the receiver checks every byte and records each seq in a
@@ -51,11 +52,16 @@
  * (64 MiB, counted at up to twice the frame size: skb truesize). */
 #define TR_DEFAULT_WINDOW 768u
 #define TR_WINDOW_BYTES (16ull << 20)
+/* AF_PACKET: the kernel drops what its 4 MiB RX ring cannot take
+ * (afp_ring.h): 192 frames of up to 16 KiB fit, block ends included. */
+#define TR_AFP_WINDOW 192u
 #define TR_NS 1000000000.0
 #define TR_CANARY_NS 200000000ull            /* canary must hold this long */
 #define TR_GONE_BOUND_NS (15ull * 1000000000ull) /* disconnect: worker gone by then */
 
-enum tr_backend { TR_SOCKET, TR_TAP };
+/* TR_AFP: AF_PACKET on one end of a veth pair in the run's netns, the
+ * host end (n->tap) the other; the host side as for a tap. */
+enum tr_backend { TR_SOCKET, TR_TAP, TR_AFP };
 
 /* What the hostile guest posts on its tx0 (TESTPLAN ids). */
 enum tr_kind {
@@ -93,7 +99,8 @@ struct tr_nic {
 	char qname[2][16];          /* "tx<pair>", "rx<pair>": [FRAMES_G2H], [FRAMES_H2G] */
 	struct guest *g;
 	int host_fd;                /* socketpair end or UDP socket; -1 */
-	char tap[IFNAMSIZ];
+	char tap[IFNAMSIZ];         /* the tap, or the host's veth end */
+	char veth[IFNAMSIZ];        /* TR_AFP: the veth end vnicd binds */
 	uint8_t host_mac[6];
 	struct tr_flow f[2];        /* [FRAMES_G2H], [FRAMES_H2G] */
 	uint64_t other_rx, other_rx_bytes; /* kernel frames the guest ignored */
@@ -146,6 +153,7 @@ struct tr_run {
 	double seconds;
 	uint64_t count;
 	unsigned window;
+	bool window_set;            /* --window given */
 	char netns[64];
 	bool netns_created;
 	unsigned nnics;             /* lanes: NICs x pairs */
@@ -191,7 +199,15 @@ extern volatile sig_atomic_t tr_stop;
 void tr_fail(struct tr_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double tr_cpu_seconds(pid_t pid);
 bool tr_sending(const struct tr_run *r, uint64_t now);
+/* tr_parse_common - an option both subcommands take (--socket, --seconds,
+ * --nics, --window, --backend, --netns). Returns 0 or -EIO. */
 int tr_parse_common(struct tr_run *r, int opt, const char *arg);
+/* tr_backend_limits - the largest frame, the MTU and the default window
+ * the backend takes (after the options). Returns 0, or -EINVAL with the
+ * reason printed (--size beyond it). */
+int tr_backend_limits(struct tr_run *r);
+/* tr_backend_name - "socket", "tap" or "afpacket" (--backend's words). */
+const char *tr_backend_name(enum tr_backend b);
 void tr_init_common(struct tr_run *r);
 int tr_setup(struct tr_run *r);
 void tr_loop(struct tr_run *r);
@@ -204,6 +220,7 @@ int tr_name_index(const char *const *names, unsigned n, const char *s);
 int tr_cmd(const char *const *argv);
 int tr_socket_pair(struct tr_run *r, struct tr_nic *n, int *ret_vmm_end);
 int tr_tap_setup(struct tr_run *r, struct tr_nic *n);
+int tr_veth_add(struct tr_run *r, struct tr_nic *n);
 
 /* traffic_flow.c */
 int tr_flow_reserve(struct tr_flow *f, uint64_t seq);

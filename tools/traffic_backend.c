@@ -96,6 +96,22 @@ static void tr_ns_leave(int self)
 	close(self);
 }
 
+/* No IPv6 chatter on interface name, in the netns we are in (there,
+ * /proc/sys/net is the netns's own). */
+static void tr_ipv6_off(const char *name)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1", 1) != 1)
+			fprintf(stderr, "vnic-bench: %s: %s\n", path, strerror(errno));
+		close(fd);
+	}
+}
+
 /* ---- the host ends ---- */
 
 int tr_socket_pair(struct tr_run *r, struct tr_nic *n, int *ret_vmm_end)
@@ -122,6 +138,34 @@ int tr_socket_pair(struct tr_run *r, struct tr_nic *n, int *ret_vmm_end)
 	return 0;
 }
 
+/* Before AddNic (afpacket backend): a veth pair in r->netns, n->veth
+ * for vnicd's AF_PACKET socket (up, the run's MTU, no IPv6) and n->tap
+ * for the host (set up by tr_tap_setup). Removed with the netns, or by
+ * tr_veth_del. */
+int tr_veth_add(struct tr_run *r, struct tr_nic *n)
+{
+	char mtu[16];
+	int self;
+	const char *a1[] = { "ip", "-n", r->netns, "link", "add", n->veth, "type", "veth", "peer",
+			     "name", n->tap, NULL };
+	const char *a2[] = { "ip", "-n", r->netns, "link", "set", "dev", n->veth, "mtu", mtu, "up",
+			     NULL };
+
+	snprintf(mtu, sizeof(mtu), "%u", r->mtu);
+	if (tr_cmd(a1) < 0) {
+		n->veth[0] = '\0'; /* not ours: never deleted */
+		return -EIO;
+	}
+	if (tr_cmd(a2) < 0)
+		return -EIO;
+	self = tr_ns_enter(r->netns);
+	if (self < 0)
+		return -EIO;
+	tr_ipv6_off(n->veth);
+	tr_ns_leave(self);
+	return 0;
+}
+
 /* After AddNic created tap n->tap in r->netns: address, MTU, a static
  * neighbour for the guest, no IPv6 chatter; then the host's UDP socket. */
 int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
@@ -131,7 +175,6 @@ int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 	struct ifreq ifr;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	int self, fd, sz = 64 << 20;
-	char path[128];
 
 	snprintf(mtu, sizeof(mtu), "%u", r->mtu);
 	snprintf(addr, sizeof(addr), "198.18.%u.1/24", n->idx);
@@ -142,14 +185,7 @@ int tr_tap_setup(struct tr_run *r, struct tr_nic *n)
 	self = tr_ns_enter(r->netns);
 	if (self < 0)
 		return -EIO;
-	/* Inside the netns, /proc/sys/net is the netns's own. */
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", n->tap);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "1", 1) != 1)
-			fprintf(stderr, "vnic-bench: %s: %s\n", path, strerror(errno));
-		close(fd);
-	}
+	tr_ipv6_off(n->tap);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		fprintf(stderr, "vnic-bench: socket in netns: %s\n", strerror(errno));

@@ -162,7 +162,7 @@ void tr_guest_rx(struct tr_run *r, struct tr_nic *n)
 		}
 		rc = frames_check(fr, len, n->idx, FRAMES_H2G, r->fixed, r->maxsize, n->host_mac,
 				  r->backend == TR_SOCKET, &seq, err, sizeof(err));
-		if (rc == -ENOMSG && r->backend == TR_TAP) {
+		if (rc == -ENOMSG && r->backend != TR_SOCKET) {
 			n->other_rx++;  /* the netns kernel's own traffic */
 			n->other_rx_bytes += len;
 			continue;

@@ -175,7 +175,10 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 		snprintf(n->qname[FRAMES_G2H], sizeof(n->qname[0]), "tx%u", k);
 		snprintf(n->qname[FRAMES_H2G], sizeof(n->qname[0]), "rx%u", k);
 		snprintf(n->tap, sizeof(n->tap), "vnicb%u", l->idx);
+		snprintf(n->veth, sizeof(n->veth), "vnicv%u", l->idx);
 		if (r->backend == TR_SOCKET && tr_socket_pair(r, n, &bf[k]) < 0)
+			rc = -EIO;
+		else if (r->backend == TR_AFP && tr_veth_add(r, n) < 0)
 			rc = -EIO;
 		else
 			guest_vnic_memory(n->g, &reg[k], &q[2 * k]);
@@ -196,6 +199,11 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 		if (r->backend == TR_SOCKET) {
 			cfg.backend = VNIC_BACKEND_SOCKET;
 			cfg.backend_fd = bf[0];
+		} else if (r->backend == TR_AFP) {
+			cfg.backend = VNIC_BACKEND_AF_PACKET;
+			cfg.tap_name = l->veth;
+			cfg.netns = r->netns;
+			cfg.backend_fd = -1;
 		} else {
 			cfg.backend = VNIC_BACKEND_TAP;
 			cfg.tap_name = l->tap;
@@ -219,7 +227,7 @@ static int tr_nic_add(struct tr_run *r, struct tr_nic *l)
 		return rc;
 	for (unsigned k = 0; k < np; k++)
 		l[k].added = true;
-	if (r->backend == TR_TAP && tr_tap_setup(r, l) < 0)
+	if (r->backend != TR_SOCKET && tr_tap_setup(r, l) < 0)
 		return -EIO;
 	for (unsigned k = 0; k < np; k++)
 		guest_rx_fill(l[k].g);
@@ -608,6 +616,12 @@ static void tr_cleanup(struct tr_run *r)
 			close(n->host_fd);
 		free(n->f[0].seen);
 		free(n->f[1].seen);
+		if (r->backend == TR_AFP && !r->netns_created && n->veth[0]) {
+			/* A namespace we did not make keeps nothing of ours. */
+			const char *a[] = { "ip", "-n", r->netns, "link", "del", n->veth, NULL };
+
+			tr_cmd(a);
+		}
 	}
 	free(r->nics);
 	free(r->buf);
@@ -641,7 +655,7 @@ int tr_setup(struct tr_run *r)
 		r->nics[i].host_fd = -1;
 		r->nics[i].log_fd = -1;
 	}
-	if (r->backend == TR_TAP) {
+	if (r->backend != TR_SOCKET) {
 		if (!r->netns[0])
 			snprintf(r->netns, sizeof(r->netns), "vnicbench%d", (int)getpid());
 		snprintf(path, sizeof(path), "/run/netns/%s", r->netns);
@@ -699,11 +713,47 @@ int tr_setup(struct tr_run *r)
 
 /* ---- what both subcommands share: options, the end ---- */
 
+const char *tr_backend_name(enum tr_backend b)
+{
+	return b == TR_TAP ? "tap" : b == TR_AFP ? "afpacket" : "socket";
+}
+
+int tr_backend_limits(struct tr_run *r)
+{
+	r->maxsize = r->backend == TR_TAP ? FRAMES_TAP_MAX
+		     : r->backend == TR_AFP ? FRAMES_AFP_MAX : FRAMES_MAX;
+	if (r->fixed > r->maxsize) {
+		fprintf(stderr, "vnic-bench: a %s carries frames of at most %u bytes (MTU %u)\n",
+			r->backend == TR_AFP ? "veth with AF_PACKET" : "tap", r->maxsize,
+			r->maxsize - FRAMES_ETH_HLEN);
+		return -EINVAL;
+	}
+	if (r->backend == TR_AFP && !r->window_set)
+		r->window = TR_AFP_WINDOW;
+	r->mtu = (r->fixed && r->fixed <= 1514) ? 1500
+		 : r->backend == TR_SOCKET ? 65535 : r->maxsize - FRAMES_ETH_HLEN;
+	return 0;
+}
+
 int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 {
+	static const char *const backends[] = { "socket", "tap", "afpacket" };
+	static const enum tr_backend kinds[] = { TR_SOCKET, TR_TAP, TR_AFP };
 	unsigned long v;
+	int i;
 
 	switch (opt) {
+	case 'b':
+		i = tr_name_index(backends, 3, arg);
+		if (i < 0)
+			return -EIO;
+		r->backend = kinds[i];
+		return 0;
+	case 'N':
+		if (!arg[0] || strlen(arg) >= sizeof(r->netns) || strchr(arg, '/'))
+			return -EIO;
+		snprintf(r->netns, sizeof(r->netns), "%s", arg);
+		return 0;
 	case 'S':
 		r->socket_path = arg;
 		return 0;
@@ -718,6 +768,7 @@ int tr_parse_common(struct tr_run *r, int opt, const char *arg)
 		if (bench_parse_ulong(arg, 1, GUEST_QUEUE_SIZE * 4, &v) < 0)
 			return -EIO;
 		r->window = (unsigned)v;
+		r->window_set = true;
 		return 0;
 	}
 	return -EIO;

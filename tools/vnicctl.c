@@ -679,8 +679,8 @@ static const struct vnicctl_cmd vnicctl_cmds[] = {
 	  "                [--rx-irq-us N] [--rx-irq-frames N] [--tx-irq-us N] [--tx-irq-frames N]",
 	  1, 1, set_policy_opts, "", set_policy_opt, run_set_policy },
 	{ "log-level", "error|warn|info|debug", 1, 1, NULL, "", NULL, run_log_level },
-	{ "add", "ID --vhost-user PATH (--server | --client) --tap NAME [--netns NS]\n"
-	  "         [--mac M] [--mtu N] [--policy P]",
+	{ "add", "ID --vhost-user PATH (--server | --client) (--tap NAME | --af-packet IFNAME)\n"
+	  "         [--netns NS] [--mac M] [--mtu N] [--policy P]",
 	  1, 1, vnicctl_add_opts, "", vnicctl_add_opt, vnicctl_add_run },
 	{ "remove", "ID [--deadline-ms MS]", 1, 1, vnicctl_remove_opts, "", vnicctl_remove_opt,
 	  vnicctl_remove_run },

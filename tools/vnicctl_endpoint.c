@@ -3,13 +3,16 @@
  * vnicctl add / remove: vhost-user endpoints (issue 8).
  *
  *   vnicctl [--socket PATH] add ID --vhost-user PATH (--server | --client)
- *           --tap NAME [--netns NS] [--mac M] [--mtu N] [--policy P]
+ *           (--tap NAME | --af-packet IFNAME) [--netns NS] [--mac M] [--mtu N]
+ *           [--policy P]
  *   vnicctl [--socket PATH] remove ID [--deadline-ms MS]
  *
  * add       creates the endpoint; in server mode it returns once PATH
  *           accepts connections; with --netns the tap is created inside
  *           that existing named netns (the caller gives it an address and
- *           brings it up). Prints the tap's name.
+ *           brings it up). Prints the tap's name. --af-packet: an existing
+ *           interface (a veth end, a NIC) each session binds an AF_PACKET
+ *           socket to (issue 17), one queue pair.
  * remove    disconnects the front end, stops and reaps the worker, removes
  *           the socket and the endpoint's state file.
  *
@@ -31,6 +34,7 @@ const struct option vnicctl_add_opts[] = {
 	{ "server", no_argument, NULL, 'S' },
 	{ "client", no_argument, NULL, 'C' },
 	{ "tap", required_argument, NULL, 't' },
+	{ "af-packet", required_argument, NULL, 'A' },
 	{ "netns", required_argument, NULL, 'n' },
 	{ "mac", required_argument, NULL, 'm' },
 	{ "mtu", required_argument, NULL, 'M' },
@@ -48,6 +52,7 @@ int vnicctl_add_opt(struct vnicctl *v, int opt, const char *arg)
 	case 'S': v->vu_mode |= 1; break;
 	case 'C': v->vu_mode |= 2; break;
 	case 't': cfg->tap_name = arg; break;
+	case 'A': cfg->tap_name = arg; cfg->af_packet = true; break;
 	case 'n': cfg->netns = arg; break;
 	case 'm':
 		if (mac_parse(arg, cfg->mac)) {

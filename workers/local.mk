@@ -5,7 +5,7 @@
 noinst_LTLIBRARIES += libvnicnet.la
 libvnicnet_la_SOURCES = \
 	workers/net.c workers/net.h workers/net_priv.h \
-	workers/net_tx.c workers/net_rx.c workers/irq.c \
+	workers/net_tx.c workers/net_rx.c workers/irq.c workers/net_afp.c \
 	workers/policy.h workers/policy.c workers/policy_bh.c workers/policy_timer.c \
 	workers/policy_adaptive.c workers/policy_poll.c \
 	workers/stats.h

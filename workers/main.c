@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "afp_ring.h"
 #include "inflight.h"
 #include "fault.h"
 #include "log.h"
@@ -241,6 +242,14 @@ static int config_check(const Vnic__Worker__Config *c, const struct wire_fds *fd
 		break;
 	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET:
 		np->backend = NET_BACKEND_SOCKET; /* frames without a header */
+		break;
+	case VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_AF_PACKET:
+		np->backend = NET_BACKEND_AF_PACKET; /* the kernel's 10-byte header */
+		if (c->vnet_hdr_len != AFP_VNET_HDR_LEN) {
+			snprintf(err, errlen, "AF_PACKET vnet header length %u, need %u",
+				 c->vnet_hdr_len, AFP_VNET_HDR_LEN);
+			return -EINVAL;
+		}
 		break;
 	default:
 		snprintf(err, errlen, "unknown backend kind %d", (int)c->backend);

@@ -50,7 +50,23 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 					     (NET_TX_OFFLOAD_FEATURES | NET_RX_OFFLOAD_FEATURES)));
 		return -EINVAL;
 	}
-	if (p->backend != NET_BACKEND_TAP && p->backend != NET_BACKEND_SOCKET) {
+	/* AF_PACKET: the kernel's virtio_net_hdr carries partial checksums
+	 * both ways and GSO to the guest; no GSO from the guest (a TX slot
+	 * holds 16 KiB, afp_ring.h). */
+	if (p->backend == NET_BACKEND_AF_PACKET &&
+	    (p->features & (NET_TX_OFFLOAD_FEATURES | NET_RX_OFFLOAD_FEATURES) &
+	     ~((1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_GUEST_CSUM) |
+	       (1ull << VIRTIO_NET_F_GUEST_TSO4) | (1ull << VIRTIO_NET_F_GUEST_TSO6)))) {
+		net_err(err, errlen, "offload features 0x%llx on an AF_PACKET backend",
+			(unsigned long long)p->features);
+		return -EINVAL;
+	}
+	if (p->backend == NET_BACKEND_AF_PACKET && p->npairs != 1) {
+		net_err(err, errlen, "an AF_PACKET backend serves one queue pair");
+		return -EINVAL;
+	}
+	if (p->backend != NET_BACKEND_TAP && p->backend != NET_BACKEND_SOCKET &&
+	    p->backend != NET_BACKEND_AF_PACKET) {
 		net_err(err, errlen, "unknown backend type %d", (int)p->backend);
 		return -EINVAL;
 	}
@@ -84,6 +100,14 @@ int net_dev_new(const struct net_params *p, struct net_dev **ret_dev, char *err,
 	d->vq_base = p->vq_base;
 	for (unsigned i = 0; i < p->npairs; i++)
 		d->backend_fd[i] = p->backend_fds[i];
+	if (p->backend == NET_BACKEND_AF_PACKET) {
+		int r = net_afp_attach(d, p->backend_fds[0], err, errlen);
+
+		if (r < 0) {
+			free(d);
+			return r;
+		}
+	}
 	d->stats = p->stats;
 	d->ops = p->ops;
 	d->opaque = p->opaque;
@@ -121,6 +145,7 @@ struct net_dev *net_dev_free(struct net_dev *d)
 {
 	if (!d)
 		return NULL;
+	net_afp_detach(d);
 	for (unsigned i = 0; i < 2 * d->npairs; i++) {
 		vring_detach_inflight(&d->q[i].vq);
 		free(d->q[i].hold);

@@ -112,6 +112,7 @@ _Static_assert(sizeof(struct virtio_net_hdr_v1) == NET_HDR_LEN, "virtio_net_hdr_
 enum net_backend_type {
 	NET_BACKEND_TAP,    /* tap with IFF_VNET_HDR, vnet header size 12 */
 	NET_BACKEND_SOCKET, /* datagram or seqpacket socket, one frame each */
+	NET_BACKEND_AF_PACKET, /* AF_PACKET, TPACKET_V3 rings (net_afp.c), one pair */
 };
 
 /* What the caller should wait for after a run. */

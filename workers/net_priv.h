@@ -26,6 +26,7 @@ struct net_dev {
 	 * marked in, NULL when off (net_set_dirtylog). */
 	struct dirtylog *log;
 	struct net_queue q[2 * NET_MAX_PAIRS];
+	struct net_afp *afp; /* NET_BACKEND_AF_PACKET: its mapped rings */
 
 	/* Scratch for one run (the engine is single-threaded). */
 	struct vring_chain chain;
@@ -133,5 +134,43 @@ static inline ssize_t net_tap_writev(int fd, const struct iovec *iov, int n)
 
 	return r < 0 && errno == EOPNOTSUPP ? writev(fd, iov, n) : r;
 }
+
+/*
+ * The AF_PACKET backend (net_afp.c, issue 17).
+ * net_afp_attach - check fd (AF_PACKET, TPACKET_V3, PACKET_VNET_HDR),
+ * reset and map its rings; before the sandbox. net_afp_detach undoes it.
+ * net_afp_rx_peek - the next RX frame, left in the ring: its virtio-net
+ * header for the guest and its bytes. Returns 1, 0 when the ring is empty, or -EMSGSIZE with *why
+ * for a frame to drop (then net_afp_rx_consume it).
+ * net_afp_rx_finish - before the frame's bytes are copied: finish the
+ * checksum when the guest does not take partial ones (once).
+ * net_afp_rx_consume - done with that frame (its block goes back to the
+ * kernel after its last one).
+ * net_afp_rx_idle - an RX run that found nothing: read a pending socket
+ * error, which would otherwise keep the fd ready.
+ * net_afp_tx_put - copy the frame net_tx_frame laid out in iov (the
+ * checked header first) into the next TX slot. Returns 0; -EAGAIN the ring
+ * is full (what was queued is kicked); -EMSGSIZE longer than a slot.
+ * net_afp_tx_kick - send what was queued since the last kick: one call
+ * (a few when the device refused a frame); counts them as sent. What the
+ * kernel did not take is dropped and counted, and the cursor goes back to
+ * the kernel's head.
+ */
+struct net_afp_frame {
+	struct virtio_net_hdr_v1 hdr;
+	uint8_t *data;
+	uint32_t len;
+	bool sw_csum;          /* net_afp_rx_finish completes the checksum */
+	uint32_t csum_start, csum_offset;
+};
+int net_afp_attach(struct net_dev *d, int fd, char *err, size_t errlen);
+void net_afp_detach(struct net_dev *d);
+int net_afp_rx_peek(struct net_dev *d, struct net_afp_frame *fr, const char **why);
+void net_afp_rx_finish(struct net_afp_frame *fr);
+void net_afp_rx_consume(struct net_dev *d);
+void net_afp_rx_idle(struct net_dev *d);
+int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *iov,
+		   unsigned niov, size_t frame_len);
+void net_afp_tx_kick(struct net_dev *d, struct net_queue *q);
 
 #endif

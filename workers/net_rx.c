@@ -336,6 +336,50 @@ static ssize_t net_rx_read_sized(struct net_dev *d, struct net_queue *q, bool li
 }
 
 /*
+ * net_rx_afp_one - net_rx_one for AF_PACKET (net_afp.c): the frame waits
+ * in the ring, its size known, until the guest's buffers hold it; then
+ * its header and bytes are copied in and the frame consumed.
+ */
+static int net_rx_afp_one(struct net_dev *d, struct net_queue *q, size_t *bytes,
+			  uint16_t *ret_seen)
+{
+	struct net_afp_frame fr;
+	const char *why = NULL;
+	size_t total;
+	bool limit;
+	int r = net_afp_rx_peek(d, &fr, &why);
+
+	if (r == 0)
+		return 0;
+	if (r < 0) {
+		net_afp_rx_consume(d);
+		net_drop(d, q, why);
+		return 1;
+	}
+	total = NET_HDR_LEN + (size_t)fr.len;
+	if (net_rx_collect(d, q, total, &limit) < 0)
+		return -EIO;
+	*ret_seen = q->vq.last_avail_idx;
+	if (d->rx_nheads == 0)
+		return -ENOBUFS; /* G20: ring empty; the frame stays */
+	if (total > d->rx_cap) {
+		/* G19: wait for more buffers; G18: cannot fit, drop. */
+		if (net_has(d, VIRTIO_NET_F_MRG_RXBUF) && !limit)
+			return -ENOBUFS;
+		net_afp_rx_consume(d);
+		net_drop(d, q, "frame larger than the RX buffers");
+		return 1;
+	}
+	net_afp_rx_finish(&fr);
+	iov_from_buf(d->iov, d->rx_niov, 0, &fr.hdr, NET_HDR_LEN);
+	iov_from_buf(d->iov, d->rx_niov, NET_HDR_LEN, fr.data, fr.len);
+	net_afp_rx_consume(d);
+	net_rx_deliver(d, q, total);
+	*bytes += total;
+	return 1;
+}
+
+/*
  * net_rx_one - move one frame.
  * Returns: 1 a frame was delivered or dropped (*bytes grows); 0 the
  * backend is empty; -ENOBUFS the guest lacks buffers (*ret_seen: the
@@ -347,6 +391,8 @@ static int net_rx_one(struct net_dev *d, struct net_queue *q, size_t *bytes, uin
 	bool limit;
 	ssize_t r;
 
+	if (d->backend == NET_BACKEND_AF_PACKET)
+		return net_rx_afp_one(d, q, bytes, ret_seen);
 	if (net_rx_collect(d, q, q->hold_len ? q->hold_len : full, &limit) < 0)
 		return -EIO;
 	*ret_seen = q->vq.last_avail_idx;
@@ -440,5 +486,7 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 	}
 	net_rx_commit(d, q);
 	net_flush(d, q);
+	if (ret == NET_IDLE && bytes == 0 && d->afp)
+		net_afp_rx_idle(d);
 	return ret;
 }

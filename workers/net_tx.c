@@ -148,7 +148,8 @@ static inline const char *net_tx_frame(struct net_dev *d, const struct vring_cha
 	if (why)
 		return why;
 
-	if (d->backend == NET_BACKEND_TAP) {
+	/* A tap and AF_PACKET take the checked copy of the header first. */
+	if (d->backend != NET_BACKEND_SOCKET) {
 		d->iov2[0].iov_base = hdr;
 		d->iov2[0].iov_len = NET_HDR_LEN;
 		n = 1;
@@ -180,6 +181,21 @@ static inline int net_tx_send(struct net_dev *d, struct net_queue *q, uint16_t h
 	if (fe) {
 		errno = fe; /* fault injection: the write fails without being made */
 		w = -1;
+	} else if (d->backend == NET_BACKEND_AF_PACKET) {
+		/* Into the next TX slot; sent with the burst (net_tx_drain). */
+		int r = net_afp_tx_put(d, q, d->iov2, niov, frame_len);
+
+		if (r == -EAGAIN) {
+			vring_unpop(&q->vq, 1);
+			return -EAGAIN;
+		}
+		vring_push(&q->vq, head, 0);
+		q->pushed++;
+		/* Counted as sent by the burst's kick (net_afp_tx_kick). */
+		if (r < 0) /* every length bounded: never past a slot */
+			net_drop(d, q, "frame longer than an AF_PACKET TX slot");
+		*bytes += frame_len;
+		return 1;
 	} else if (d->backend == NET_BACKEND_TAP) {
 		w = net_tap_writev(net_pair_fd(d, q), d->iov2, (int)niov);
 	} else {
@@ -261,6 +277,9 @@ enum net_run net_tx_drain(struct net_dev *d, struct net_queue *q, struct net_tx_
 		b->bytes = bytes < b->bytes ? b->bytes - bytes : 0;
 		b->done++;
 	}
+	/* AF_PACKET: the burst's frames leave with one call. */
+	if (d->afp)
+		net_afp_tx_kick(d, q);
 	if (r == -EIO)
 		return net_report_broken(d, q);
 	if (r == -EAGAIN)

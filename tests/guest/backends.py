@@ -23,12 +23,14 @@ class VnicdBackend:
     name = "vnicd"
 
     def __init__(self, builddir, netns, sock, mode, nic_id="q0", tap="vq0", mtu=None,
-                 workdir=None, policy=None, log_level=None, policy_opts=None):
+                 workdir=None, policy=None, log_level=None, policy_opts=None,
+                 af_packet=False):
         self.v = vmlib.Vnicd(builddir, workdir)
         self.ns, self.sock, self.mode = netns, sock, mode
         self.id, self.tap, self.mtu, self.policy = nic_id, tap, mtu, policy
         # vnicctl set-policy options once the NIC runs: {"rx-irq-us": 200, ...}
         self.policy_opts = policy_opts or {}
+        self.af_packet = af_packet  # tap: an existing interface, bound with AF_PACKET
         r = self.v.ctl_raw("add", "--help")
         if "--vhost-user" not in r.stdout + r.stderr:
             vmlib.skip("this vnicctl has no 'add --vhost-user' (issue 8's front door is not "
@@ -36,8 +38,8 @@ class VnicdBackend:
         self.v.start(["--log-level", log_level] if log_level else [])
 
     def add(self):
-        args = ["add", self.id, "--vhost-user", self.sock, "--" + self.mode, "--tap", self.tap,
-                "--netns", self.ns.name]
+        args = ["add", self.id, "--vhost-user", self.sock, "--" + self.mode,
+                "--af-packet" if self.af_packet else "--tap", self.tap, "--netns", self.ns.name]
         if self.mtu:
             args += ["--mtu", str(self.mtu)]
         if self.policy:
@@ -122,11 +124,12 @@ class TestpmdBackend:
     """DPDK vhost (net_vhost) forwarding to a tap (net_tap) in io mode."""
     name = "testpmd"
 
-    def __init__(self, netns, sock, mode, tap="dq0", seconds=300, workdir=None):
+    def __init__(self, netns, sock, mode, tap="dq0", seconds=300, workdir=None, port=None):
         self.ns, self.sock, self.mode, self.tap = netns, sock, mode, tap
+        # port: the other side (default a tap; e.g. net_af_packet0,iface=X)
         self.tp = vmlib.Testpmd(["net_vhost0,iface=%s,queues=1%s" %
                                  (sock, ",client=1" if mode == "client" else ""),
-                                 "net_tap0,iface=%s" % tap], netns=netns, seconds=seconds,
+                                 port or "net_tap0,iface=%s" % tap], netns=netns, seconds=seconds,
                                 workdir=workdir, args=["--forward-mode=io", "--auto-start"])
         self.mtu = None
 
