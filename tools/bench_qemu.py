@@ -291,8 +291,8 @@ def main():
         if not rs:
             print("| %s | failed | | | | |" % c)
             continue
-        cpu = {d: "%s+%s+%s" % tuple(med([x[d][k] for x in rs]) for k in ("vcpu", "qemu",
-                                                                       "backend"))
+        cpu = {d: "%s+%s+%s" % tuple("%.2f" % statistics.median([x[d][k] for x in rs])
+                                     for k in ("vcpu", "qemu", "backend"))
                for d in ("h2g", "g2h")}
         rr = ""
         if a.rr:
