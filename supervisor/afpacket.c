@@ -11,7 +11,6 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -28,25 +27,12 @@
  * slot is free (a frame the kernel cannot take stays in its slot). */
 #define AFP_SNDBUF ((int)(2 * AFP_TX_RING_BYTES))
 
-static int afail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int afail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static int afp_setopt(int fd, int level, int opt, int val, const char *name, char *err,
 		      size_t errlen)
 {
 	if (setsockopt(fd, level, opt, &val, sizeof(val)) == 0)
 		return 0;
-	return afail(err, errlen, -errno, "AF_PACKET %s: %s", name, strerror(errno));
+	return sup_errf(err, errlen, -errno, "AF_PACKET %s: %s", name, strerror(errno));
 }
 
 static int afp_open_here(const char *ifname, int *ret_fd, char *err, size_t errlen)
@@ -59,11 +45,11 @@ static int afp_open_here(const char *ifname, int *ret_fd, char *err, size_t errl
 	/* Protocol 0: nothing is queued before bind() names the interface. */
 	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return afail(err, errlen, -errno, "AF_PACKET socket: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "AF_PACKET socket: %s", strerror(errno));
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
 	if (ioctl(fd, SIOCGIFINDEX, &ifr) < 0) {
-		rc = afail(err, errlen, -errno, "interface %s: %s", ifname, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "interface %s: %s", ifname, strerror(errno));
 		goto fail;
 	}
 	sll.sll_ifindex = ifr.ifr_ifindex;
@@ -84,11 +70,11 @@ static int afp_open_here(const char *ifname, int *ret_fd, char *err, size_t errl
 	if (rc)
 		goto fail;
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		rc = afail(err, errlen, -errno, "AF_PACKET bind to %s: %s", ifname, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "AF_PACKET bind to %s: %s", ifname, strerror(errno));
 		goto fail;
 	}
 	if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
-		rc = afail(err, errlen, -errno, "%s: promiscuous mode: %s", ifname, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "%s: promiscuous mode: %s", ifname, strerror(errno));
 		goto fail;
 	}
 	*ret_fd = fd;

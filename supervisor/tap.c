@@ -14,7 +14,6 @@
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,19 +22,6 @@
 
 #include "tap.h"
 #include "validate.h"
-
-static int tfail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int tfail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* Offloads the tap may hand us (host -> guest): only what the guest said
  * it can receive (QEMU does the same in virtio_net_apply_guest_offloads). */
@@ -63,9 +49,9 @@ int tap_configure(int fd, uint64_t features, char *err, size_t errlen)
 
 	/* virtio 1.x: the header always has num_buffers: 12 bytes (5.1.6). */
 	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) < 0)
-		return tfail(err, errlen, -errno, "TUNSETVNETHDRSZ: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "TUNSETVNETHDRSZ: %s", strerror(errno));
 	if (ioctl(fd, TUNSETOFFLOAD, (unsigned long)tap_offloads(features)) < 0)
-		return tfail(err, errlen, -errno, "TUNSETOFFLOAD: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "TUNSETOFFLOAD: %s", strerror(errno));
 	return 0;
 }
 
@@ -79,14 +65,14 @@ static int tap_attach_fd(char *ifname, uint64_t features, bool mq, int *ret_fd, 
 
 	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return tfail(err, errlen, -errno, "open /dev/net/tun: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "open /dev/net/tun: %s", strerror(errno));
 	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (mq ? IFF_MULTI_QUEUE : 0);
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		rc = -errno;
 		close(fd);
-		return tfail(err, errlen, rc, "TUNSETIFF %s%s: %s", ifname[0] ? ifname : "(new)",
+		return sup_errf(err, errlen, rc, "TUNSETIFF %s%s: %s", ifname[0] ? ifname : "(new)",
 			     mq ? " (multi-queue)" : "", strerror(-rc));
 	}
 	rc = tap_configure(fd, features, err, errlen);
@@ -123,12 +109,12 @@ static int tap_set_up(const char *ifname, char *err, size_t errlen)
 	/* Up, in the namespace the tap lives in (we are in it now). */
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
-		return tfail(err, errlen, -errno, "socket: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "socket: %s", strerror(errno));
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
 	if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0 ||
 	    (ifr.ifr_flags |= IFF_UP, ioctl(sock, SIOCSIFFLAGS, &ifr) < 0))
-		rc = tfail(err, errlen, -errno, "set %s up: %s", ifname, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "set %s up: %s", ifname, strerror(errno));
 	close(sock);
 	return rc;
 }
@@ -176,14 +162,14 @@ int tap_in_netns(const char *netns, int (*fn)(void *arg), void *arg, char *err, 
 	snprintf(path, sizeof(path), "/run/netns/%s", netns);
 	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
-		return tfail(err, errlen, -errno, "open /proc/self/ns/net: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "open /proc/self/ns/net: %s", strerror(errno));
 	target = open(path, O_RDONLY | O_CLOEXEC);
 	if (target < 0) {
-		rc = tfail(err, errlen, -errno, "network namespace %s: %s", netns, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "network namespace %s: %s", netns, strerror(errno));
 		goto out_close_self;
 	}
 	if (setns(target, CLONE_NEWNET) < 0) {
-		rc = tfail(err, errlen, -errno, "setns %s: %s", netns, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "setns %s: %s", netns, strerror(errno));
 		goto out_close_target;
 	}
 	rc = fn(arg);
@@ -243,7 +229,7 @@ int tap_open_queues(const char *name, const char *netns, uint64_t features, unsi
 	if (recreated)
 		*recreated = false;
 	if (nq == 0 || nq > TAP_MAX_QUEUES)
-		return tfail(err, errlen, -EINVAL, "%u tap queues (1..%u)", nq, TAP_MAX_QUEUES);
+		return sup_errf(err, errlen, -EINVAL, "%u tap queues (1..%u)", nq, TAP_MAX_QUEUES);
 	return tap_open_in(name, netns, features, nq, true, fds, ret_name, recreated, err,
 			   errlen);
 }
@@ -273,7 +259,7 @@ int tap_set_mtu(const char *ifname, const char *netns, unsigned mtu, char *err, 
 		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 		target = open(path, O_RDONLY | O_CLOEXEC);
 		if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) < 0) {
-			rc = tfail(err, errlen, -errno, "network namespace %s: %s", netns,
+			rc = sup_errf(err, errlen, -errno, "network namespace %s: %s", netns,
 				   strerror(errno));
 			goto out_close;
 		}
@@ -286,14 +272,14 @@ int tap_set_mtu(const char *ifname, const char *netns, unsigned mtu, char *err, 
 		_exit(70);
 	}
 	if (sock < 0) {
-		rc = tfail(err, errlen, -errno, "socket: %s", strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "socket: %s", strerror(errno));
 		goto out_close;
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
 	ifr.ifr_mtu = (int)mtu;
 	if (ioctl(sock, SIOCSIFMTU, &ifr) < 0)
-		rc = tfail(err, errlen, -errno, "MTU %u on %s: %s", mtu, ifname, strerror(errno));
+		rc = sup_errf(err, errlen, -errno, "MTU %u on %s: %s", mtu, ifname, strerror(errno));
 	close(sock);
 out_close:
 	if (target >= 0)

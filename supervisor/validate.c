@@ -24,10 +24,7 @@
 #include "workers/policy.h"
 #include "vring.h"
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+int sup_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -72,18 +69,18 @@ int nic_queue_slot(uint32_t pair, uint32_t idx)
 int validate_nic_id(const char *id, size_t len, bool has_nul, char *err, size_t errlen)
 {
 	if (len == 0)
-		return fail(err, errlen, -EINVAL, "nic id is empty");
+		return sup_errf(err, errlen, -EINVAL, "nic id is empty");
 	if (len > VALIDATE_ID_MAX)
-		return fail(err, errlen, -EINVAL, "nic id is %zu bytes, at most %u allowed",
+		return sup_errf(err, errlen, -EINVAL, "nic id is %zu bytes, at most %u allowed",
 			    len, VALIDATE_ID_MAX);
 	if (has_nul)
-		return fail(err, errlen, -EINVAL, "nic id contains a NUL byte");
+		return sup_errf(err, errlen, -EINVAL, "nic id contains a NUL byte");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)id[i];
 		/* Printable ASCII without space: the id goes into log lines,
 		 * the worker's argv and vnicctl's table. */
 		if (c <= 0x20 || c >= 0x7f)
-			return fail(err, errlen, -EINVAL,
+			return sup_errf(err, errlen, -EINVAL,
 				    "nic id byte %zu (0x%02x) is not printable ASCII", i, c);
 	}
 	return 0;
@@ -95,19 +92,19 @@ int validate_mac(const uint8_t *mac, size_t len, char *err, size_t errlen)
 	char text[MAC_STR_LEN];
 
 	if (len != 6)
-		return fail(err, errlen, -EINVAL, "mac is %zu bytes, must be 6", len);
+		return sup_errf(err, errlen, -EINVAL, "mac is %zu bytes, must be 6", len);
 	if (mac[0] & 1)
-		return fail(err, errlen, -EINVAL, "mac %s is multicast, must be unicast",
+		return sup_errf(err, errlen, -EINVAL, "mac %s is multicast, must be unicast",
 			    mac_format(mac, text, sizeof(text)));
 	if (!memcmp(mac, zero, 6))
-		return fail(err, errlen, -EINVAL, "mac 00:00:00:00:00:00 is not a valid address");
+		return sup_errf(err, errlen, -EINVAL, "mac 00:00:00:00:00:00 is not a valid address");
 	return 0;
 }
 
 int validate_mtu(uint32_t mtu, char *err, size_t errlen)
 {
 	if (mtu < VALIDATE_MTU_MIN || mtu > VALIDATE_MTU_MAX)
-		return fail(err, errlen, -EINVAL, "mtu %u is outside %u..%u",
+		return sup_errf(err, errlen, -EINVAL, "mtu %u is outside %u..%u",
 			    mtu, VALIDATE_MTU_MIN, VALIDATE_MTU_MAX);
 	return 0;
 }
@@ -120,22 +117,22 @@ int validate_features(uint64_t features, enum nic_backend_type backend,
 
 	/* C9: a bit we never offered is rejected, not masked. */
 	if (extra)
-		return fail(err, errlen, -ENOTSUP,
+		return sup_errf(err, errlen, -ENOTSUP,
 			    "features 0x%llx were not offered (offered 0x%llx for this backend)",
 			    (unsigned long long)extra, (unsigned long long)offered);
 	if (!(features & BIT(VIRTIO_F_VERSION_1)))
-		return fail(err, errlen, -ENOTSUP,
+		return sup_errf(err, errlen, -ENOTSUP,
 			    "VIRTIO_F_VERSION_1 (bit 32) is required: legacy devices are not supported");
 	/* Spec 5.1.3.1: TSO and UFO need the matching checksum offload. */
 	if ((features & (BIT(VIRTIO_NET_F_HOST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO6) |
 			 BIT(VIRTIO_NET_F_HOST_UFO))) &&
 	    !(features & BIT(VIRTIO_NET_F_CSUM)))
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "HOST_TSO4/6 and HOST_UFO require VIRTIO_NET_F_CSUM (spec 5.1.3.1)");
 	if ((features & (BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_GUEST_TSO6) |
 			 BIT(VIRTIO_NET_F_GUEST_UFO))) &&
 	    !(features & BIT(VIRTIO_NET_F_GUEST_CSUM)))
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "GUEST_TSO4/6 and GUEST_UFO require VIRTIO_NET_F_GUEST_CSUM (spec 5.1.3.1)");
 	return 0;
 }
@@ -155,11 +152,11 @@ int validate_ifname(const char *name, char *err, size_t errlen)
 	size_t len = strnlen(name, IFNAMSIZ);
 
 	if (len == 0)
-		return fail(err, errlen, -EINVAL, "tap name is empty");
+		return sup_errf(err, errlen, -EINVAL, "tap name is empty");
 	if (len >= IFNAMSIZ)
-		return fail(err, errlen, -EINVAL, "tap name is longer than %d bytes", IFNAMSIZ - 1);
+		return sup_errf(err, errlen, -EINVAL, "tap name is longer than %d bytes", IFNAMSIZ - 1);
 	if (!name_chars_ok(name) || !strcmp(name, ".") || !strcmp(name, ".."))
-		return fail(err, errlen, -EINVAL, "tap name \"%s\" is not a valid interface name", name);
+		return sup_errf(err, errlen, -EINVAL, "tap name \"%s\" is not a valid interface name", name);
 	return 0;
 }
 
@@ -169,7 +166,7 @@ int validate_netns_name(const char *name, char *err, size_t errlen)
 
 	if (len == 0 || len >= 64 || !name_chars_ok(name) ||
 	    !strcmp(name, ".") || !strcmp(name, ".."))
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "netns \"%.64s\" is not a network namespace name (one path component)", name);
 	return 0;
 }
@@ -177,25 +174,25 @@ int validate_netns_name(const char *name, char *err, size_t errlen)
 int validate_policy(const struct vnic_policy *p, char *err, size_t errlen)
 {
 	if ((uint32_t)p->mode > VNIC_MITIGATION_POLL)
-		return fail(err, errlen, -EINVAL, "policy mode %u is unknown", (uint32_t)p->mode);
+		return sup_errf(err, errlen, -EINVAL, "policy mode %u is unknown", (uint32_t)p->mode);
 	if (p->timer_us && (p->timer_us < NET_TIMER_US_MIN || p->timer_us > NET_TIMER_US_MAX))
-		return fail(err, errlen, -EINVAL, "policy timer_us %u: must be %u..%u (0: %u)",
+		return sup_errf(err, errlen, -EINVAL, "policy timer_us %u: must be %u..%u (0: %u)",
 			    p->timer_us, NET_TIMER_US_MIN, NET_TIMER_US_MAX, NET_TIMER_US_DEFAULT);
 	if (p->poll_us > NET_POLL_US_MAX)
-		return fail(err, errlen, -EINVAL, "policy poll_us %u: must be 0..%u (0: poll forever)",
+		return sup_errf(err, errlen, -EINVAL, "policy poll_us %u: must be 0..%u (0: poll forever)",
 			    p->poll_us, NET_POLL_US_MAX);
 	if (p->latency_us &&
 	    (p->latency_us < NET_LATENCY_US_MIN || p->latency_us > NET_LATENCY_US_MAX))
-		return fail(err, errlen, -EINVAL, "policy latency_us %u: must be %u..%u (0: %u)",
+		return sup_errf(err, errlen, -EINVAL, "policy latency_us %u: must be %u..%u (0: %u)",
 			    p->latency_us, NET_LATENCY_US_MIN, NET_LATENCY_US_MAX,
 			    NET_LATENCY_US_DEFAULT);
 	if (p->safety_pct &&
 	    (p->safety_pct < NET_SAFETY_PCT_MIN || p->safety_pct > NET_SAFETY_PCT_MAX))
-		return fail(err, errlen, -EINVAL, "policy safety_pct %u: must be %u..%u (0: %u)",
+		return sup_errf(err, errlen, -EINVAL, "policy safety_pct %u: must be %u..%u (0: %u)",
 			    p->safety_pct, NET_SAFETY_PCT_MIN, NET_SAFETY_PCT_MAX,
 			    NET_SAFETY_PCT_DEFAULT);
 	if (p->max_window > NET_WINDOW_MAX_MAX)
-		return fail(err, errlen, -EINVAL, "policy max_window %u: must be 1..%u (0: %u)",
+		return sup_errf(err, errlen, -EINVAL, "policy max_window %u: must be 1..%u (0: %u)",
 			    p->max_window, NET_WINDOW_MAX_MAX, NET_WINDOW_MAX_DEFAULT);
 	{
 		/* Interrupt coalescing: the bound names the field. */
@@ -211,13 +208,13 @@ int validate_policy(const struct vnic_policy *p, char *err, size_t errlen)
 
 		for (size_t i = 0; i < sizeof(irq) / sizeof(irq[0]); i++)
 			if (irq[i].v > irq[i].max)
-				return fail(err, errlen, -EINVAL,
+				return sup_errf(err, errlen, -EINVAL,
 					    "policy %s %u: must be 0..%u (0: no coalescing)",
 					    irq[i].name, irq[i].v, irq[i].max);
 	}
 	if (p->budget_packets > NIC_POLICY_MAX_BUDGET_PKTS ||
 	    p->budget_bytes > NIC_POLICY_MAX_BUDGET_BYTES)
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "policy budget above %u packets or %u bytes per wake-up",
 			    NIC_POLICY_MAX_BUDGET_PKTS, NIC_POLICY_MAX_BUDGET_BYTES);
 	return 0;
@@ -237,7 +234,7 @@ int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
 	/* Spec 2.7: "Queue Size value is always a power of 2. The maximum
 	 * Queue Size value is 32768." (C5) */
 	if (num == 0 || num > VRING_MAX_SIZE || (num & (num - 1)))
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "queue size %u is not a power of 2 in 1..%u", num, VRING_MAX_SIZE);
 
 	a[0] = (struct area){ "descriptor table", desc, vring_desc_size(num), VRING_DESC_ALIGN };
@@ -249,11 +246,11 @@ int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
 
 		/* Spec 2.7 alignment table: 16, 2, 4 (C7). */
 		if (a[i].gpa % a[i].align)
-			return fail(err, errlen, -EINVAL, "%s at 0x%llx is not %llu-byte aligned",
+			return sup_errf(err, errlen, -EINVAL, "%s at 0x%llx is not %llu-byte aligned",
 				    a[i].name, (unsigned long long)a[i].gpa,
 				    (unsigned long long)a[i].align);
 		if (a[i].gpa > UINT64_MAX - a[i].size)
-			return fail(err, errlen, -EINVAL, "%s at 0x%llx wraps the address space",
+			return sup_errf(err, errlen, -EINVAL, "%s at 0x%llx wraps the address space",
 				    a[i].name, (unsigned long long)a[i].gpa);
 		for (unsigned k = 0; k < nr && !inside; k++) {
 			/* memtable_validate has ruled out region wrap. */
@@ -263,7 +260,7 @@ int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
 				inside = true;
 		}
 		if (!inside)
-			return fail(err, errlen, -EINVAL,
+			return sup_errf(err, errlen, -EINVAL,
 				    "%s [0x%llx, +0x%llx) is not wholly inside one memory region",
 				    a[i].name, (unsigned long long)a[i].gpa,
 				    (unsigned long long)a[i].size);
@@ -271,7 +268,7 @@ int validate_ring_addrs(const struct memtable_region_desc *r, unsigned nr,
 	for (int i = 0; i < 3; i++)
 		for (int j = i + 1; j < 3; j++)
 			if (a[i].gpa < a[j].gpa + a[j].size && a[j].gpa < a[i].gpa + a[i].size)
-				return fail(err, errlen, -EINVAL, "%s and %s overlap",
+				return sup_errf(err, errlen, -EINVAL, "%s and %s overlap",
 					    a[i].name, a[j].name);
 	return 0;
 }
@@ -306,20 +303,20 @@ int validate_eventfd(int fd, char *err, size_t errlen)
 	ssize_t n;
 
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
-		return fail(err, errlen, -EBADF, "fd %d is not open", fd);
+		return sup_errf(err, errlen, -EBADF, "fd %d is not open", fd);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n < 0)
-		return fail(err, errlen, -errno, "cannot inspect fd %d: %s", fd, strerror(errno));
+		return sup_errf(err, errlen, -errno, "cannot inspect fd %d: %s", fd, strerror(errno));
 	target[n] = '\0';
 	if (strcmp(target, "anon_inode:[eventfd]"))
-		return fail(err, errlen, -EINVAL, "fd is %s, not an eventfd", target);
+		return sup_errf(err, errlen, -EINVAL, "fd is %s, not an eventfd", target);
 	/* EFD_SEMAPHORE: every read takes 1 from the count, so a count of
 	 * 2^40 stays readable for ever (issue 11 item 10). The kernel says so
 	 * in fdinfo (Linux 6.x "eventfd-semaphore:"); where it does not, the
 	 * worker's one-read-per-edge kick handling still bounds the work. */
 	if (eventfd_is_semaphore(fd) == 1)
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "eventfd is in semaphore mode (EFD_SEMAPHORE): kick and call "
 			    "eventfds must be plain counters");
 	return 0;
@@ -331,13 +328,13 @@ int validate_tap_fd(int fd, char *err, size_t errlen)
 	const short need = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
-		return fail(err, errlen, -EBADF, "tap fd %d is not open", fd);
+		return sup_errf(err, errlen, -EBADF, "tap fd %d is not open", fd);
 	memset(&ifr, 0, sizeof(ifr));
 	if (ioctl(fd, TUNGETIFF, &ifr) < 0)
-		return fail(err, errlen, -EINVAL, "backend fd is not a tap (TUNGETIFF: %s)",
+		return sup_errf(err, errlen, -EINVAL, "backend fd is not a tap (TUNGETIFF: %s)",
 			    strerror(errno));
 	if ((ifr.ifr_flags & need) != need || (ifr.ifr_flags & IFF_TUN))
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "tap %.16s lacks IFF_TAP|IFF_NO_PI|IFF_VNET_HDR (flags 0x%x)",
 			    ifr.ifr_name, (unsigned)(unsigned short)ifr.ifr_flags);
 	return 0;
@@ -350,19 +347,19 @@ int validate_backend_socket(int fd, char *err, size_t errlen)
 	socklen_t len;
 
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return fail(err, errlen, -EBADF, "backend fd %d is not open", fd);
+		return sup_errf(err, errlen, -EBADF, "backend fd %d is not open", fd);
 	if (!S_ISSOCK(st.st_mode))
-		return fail(err, errlen, -EINVAL, "backend fd is not a socket");
+		return sup_errf(err, errlen, -EINVAL, "backend fd is not a socket");
 	len = sizeof(domain);
 	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
-		return fail(err, errlen, -errno, "backend socket: SO_DOMAIN: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "backend socket: SO_DOMAIN: %s", strerror(errno));
 	len = sizeof(type);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return fail(err, errlen, -errno, "backend socket: SO_TYPE: %s", strerror(errno));
+		return sup_errf(err, errlen, -errno, "backend socket: SO_TYPE: %s", strerror(errno));
 	if (domain != AF_UNIX)
-		return fail(err, errlen, -EINVAL, "backend socket is not AF_UNIX (domain %d)", domain);
+		return sup_errf(err, errlen, -EINVAL, "backend socket is not AF_UNIX (domain %d)", domain);
 	if (type != SOCK_SEQPACKET && type != SOCK_DGRAM)
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "backend socket must be SOCK_SEQPACKET or SOCK_DGRAM (one frame per packet)");
 	return 0;
 }
@@ -375,28 +372,28 @@ int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *r
 	if (max_pairs > NIC_MAX_PAIRS)
 		max_pairs = NIC_MAX_PAIRS;
 	if (s->backend == NIC_BACKEND_AF_PACKET && s->nqueues > 2)
-		return fail(err, errlen, -EINVAL, "an AF_PACKET backend serves one queue pair "
+		return sup_errf(err, errlen, -EINVAL, "an AF_PACKET backend serves one queue pair "
 			    "(%u queues given)", s->nqueues);
 	if (s->nqueues < 4 || s->nqueues % 2 || s->nqueues > 2 * max_pairs)
-		return fail(err, errlen, -EINVAL, "%u queues: several queue pairs are 4..%u queues, "
+		return sup_errf(err, errlen, -EINVAL, "%u queues: several queue pairs are 4..%u queues, "
 			    "rx/tx pairs", s->nqueues, 2 * max_pairs);
 	for (unsigned i = 0; i < s->nqueues; i++) {
 		uint32_t idx = s->queues[i].index;
 
 		if (idx >= s->nqueues)
-			return fail(err, errlen, -EINVAL, "queue index %u is out of range (0..%u)", idx,
+			return sup_errf(err, errlen, -EINVAL, "queue index %u is out of range (0..%u)", idx,
 				    s->nqueues - 1);
 		if (seen[idx])
-			return fail(err, errlen, -EINVAL, "queue index %u given twice", idx);
+			return sup_errf(err, errlen, -EINVAL, "queue index %u given twice", idx);
 		seen[idx] = true;
 	}
 	/* An empty name lets the kernel pick tapN, a new one per open:
 	 * the pairs would each get a tap of their own, not a queue of one. */
 	if (s->backend == NIC_BACKEND_TAP && !s->tap_name[0])
-		return fail(err, errlen, -EINVAL, "%u queue pairs need the tap's name (one "
+		return sup_errf(err, errlen, -EINVAL, "%u queue pairs need the tap's name (one "
 			    "multi-queue tap, a queue per pair)", s->nqueues / 2);
 	if (s->backend != NIC_BACKEND_TAP && s->nbackend != s->nqueues / 2)
-		return fail(err, errlen, -EINVAL, "%u queue pairs need a tap by name, or a socket or "
+		return sup_errf(err, errlen, -EINVAL, "%u queue pairs need a tap by name, or a socket or "
 			    "a tap fd each (%u sent)", s->nqueues / 2, s->nbackend);
 	*ret_npairs = s->nqueues / 2;
 	return 0;
@@ -419,9 +416,9 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		return rc;
 	if (s->backend != NIC_BACKEND_TAP && s->backend != NIC_BACKEND_SOCKET &&
 	    s->backend != NIC_BACKEND_TAP_FD && s->backend != NIC_BACKEND_AF_PACKET)
-		return fail(err, errlen, -EINVAL, "backend must be tap, tap_fd, socket or af_packet");
+		return sup_errf(err, errlen, -EINVAL, "backend must be tap, tap_fd, socket or af_packet");
 	if (s->features & ~s->features_offered)
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "acked features 0x%llx are not a subset of the offered 0x%llx",
 			    (unsigned long long)s->features,
 			    (unsigned long long)s->features_offered);
@@ -438,13 +435,13 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 	if (rc == 0)
 		rc = memtable_check_pages(s->regions, s->nregions, sub, sizeof(sub));
 	if (rc)
-		return fail(err, errlen, rc, "memory table: %s", sub);
+		return sup_errf(err, errlen, rc, "memory table: %s", sub);
 
 	if (s->pair >= NIC_MAX_PAIRS)
-		return fail(err, errlen, -EINVAL, "queue pair %u: at most %u pairs", s->pair,
+		return sup_errf(err, errlen, -EINVAL, "queue pair %u: at most %u pairs", s->pair,
 			    NIC_MAX_PAIRS);
 	if (s->nqueues != NIC_NUM_QUEUES)
-		return fail(err, errlen, -EINVAL, "%u queues given, exactly %d (rx%u, tx%u) required",
+		return sup_errf(err, errlen, -EINVAL, "%u queues given, exactly %d (rx%u, tx%u) required",
 			    s->nqueues, NIC_NUM_QUEUES, s->pair, s->pair);
 	for (unsigned i = 0; i < s->nqueues; i++) {
 		const struct nic_queue_spec *q = &s->queues[i];
@@ -452,25 +449,25 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 		char qn[16];
 
 		if (slot < 0)
-			return fail(err, errlen, -EINVAL, "queue index %u is out of range (%u..%u)",
+			return sup_errf(err, errlen, -EINVAL, "queue index %u is out of range (%u..%u)",
 				    q->index, 2 * s->pair, 2 * s->pair + NIC_NUM_QUEUES - 1);
 		if (seen[slot])
-			return fail(err, errlen, -EINVAL, "queue index %u given twice", q->index);
+			return sup_errf(err, errlen, -EINVAL, "queue index %u given twice", q->index);
 		seen[slot] = true;
 		virtio_net_queue_name(q->index, qn, sizeof(qn));
 		if (q->avail_idx > 0xffff)
-			return fail(err, errlen, -EINVAL, "queue %s: avail_idx %u does not fit 16 bits",
+			return sup_errf(err, errlen, -EINVAL, "queue %s: avail_idx %u does not fit 16 bits",
 				    qn, q->avail_idx);
 		rc = validate_ring_addrs(s->regions, s->nregions, q->size,
 					 q->desc, q->avail, q->used, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "queue %s: %s", qn, sub);
+			return sup_errf(err, errlen, rc, "queue %s: %s", qn, sub);
 		rc = validate_eventfd(q->kick_fd, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "queue %s kick: %s", qn, sub);
+			return sup_errf(err, errlen, rc, "queue %s kick: %s", qn, sub);
 		rc = validate_eventfd(q->call_fd, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "queue %s call: %s", qn, sub);
+			return sup_errf(err, errlen, rc, "queue %s call: %s", qn, sub);
 	}
 
 	/* The dirty log (vhost-user, issue 14): the rules of a log from the
@@ -485,12 +482,12 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 
 	/* AF_PACKET: an existing interface (a veth end, a NIC), named. */
 	if (s->backend == NIC_BACKEND_AF_PACKET && !s->tap_name[0])
-		return fail(err, errlen, -EINVAL, "an af_packet backend needs an interface name");
+		return sup_errf(err, errlen, -EINVAL, "an af_packet backend needs an interface name");
 	if (s->backend == NIC_BACKEND_TAP || s->backend == NIC_BACKEND_AF_PACKET) {
 		if (s->tap_name[0]) {
 			rc = validate_ifname(s->tap_name, sub, sizeof(sub));
 			if (rc)
-				return fail(err, errlen, rc, "%s%s", s->backend == NIC_BACKEND_AF_PACKET
+				return sup_errf(err, errlen, rc, "%s%s", s->backend == NIC_BACKEND_AF_PACKET
 					    ? "af_packet backend: " : "", sub);
 		}
 		if (s->netns[0]) {
@@ -499,16 +496,16 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 				return rc;
 		}
 		if (s->backend_fd >= 0)
-			return fail(err, errlen, -EINVAL, "a tap or af_packet backend takes no fd "
+			return sup_errf(err, errlen, -EINVAL, "a tap or af_packet backend takes no fd "
 				    "from the VMM");
 	} else if (s->backend == NIC_BACKEND_TAP_FD) {
 		rc = validate_tap_fd(s->backend_fd, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "%s", sub);
+			return sup_errf(err, errlen, rc, "%s", sub);
 	} else {
 		rc = validate_backend_socket(s->backend_fd, sub, sizeof(sub));
 		if (rc)
-			return fail(err, errlen, rc, "%s", sub);
+			return sup_errf(err, errlen, rc, "%s", sub);
 	}
 	return 0;
 }
@@ -523,30 +520,30 @@ int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t
 	int seals;
 
 	if (size == 0 || size > VALIDATE_LOG_MAX)
-		return fail(err, errlen, -EINVAL, "dirty log: size %llu is outside 1..%llu",
+		return sup_errf(err, errlen, -EINVAL, "dirty log: size %llu is outside 1..%llu",
 			    (unsigned long long)size, (unsigned long long)VALIDATE_LOG_MAX);
 	/* CVE-2020-10722 (DPDK): offset + size wrapped before the mmap. */
 	if (__builtin_add_overflow(offset, size, &end) || end > (uint64_t)INT64_MAX)
-		return fail(err, errlen, -EINVAL, "dirty log: offset 0x%llx + size 0x%llx overflows",
+		return sup_errf(err, errlen, -EINVAL, "dirty log: offset 0x%llx + size 0x%llx overflows",
 			    (unsigned long long)offset, (unsigned long long)size);
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return fail(err, errlen, -EINVAL, "dirty log: fd %d is not open", fd);
+		return sup_errf(err, errlen, -EINVAL, "dirty log: fd %d is not open", fd);
 	if (!S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "dirty log: the fd is not a memfd (a regular file on tmpfs)");
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "dirty log: the memfd is not sealed against shrinking (F_SEAL_SHRINK): "
 			    "it could shrink under the worker that maps it (SIGBUS)");
 	if (end > (uint64_t)st.st_size)
-		return fail(err, errlen, -EINVAL,
+		return sup_errf(err, errlen, -EINVAL,
 			    "dirty log: offset+size 0x%llx is beyond the memfd's 0x%llx bytes",
 			    (unsigned long long)end, (unsigned long long)st.st_size);
 	/* The rest of what a shared read-write mapping needs (open O_RDWR,
 	 * no write seal) by the memory table's own rules. */
 	if (memtable_validate(&d, 1, sub, sizeof(sub)) < 0)
-		return fail(err, errlen, -EINVAL, "dirty log: %s",
+		return sup_errf(err, errlen, -EINVAL, "dirty log: %s",
 			    strncmp(sub, "region 0: ", 10) ? sub : sub + 10);
 	return 0;
 }
@@ -559,7 +556,7 @@ int validate_log_covers(const struct memtable_region_desc *r, unsigned nr, uint6
 		uint64_t last_page = (r[i].gpa + r[i].size - 1) / VALIDATE_LOG_PAGE;
 
 		if (last_page / 8 >= log_size)
-			return fail(err, errlen, -EINVAL,
+			return sup_errf(err, errlen, -EINVAL,
 				    "dirty log of %llu bytes covers guest memory below 0x%llx; a "
 				    "region ends at 0x%llx", (unsigned long long)log_size,
 				    (unsigned long long)(log_size * 8 * VALIDATE_LOG_PAGE),

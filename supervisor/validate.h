@@ -24,6 +24,11 @@
 #include "virtio_net.h"
 #include "worker_abi.h"
 
+/* sup_errf - print fmt into err (when err and errlen) and return rc: the
+ * one way vnicd's validators and backend openers say why. */
+int sup_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Longest NIC id, without the terminating NUL. Ids are also used in log
  * lines and in the worker's argv, so they are short and printable. */
 #define VALIDATE_ID_MAX 64

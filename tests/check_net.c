@@ -1948,6 +1948,19 @@ static void tx_prime(void)
 	vring_drv_cb_enable(&H.drv[TXQ]);
 }
 
+/* A TX queue holding an interrupt: coalescing at us (no frame limit), a
+ * batch of two sent, and 10 us later one frame whose interrupt is held. */
+static void tx_hold_one(uint32_t us)
+{
+	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	set_irq(0, 0, us, 0);
+	vring_drv_cb_enable(&H.drv[TXQ]);
+	tx_prime();
+	H.now_ns += 10000;
+	tx_one(1);
+	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
+}
+
 /* TX: a lone frame's interrupt goes at once; one due within the interval
  * of the last waits for the frame limit or the timer, whichever comes
  * first; the timer is armed once and never cancelled. */
@@ -1992,12 +2005,7 @@ END_TEST
  * sleeps until told. */
 START_TEST(irq_due_survives_a_no_from_the_ring)
 {
-	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
-	set_irq(0, 0, 200, 0);
-	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_prime();
-	H.now_ns += 10000;
-	tx_one(1); /* due, held */
+	tx_hold_one(200);
 	tx_one(2); /* the ring alone would say: no interrupt for entry 3 */
 	ck_assert_uint_eq(H.notified[TXQ], 1);
 	net_irq_timer(H.d, TXQ);
@@ -2073,14 +2081,8 @@ START_TEST(irq_due_sent_when_the_queue_breaks)
 	struct vring_avail *avail;
 	uint16_t i;
 
-	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
+	tx_hold_one(1000);
 	avail = H.drv[TXQ].avail;
-	set_irq(0, 0, 1000, 0);
-	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_prime();
-	H.now_ns += 10000;
-	tx_one(1);
-	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
 	i = le16toh(avail->idx);
 	avail->ring[i % 16] = htole16(99); /* head >= queue size (G3) */
 	avail->idx = htole16((uint16_t)(i + 1));
@@ -2097,13 +2099,7 @@ START_TEST(irq_due_sent_at_stop_and_switch)
 {
 	uint16_t a, u;
 
-	h_setup(F_V1 | F_EVENT_IDX, 16, NET_BACKEND_SOCKET, SOCK_SEQPACKET);
-	set_irq(0, 0, 1000, 0);
-	vring_drv_cb_enable(&H.drv[TXQ]);
-	tx_prime();
-	H.now_ns += 10000;
-	tx_one(1);
-	ck_assert_uint_eq(H.notified[TXQ], 1); /* held */
+	tx_hold_one(1000);
 	set_irq(0, 0, 0, 0); /* coalescing off: the due one goes now */
 	ck_assert_uint_eq(H.notified[TXQ], 2);
 	ck_assert_uint_eq(tx_reclaim(), 1);

@@ -27,6 +27,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,17 +51,11 @@ struct net_afp {
 	uint64_t tx_pending_bytes; /* their frames' bytes */
 };
 
-/* The kernel's struct virtio_net_hdr as PACKET_VNET_HDR lays it out
- * (little-endian fields on the little-endian hosts vnicd runs on). */
-struct afp_vnet_hdr {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-};
-_Static_assert(sizeof(struct afp_vnet_hdr) == AFP_VNET_HDR_LEN, "10-byte virtio_net_hdr");
+/* The kernel's struct virtio_net_hdr before each frame (PACKET_VNET_HDR)
+ * is struct virtio_net_hdr_v1 without num_buffers: its first 10 bytes,
+ * little-endian on the little-endian hosts vnicd runs on. */
+_Static_assert(offsetof(struct virtio_net_hdr_v1, num_buffers) == AFP_VNET_HDR_LEN,
+	       "PACKET_VNET_HDR's header is virtio_net_hdr_v1 up to num_buffers");
 
 static int getopt_int(int fd, int level, int opt, int *val)
 {
@@ -201,7 +196,7 @@ int net_afp_rx_peek(struct net_dev *d, struct net_afp_frame *fr, const char **wh
 {
 	struct net_afp *a = d->afp;
 	struct tpacket3_hdr *h = afp_rx_cur(a);
-	struct afp_vnet_hdr vh;
+	struct virtio_net_hdr_v1 vh = { 0 };
 	uint32_t mac, snap, start, off;
 	unsigned gso;
 
@@ -226,7 +221,7 @@ int net_afp_rx_peek(struct net_dev *d, struct net_afp_frame *fr, const char **wh
 	}
 	fr->data = (uint8_t *)h + mac;
 	fr->len = snap;
-	memcpy(&vh, fr->data - AFP_VNET_HDR_LEN, sizeof(vh));
+	memcpy(&vh, fr->data - AFP_VNET_HDR_LEN, AFP_VNET_HDR_LEN);
 	memset(&fr->hdr, 0, sizeof(fr->hdr));
 	fr->sw_csum = false;
 	gso = vh.gso_type;
@@ -357,7 +352,6 @@ int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *i
 	struct tpacket3_hdr *h = afp_tx_slot(a, a->tx_slot);
 	uint8_t *slot = (uint8_t *)h;
 	const struct virtio_net_hdr_v1 *vh = iov[0].iov_base;
-	struct afp_vnet_hdr kh;
 	uint32_t st;
 
 	/* Every length bounded: the header and frame fit one slot. */
@@ -371,13 +365,8 @@ int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *i
 		net_afp_tx_kick(d, q);
 		return -EAGAIN;
 	}
-	kh.flags = vh->flags;
-	kh.gso_type = vh->gso_type;
-	kh.hdr_len = vh->hdr_len;
-	kh.gso_size = vh->gso_size;
-	kh.csum_start = vh->csum_start;
-	kh.csum_offset = vh->csum_offset;
-	memcpy(slot + AFP_TX_DATA_OFF, &kh, sizeof(kh));
+	/* The checked copy of the guest's header, without num_buffers. */
+	memcpy(slot + AFP_TX_DATA_OFF, vh, AFP_VNET_HDR_LEN);
 	if (iov_to_buf(iov + 1, niov - 1, 0, slot + AFP_TX_DATA_OFF + AFP_VNET_HDR_LEN, frame_len) !=
 	    frame_len)
 		return -EMSGSIZE;
