@@ -36,6 +36,7 @@ class VnicdBackend:
             vmlib.skip("this vnicctl has no 'add --vhost-user' (issue 8's front door is not "
                        "in this tree yet)")
         self.v.start(["--log-level", log_level] if log_level else [])
+        vmlib.diagnose("vnicd's status of %s" % nic_id, lambda: self.v.ctl_raw("status").stdout)
 
     def add(self):
         args = ["add", self.id, "--vhost-user", self.sock, "--" + self.mode,
