@@ -387,7 +387,7 @@ class Guest:
              # !CF_PARALLEL in system mode"). The driver then reads
              # avail_event before its avail->idx store is visible to the
              # back end, and a kick or interrupt is lost for good: the NIC
-             # stops (doc/interop.md). A second possible vCPU makes TCG
+             # stops (doc/real-clients.md). A second possible vCPU makes TCG
              # translate every barrier and locked instruction.
              "-m", self.mem, "-smp", "%d,maxcpus=%d" % (self.smp, max(self.smp, 2)),
              "-nodefaults", "-display", "none",
