@@ -22,7 +22,9 @@ a vnicd endpoint serves one front end after another).  Every figure is
 from one migration:
   downtime, total  QEMU's query-migrate on the source (ms)
   gap              the worst interval between two ping replies, in the
-                   guest's clock (each reply stamped by the guest's shell)
+                   guest's clock (each reply stamped by the guest's shell);
+                   gap_where: its two sequence numbers and when their
+                   frames crossed the taps (ms after the switch-over)
   lost             pings below the last answered one that got no answer
   tcp              iperf3 (stopped by SIGINT tail s after the switch-over)
                    reported no error but that interrupt, and moved bytes
@@ -269,8 +271,11 @@ class Pair:
         a_src = watch_src.result()
         res["tap_errors"] = a.get("errors", [])
         res["src_tap"] = self.tap(src_end)
-        res["lost_trace"] = lost_trace(p["missing_seqs"], {self.tap(src_end): a_src,
-                                                          self.tap(dst_end): a}, m["t_done"])
+        watches = {self.tap(src_end): a_src, self.tap(dst_end): a}
+        res["lost_trace"] = lost_trace(p["missing_seqs"], watches, m["t_done"])
+        # Where the worst gap was: the reply that opened it and the request
+        # that closed it, in the host's clock on the taps.
+        res["gap_where"] = gap_where(p, watches, m["t_done"])
         ann = sorted([(t, "rarp") for t in a["rarp"]] + [(t, "garp") for t in a["garp"]])
         ann = [x for x in ann if x[0] >= src.t_migrate]
         res.update(rarp=sum(1 for x in ann if x[1] == "rarp"),
@@ -361,6 +366,25 @@ def lost_trace(missing, watches, t0):
     return out
 
 
+def gap_where(p, watches, t0):
+    """The worst gap's place: "seq A -> B" and, from the taps' ICMP
+    records, when A's reply and B's request crossed a tap (ms after the
+    switch-over t0, the moment the harness saw the migration complete) and
+    where B's reply went: a gap at the switch-over shows near 0, one in the
+    migration's iterative phase well before it."""
+    a, b = p.get("gap_after"), p.get("gap_before")
+    if a is None or b is None:
+        return None
+    tr = lost_trace("%d,%d" % (a, b), watches, t0)
+    rep = [e[0] for e in tr.get(a, []) if e[2] == "reply to the guest"]
+    req = [e[0] for e in tr.get(b, []) if e[2] == "request from the guest"]
+    rep_b = ["%+.0f ms on %s" % (e[0], e[1]) for e in tr.get(b, [])
+             if e[2] == "reply to the guest"]
+    return "seq %d -> %d: %d's reply %s ms, %d's request %s ms, its reply %s" % (
+        a, b, a, "%+.0f" % max(rep) if rep else "?", b, "%+.0f" % min(req) if req else "?",
+        " and ".join(rep_b) or "?")
+
+
 _ECHO = ("icmp_OutEchos", "icmp_InEchoReps")
 _GUEST_ERRS = ("rx_errors", "rx_dropped", "rx_length_errors", "rx_crc_errors",
                "rx_frame_errors", "rx_missed_errors", "rx_over_errors")
@@ -390,11 +414,12 @@ def queue_counts(b, key="packets"):
 
 
 def summary(r):
-    s = ("%s %s %s->%s: downtime %s ms (%.1f MiB sent in it), total %s ms (%s syncs, %.0f MiB), worst gap %.0f ms, %d lost, TCP %s "
+    s = ("%s %s %s->%s: downtime %s ms (%.1f MiB sent in it), total %s ms (%s syncs, %.0f MiB), worst gap %.0f ms%s, %d lost, TCP %s "
          "(%.2f Gbit/s, %d bytes after), announce %d RARP %d GARP first %s ms, bridge port %s"
          % (r["kind"], r["direction"], r["from"], r["to"], r["downtime"], r["final_mib"],
             r["total"],
             r["syncs"], r["mib"], r["gap"],
+            " (%s)" % r["gap_where"] if r.get("gap_where") else "",
             r["lost"], "survived" if r["tcp"] else "FAILED: %s" % r["tcp_error"], r["gbps"],
             r["tcp_after"], r["rarp"], r["garp"],
             "%.0f" % r["announce_ms"] if r["announce_ms"] is not None else "-", r["fdb"]))
