@@ -438,11 +438,13 @@ def summary(r):
 
 def ram_diff_text(diff):
     """vmlib's ramcheck result for people: how many pages the migration
-    lost, and the first of them (guest physical address: bytes that differ)."""
+    lost, and the first of them (guest physical address: bytes that differ),
+    the first 4 with what differs (vmlib.page_diff_text)."""
     if not diff:
         return "source and destination RAM identical"
     return "%d pages differ (%s%s)" % (
-        len(diff), ", ".join("0x%x: %d B" % (pg * 4096, n) for pg, n in diff[:8]),
+        len(diff), ", ".join("0x%x: %d B%s" % (e[0] * 4096, e[1], " {%s}" % e[2] if k < 4 else "")
+                             for k, e in enumerate(diff[:8])),
         ", ..." if len(diff) > 8 else "")
 
 

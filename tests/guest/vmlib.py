@@ -548,7 +548,8 @@ class Guest:
     def ramcheck(self, dst):
         """The pages of guest RAM that differ between this source (stopped
         by its completed migration) and dst (held paused, nothing run on it
-        yet): [(guest page number, bytes that differ)]. Both hold the
+        yet): [(guest page number, bytes that differ, page_diff_text: what
+        differs, and in which virtqueue area)]. Both hold the
         guest's memory as of the switch-over, so a page that differs is a
         write the migration lost: one the source's dirty tracking (QEMU's
         for the vCPU and its own devices, the back end's log for a
@@ -561,12 +562,17 @@ class Guest:
         try:
             for g, path in zip((self, dst), paths):
                 g.qmp("pmemsave", timeout=120, val=0, size=size, filename=path)
+            rings = self.ring_areas()
+            if not rings:
+                log("RAM check: QEMU's monitor named no virtqueue areas (lost writes "
+                    "will not be placed in the rings)")
             diff = []
             with open(paths[0], "rb") as a, open(paths[1], "rb") as b:
                 for page in range(size // 4096):
                     x, y = a.read(4096), b.read(4096)
                     if x != y:
-                        diff.append((page, sum(1 for i in range(4096) if x[i] != y[i])))
+                        diff.append((page, sum(1 for i in range(4096) if x[i] != y[i]),
+                                     page_diff_text(page, x, y, rings)))
             return diff
         finally:
             for path in paths:
@@ -624,6 +630,29 @@ class Guest:
         if check and rc != 0:
             raise Fail("guest: %s: rc %d: %s" % (cmd, rc, text.strip()[-1500:]))
         return rc, text
+
+    def ring_areas(self, path="/machine/peripheral/nic0/virtio-backend"):
+        """[(name, first byte, end)] of each virtqueue's descriptor table,
+        avail ring and used ring in guest memory, from QEMU's monitor
+        (vhost-user's queue status, else QEMU's own device's); [] when
+        neither answers."""
+        out = []
+        for i in range(2 * self.queues):
+            q = "%s%d" % ("rx" if i % 2 == 0 else "tx", i // 2)
+            try:
+                v = self.qmp("x-query-virtio-vhost-queue-status", timeout=5, path=path, queue=i)
+                d, a, u, n = v["desc-phys"], v["avail-phys"], v["used-phys"], v["num"]
+            except (Fail, OSError, KeyError):
+                try:
+                    v = self.qmp("x-query-virtio-queue-status", timeout=5, path=path, queue=i)
+                    d, a, u = v["vring-desc"], v["vring-avail"], v["vring-used"]
+                    n = v["vring-num"]
+                except (Fail, OSError, KeyError):
+                    continue
+            if d:
+                out += [("%s desc" % q, d, d + 16 * n), ("%s avail" % q, a, a + 6 + 2 * n),
+                        ("%s used" % q, u, u + 6 + 8 * n)]
+        return out
 
     def ring_report(self, path="/machine/peripheral/nic0/virtio-backend"):
         """Each virtqueue's indices and notification state as guest memory
@@ -790,6 +819,31 @@ END { miss = 0; ml = "";
   for (i = 0; i <= mx; i++) if (!(i in seen)) { miss++; if (miss <= 30) ml = ml "," i; };
   printf "@@PING replies=%d maxseq=%d missing=%d gap_ms=%.1f gap_after=%d gap_before=%d dup=%d sent=%d missing_seqs=%s\n", n, mx, miss, gap * 1000, ga, gb, dup, sent, substr(ml, 2); }
 """.split())  # one line: the command loop reads lines
+
+
+def page_diff_text(page, x, y, rings=()):
+    """What differs in one page between two RAM images x and y (source,
+    destination): up to 4 runs of differing bytes as "+OFFSET: SRC -> DST"
+    (hex, at most 8 bytes each, with the virtqueue area and offset in it
+    when the run lies in one), and the virtqueue areas (ring_areas) the
+    page overlaps: a lost write in a ring is the back end's, a kernel
+    pointer the vCPU's."""
+    runs, i = [], 0
+    while i < 4096 and len(runs) < 4:
+        if x[i] == y[i]:
+            i += 1
+            continue
+        j = i
+        while j < 4096 and j - i < 8 and x[j] != y[j]:
+            j += 1
+        addr = page * 4096 + i
+        where = "".join(" (%s +%d)" % (name, addr - lo) for name, lo, hi in rings
+                        if lo <= addr < hi)
+        runs.append("+%#x: %s -> %s%s" % (i, x[i:j].hex(), y[i:j].hex(), where))
+        i = j
+    base, end = page * 4096, page * 4096 + 4096
+    over = [name for name, lo, hi in rings if lo < end and hi > base]
+    return "; ".join(runs) + (" [page holds %s]" % ", ".join(over) if over else "")
 
 
 class GuestPing:
