@@ -631,30 +631,37 @@ class Guest:
             raise Fail("guest: %s: rc %d: %s" % (cmd, rc, text.strip()[-1500:]))
         return rc, text
 
-    def ring_areas(self, path="/machine/peripheral/nic0/virtio-backend"):
+    def queue_addrs(self, i, path="/machine/peripheral/nic0/virtio-backend"):
+        """(num, desc, avail, used): virtqueue i's size and the guest
+        addresses of its descriptor table and rings, from QEMU's monitor
+        (vhost-user's queue status, else QEMU's own device's); None when
+        neither answers or the guest has not set the queue up."""
+        try:
+            v = self.qmp("x-query-virtio-vhost-queue-status", timeout=5, path=path, queue=i)
+            r = v["num"], v["desc-phys"], v["avail-phys"], v["used-phys"]
+        except (Fail, OSError, KeyError):
+            try:
+                v = self.qmp("x-query-virtio-queue-status", timeout=5, path=path, queue=i)
+                r = v["vring-num"], v["vring-desc"], v["vring-avail"], v["vring-used"]
+            except (Fail, OSError, KeyError):
+                return None
+        return r if r[1] else None
+
+    def ring_areas(self):
         """[(name, first byte, end)] of each virtqueue's descriptor table,
-        avail ring and used ring in guest memory, from QEMU's monitor
-        (vhost-user's queue status, else QEMU's own device's); [] when
-        neither answers."""
+        avail ring and used ring in guest memory (queue_addrs); [] when
+        QEMU's monitor names none."""
         out = []
         for i in range(2 * self.queues):
             q = "%s%d" % ("rx" if i % 2 == 0 else "tx", i // 2)
-            try:
-                v = self.qmp("x-query-virtio-vhost-queue-status", timeout=5, path=path, queue=i)
-                d, a, u, n = v["desc-phys"], v["avail-phys"], v["used-phys"], v["num"]
-            except (Fail, OSError, KeyError):
-                try:
-                    v = self.qmp("x-query-virtio-queue-status", timeout=5, path=path, queue=i)
-                    d, a, u = v["vring-desc"], v["vring-avail"], v["vring-used"]
-                    n = v["vring-num"]
-                except (Fail, OSError, KeyError):
-                    continue
-            if d:
+            qa = self.queue_addrs(i)
+            if qa:
+                n, d, a, u = qa
                 out += [("%s desc" % q, d, d + 16 * n), ("%s avail" % q, a, a + 6 + 2 * n),
                         ("%s used" % q, u, u + 6 + 8 * n)]
         return out
 
-    def ring_report(self, path="/machine/peripheral/nic0/virtio-backend"):
+    def ring_report(self):
         """Each virtqueue's indices and notification state as guest memory
         holds them now, read through QEMU's monitor: what a stuck NIC's
         driver and device last told each other."""
@@ -666,15 +673,11 @@ class Guest:
         status = self.qmp("query-status", timeout=5)["status"]
         lines.append("QEMU %s" % status)
         for i in range(2 * self.queues):
-            try:
-                v = self.qmp("x-query-virtio-vhost-queue-status", timeout=5, path=path, queue=i)
-            except Fail as e:
-                lines.append("queue %d: %s" % (i, e))
+            qa = self.queue_addrs(i)
+            if not qa:
+                lines.append("queue %d: not set up, or not known to QEMU's monitor" % i)
                 continue
-            n, a, u = v["num"], v["avail-phys"], v["used-phys"]
-            if not a:
-                lines.append("queue %d: not set up" % i)
-                continue
+            n, _, a, u = qa
             lines.append("queue %d (%s, num %d): avail idx %d flags %#x used_event %d | "
                          "used idx %d flags %#x avail_event %d"
                          % (i, "rx" if i % 2 == 0 else "tx", n, rd16(a + 2), rd16(a),
