@@ -63,6 +63,10 @@ static const struct fault_point_def fault_points[] = {
 	  "dying mid-restart leaves no worker", 0 },
 	{ "sup.remove.reply", "vnicd nic.c: worker reaped, before the RemoveNic reply",
 	  "the reply is late (race with disconnect); vnicd dying here leaves no worker", 0 },
+	{ "sup.handover.restore",
+	  "vnicd handover.c: the new binary of an upgrade, before it rebuilds its state",
+	  "fail: the take-over fails after the check passed; the old binary must come back "
+	  "with everything (not in the old binary itself, so the rollback runs clean)", 1 },
 };
 
 #define FAULT_NPOINTS (sizeof(fault_points) / sizeof(fault_points[0]))

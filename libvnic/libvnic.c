@@ -850,6 +850,41 @@ int vnic_set_log_level(struct vnic_conn *c, const char *level, char *old, size_t
 	return rc;
 }
 
+int vnic_upgrade(struct vnic_conn *c, struct vnic_upgrade_result *ret)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__Upgrade up;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	int rc;
+
+	vnic__vmm__request__init(&req);
+	vnic__vmm__upgrade__init(&up);
+	req.body_case = VNIC__VMM__REQUEST__BODY_UPGRADE;
+	req.upgrade = &up;
+	rc = call(c, &req, NULL, 0, c->timeout_ms > 30000 ? c->timeout_ms : 30000, &m);
+	if (rc == 0) {
+		rc = reply_code(c, m->reply, "Upgrade");
+		if (rc == 0 && m->reply->body_case != VNIC__VMM__REPLY__BODY_UPGRADE)
+			rc = set_err(c, -EPROTO, "Upgrade: the reply has no UpgradeReply");
+		if (rc == 0 && ret) {
+			const Vnic__Vmm__UpgradeReply *u = m->reply->upgrade;
+
+			memset(ret, 0, sizeof(*ret));
+			copy_str(ret->from_version, sizeof(ret->from_version), u->from_version);
+			copy_str(ret->to_version, sizeof(ret->to_version), u->to_version);
+			ret->pid = u->pid;
+			ret->nics = u->nics;
+			ret->endpoints = u->endpoints;
+			ret->connections = u->connections;
+			ret->pause_us = u->pause_us;
+			ret->upgrades = u->upgrades;
+		}
+		wire_vmm_free(m);
+	}
+	evq_deliver(c);
+	return rc;
+}
+
 static void fill_nic(struct vnic_nic_status *d, const Vnic__Vmm__NicStatus *s)
 {
 	memset(d, 0, sizeof(*d));

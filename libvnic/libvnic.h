@@ -499,6 +499,31 @@ int vnic_status(struct vnic_conn *conn, struct vnic_status **ret);
  */
 int vnic_set_log_level(struct vnic_conn *conn, const char *level, char *old, size_t oldlen);
 
+/* What an upgrade in place did (vnic_upgrade). */
+struct vnic_upgrade_result {
+	char from_version[32], to_version[32];
+	uint32_t pid;          /* vnicd's, the same before and after */
+	uint32_t nics;         /* NICs (queue pairs) taken over, workers running on */
+	uint32_t endpoints;    /* vhost-user endpoints taken over */
+	uint32_t connections;  /* control connections taken over */
+	uint64_t pause_us;     /* request -> the new process's event loop */
+	uint32_t upgrades;     /* upgrades in place of this vnicd so far */
+};
+
+/*
+ * vnic_upgrade - replace the running vnicd with the vnicd binary now
+ * installed at the path it was started from, in the same process, with no
+ * worker stopped and no connection closed (this one included: the new
+ * vnicd answers). Only uid 0 and vnicd's own uid may.
+ * VNIC_STATUS_FAILED_PRECONDITION: vnicd is busy (a NIC starting,
+ * stopping or restarting, a request in progress): ask again.
+ * VNIC_STATUS_UNAVAILABLE: the new binary failed its check; the old one
+ * serves on. Waits up to 30 s (or the connection's longer timeout).
+ * Returns: 0 with *ret filled (may be NULL), a negative errno, or a
+ * positive status code.
+ */
+int vnic_upgrade(struct vnic_conn *conn, struct vnic_upgrade_result *ret);
+
 /* vnic_status_free - accepts NULL. Returns: NULL. */
 struct vnic_status *vnic_status_free(struct vnic_status *st);
 

@@ -13,11 +13,12 @@
 
 PROTO_GEN = \
 	proto/vmm.pb-c.c proto/vmm.pb-c.h \
-	proto/worker.pb-c.c proto/worker.pb-c.h
+	proto/worker.pb-c.c proto/worker.pb-c.h \
+	proto/handover.pb-c.c proto/handover.pb-c.h
 
 BUILT_SOURCES += $(PROTO_GEN)
 CLEANFILES += $(PROTO_GEN)
-EXTRA_DIST += proto/vmm.proto proto/worker.proto
+EXTRA_DIST += proto/vmm.proto proto/worker.proto proto/handover.proto
 
 # One rule per .proto; the .h comes with the .c. worker.proto imports
 # vmm.proto, so worker's outputs depend on it too.
@@ -37,6 +38,15 @@ proto/worker.pb-c.h: proto/worker.pb-c.c
 	@test -f $@ || { rm -f proto/worker.pb-c.c && \
 		$(MAKE) $(AM_MAKEFLAGS) proto/worker.pb-c.c; }
 
+# handover.proto (vnicd to the vnicd it re-executes) imports vmm.proto too.
+proto/handover.pb-c.c: $(top_srcdir)/proto/handover.proto $(top_srcdir)/proto/vmm.proto
+	$(AM_V_GEN)$(MKDIR_P) proto && \
+	$(PROTOC_C) --proto_path=$(top_srcdir)/proto --c_out=proto \
+		$(top_srcdir)/proto/handover.proto
+proto/handover.pb-c.h: proto/handover.pb-c.c
+	@test -f $@ || { rm -f proto/handover.pb-c.c && \
+		$(MAKE) $(AM_MAKEFLAGS) proto/handover.pb-c.c; }
+
 noinst_LTLIBRARIES += libvnicprotogen.la libvnicproto.la
 
 nodist_libvnicprotogen_la_SOURCES = $(PROTO_GEN)
@@ -54,4 +64,4 @@ libvnicproto_la_LIBADD = libvnicprotogen.la libvniccommon.la $(PROTOBUF_C_LIBS)
 # BUILT_SOURCES only applies to `make all/check/install`; these lines let
 # `make libvnicproto.la` (or one test) on a clean tree generate first.
 $(libvnicproto_la_OBJECTS) $(libvnicprotogen_la_OBJECTS): \
-	proto/vmm.pb-c.h proto/worker.pb-c.h
+	proto/vmm.pb-c.h proto/worker.pb-c.h proto/handover.pb-c.h

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,6 +66,34 @@ void vmm_handle_set_log_level(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 	rep.body_case = VNIC__VMM__REPLY__BODY_LOG_LEVEL;
 	rep.log_level = &lr;
 	vmm_conn_reply(c, &rep, r->request_id, VNIC__VMM__STATUS__STATUS_OK, NULL);
+}
+
+void vmm_handle_upgrade(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	struct sup *s = c->sup;
+	char err[512];
+	int rc;
+
+	(void)fds;
+	if (!admin_conn_is_admin(c)) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_PERMISSION_DENIED,
+				     "uid %u may not upgrade vnicd: only root and uid %u",
+				     (unsigned)c->uid, (unsigned)geteuid());
+		return;
+	}
+	if (!s->upgrade) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "this vnicd cannot upgrade in place");
+		return;
+	}
+	log_info("conn %u (pid %d uid %u): upgrade in place asked", c->id, (int)c->pid,
+		 (unsigned)c->uid);
+	/* Returns only when nothing changed: the new process answers. */
+	rc = s->upgrade(s, c, r->request_id, err, sizeof(err));
+	vmm_conn_reply_error(c, r->request_id,
+			     rc == -EBUSY ? VNIC__VMM__STATUS__STATUS_FAILED_PRECONDITION
+					  : VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+			     "%s", err);
 }
 
 static const char *backend_name(enum nic_backend_type b)

@@ -30,7 +30,9 @@ supervisor_vnicd_SOURCES = \
 	supervisor/main.c supervisor/supervisor.h \
 	supervisor/vmm_conn.c supervisor/vmm_handlers.c \
 	supervisor/admin.c supervisor/admin.h \
-	supervisor/sdnotify.c supervisor/sdnotify.h
+	supervisor/sdnotify.c supervisor/sdnotify.h \
+	supervisor/handover.c supervisor/handover.h supervisor/handover_priv.h \
+	supervisor/vhost_user_handover.c
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)
@@ -38,7 +40,8 @@ supervisor_vnicd_LDADD = libvnicsup.la libvnicproto.la libvnicsandbox.la $(FAULT
 	$(LIBSYSTEMD_LIBS)
 
 # Generated headers first under make -j (wire.h includes them).
-$(supervisor_vnicd_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h
+$(supervisor_vnicd_OBJECTS) $(libvnicsup_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h \
+	proto/handover.pb-c.h
 
 
 # QEMU "Backend program conventions": a description file for management

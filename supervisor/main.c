@@ -35,6 +35,7 @@
 
 #include "daemon.h"
 #include "fault.h"
+#include "handover.h"
 #include "sdnotify.h"
 #include "supervisor.h"
 #include "version.h"
@@ -353,6 +354,7 @@ struct sup_args {
 	char state_dir[PATH_MAX]; /* s->state_dir may point here */
 	uint32_t range_first, range_count;
 	bool have_range;
+	bool handover_check;      /* --handover-check: check the handover, exit */
 };
 
 static int opt_group(struct sup *s, const char *name)
@@ -463,6 +465,8 @@ static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
 	case 'P': vu_print_capabilities(); return 0;
 	case 'h': usage(stdout); return 0;
 	case 'V': return vnic_print_version("vnicd");
+	case 'H': break; /* --handover-fd: read by main before anything */
+	case 'K': a->handover_check = true; break;
 	default: usage(stderr); return 2;
 	}
 	return SUP_GO_ON;
@@ -488,6 +492,10 @@ static int parse_args(int argc, char **argv, struct sup *s, struct sup_args *a)
 		{ "config", required_argument, NULL, 'C' },
 		{ "uid-range", required_argument, NULL, 'U' },
 		{ "max-queue-pairs", required_argument, NULL, 'Q' },
+		/* Upgrade in place (handover.h): given by vnicd to itself. */
+		{ "handover-fd", required_argument, NULL, 'H' },
+		{ "handover-check", no_argument, NULL, 'K' },
+		{ "handover-rollback", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt, rc;
@@ -522,7 +530,8 @@ static int daemon_setup(struct sup *s, const struct sup_args *a)
 
 	/* stderr until vnicd detaches: every error before that is seen;
 	 * under systemd (stderr is the journal) the journal from the start. */
-	log_init("vnicd", a->level, false);
+	/* The check of an upgrade (handover.h) says only what is wrong. */
+	log_init("vnicd", a->handover_check ? LOG_LEVEL_WARN : a->level, false);
 	sdnotify_journal_setup("vnicd");
 	s->start_level = a->level;
 	if (!s->conf_path)
@@ -644,20 +653,58 @@ static void sup_cleanup(struct sup *s)
 	uidrange_fini(&s->uids);
 }
 
+/* Upgrade in place, the new process (handover.h): vnicd's listener and
+ * everything else come from the handover; no bind, no fork (the pid must
+ * stay: the workers are its children). Returns: only on failure. */
+static int main_handover(struct sup *s, const struct sup_args *a, struct handover *h)
+{
+	char err[512];
+
+	s->listen_fd = handover_listen_fd(h, &s->socket_activated);
+	if (!a->foreground)
+		log_init("vnicd", log_get_level(), true);
+	events_setup(s);
+	if (handover_restore(s, h, err, sizeof(err)) < 0) {
+		log_error("upgrade: cannot take over: %s", err);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sup s;
 	struct sup_args a = { .level = LOG_LEVEL_INFO,
 			      .range_first = UIDRANGE_DEFAULT_FIRST,
 			      .range_count = UIDRANGE_DEFAULT_COUNT };
+	struct handover *h = NULL;
 	sigset_t stop_sigs;
-	int nlisten, rc;
+	int nlisten = 0, rc, hfd;
 
-	/* Inherited fds: only stdio and systemd's sockets (LISTEN_FDS) stay. */
-	nlisten = daemon_listen_fds();
-	if (daemon_close_inherited(3, nlisten) < 0) {
-		fprintf(stderr, "vnicd: closing inherited fds: %s\n", strerror(errno));
-		return 1;
+	hfd = handover_arg_fd(argc, argv);
+	if (hfd == -2) {
+		fprintf(stderr, "vnicd: --handover-fd: not an fd number\n");
+		return 2;
+	}
+	if (hfd >= 0) {
+		/* The fds the handover names stay, every other goes. */
+		char err[512];
+		bool check = false;
+
+		for (int i = 1; i < argc; i++)
+			check |= !strcmp(argv[i], "--handover-check");
+		h = handover_load(hfd, !check, err, sizeof(err));
+		if (!h) {
+			fprintf(stderr, "vnicd: upgrade: the handover: %s\n", err);
+			return 1;
+		}
+	} else {
+		/* Inherited fds: only stdio and systemd's sockets (LISTEN_FDS) stay. */
+		nlisten = daemon_listen_fds();
+		if (daemon_close_inherited(3, nlisten) < 0) {
+			fprintf(stderr, "vnicd: closing inherited fds: %s\n", strerror(errno));
+			return 1;
+		}
 	}
 	memset(&s, 0, sizeof(s));
 	s.socket_path = VNICD_DEFAULT_SOCKET;
@@ -674,23 +721,42 @@ int main(int argc, char **argv)
 	rc = parse_args(argc, argv, &s, &a);
 	if (rc == SUP_GO_ON)
 		rc = daemon_setup(&s, &a);
+	if (h && (a.handover_check || rc != SUP_GO_ON)) {
+		/* The check (the old process waits for its exit status), or
+		 * a start that failed before taking anything over. */
+		if (!a.handover_check)
+			handover_rollback(h, "its setup failed");
+		handover_free(h);
+		uidrange_fini(&s.uids);
+		return rc == SUP_GO_ON ? 0 : rc ? rc : 1;
+	}
 	if (rc != SUP_GO_ON)
 		return rc;
+	handover_set_exec(&s, argc, argv);
 	/* The socket is connectable from listen() on, and whoever waits for
 	 * it (systemd, a script) may send SIGTERM at once: hold the signals
 	 * until their events exist, so one is handled, never fatal. Workers
-	 * are spawned later, with this mask cleared. */
+	 * are spawned later, with this mask cleared. (An upgrade's exec
+	 * comes with them held already.) */
 	sigemptyset(&stop_sigs);
 	sigaddset(&stop_sigs, SIGTERM);
 	sigaddset(&stop_sigs, SIGINT);
 	sigaddset(&stop_sigs, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
-	if (open_listener(&s, nlisten, a.foreground) < 0)
-		return 1;
-	events_setup(&s);
+	if (h) {
+		if (main_handover(&s, &a, h))
+			return 1;
+	} else {
+		if (open_listener(&s, nlisten, a.foreground) < 0)
+			return 1;
+		events_setup(&s);
+	}
 	sigprocmask(SIG_UNBLOCK, &stop_sigs, NULL);
 
-	vu_init(&s);
+	if (h)
+		handover_finish(&s, h);
+	else
+		vu_init(&s);
 	sdnotify_ready(&s);
 	event_base_dispatch(s.base);
 

@@ -931,6 +931,53 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	return 0;
 }
 
+struct nic *nic_handover_new(struct sup *s)
+{
+	struct nic *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->sup = s;
+	n->backend_fd = n->stats_fd = n->log_fd = -1;
+	n->w.ctrl_fd = n->w.pidfd = -1;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		n->q[i].kick_fd = n->q[i].call_fd = -1;
+	return n;
+}
+
+int nic_handover_adopt(struct nic *n, char *err, size_t errlen)
+{
+	struct sup *s = n->sup;
+	void *p;
+
+	n->ev_timer = evtimer_new(s->base, nic_timer_cb, n);
+	if (n->w.pid) {
+		n->ev_exit = event_new(s->base, n->w.pidfd, EV_READ, nic_exit_cb, n);
+		n->ev_ctrl = event_new(s->base, n->w.ctrl_fd, EV_READ | EV_PERSIST,
+				       monitor_ctrl_cb, n);
+	}
+	p = mmap(NULL, n->stats_len, PROT_READ | PROT_WRITE, MAP_SHARED, n->stats_fd, 0);
+	if (!n->ev_timer || (n->w.pid && (!n->ev_exit || !n->ev_ctrl)) || p == MAP_FAILED) {
+		/* Nothing closed: the handover's fds go back to the old
+		 * binary (handover.c). */
+		snprintf(err, errlen, "nic %s: %s", n->id,
+			 p == MAP_FAILED ? "cannot map its stats page" : "out of memory");
+		return -ENOMEM;
+	}
+	n->stats = p;
+	if (s->uid_per_nic && n->worker_uid)
+		uidrange_take(&s->uids, n->worker_uid); /* a sibling pair's: taken already */
+	if (n->w.pid) {
+		event_add(n->ev_exit, NULL);
+		event_add(n->ev_ctrl, NULL);
+	}
+	TAILQ_INSERT_TAIL(&s->nics, n, link);
+	s->nnics++;
+	log_info("nic %s: pair %u taken over: %s, worker pid %d", n->id, n->pair,
+		 nic_state_name(n->state), (int)n->w.pid);
+	return 0;
+}
+
 void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 {
 	Vnic__Worker__WorkerMessage m;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -139,6 +140,29 @@ void sdnotify_stopping(struct sup *s)
 		evtimer_del(s->ev_notify);
 	snprintf(buf, sizeof(buf), "STOPPING=1\nSTATUS=stopping %u NIC(s)", s->nnics);
 	sd_notify(0, buf);
+}
+
+void sdnotify_reloading(struct sup *s)
+{
+	struct timespec t;
+	char buf[96];
+
+	(void)s;
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	/* MONOTONIC_USEC: systemd 253's Type=notify-reload wants it; older
+	 * ones ignore it. */
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=upgrading in place",
+		 (unsigned long long)t.tv_sec * 1000000ull + (unsigned long long)t.tv_nsec / 1000);
+	sd_notify(0, buf);
+}
+
+void sdnotify_ready_again(struct sup *s)
+{
+	if (getenv("NOTIFY_SOCKET"))
+		sd_notify(0, "READY=1");
+	(void)s;
 }
 
 void sdnotify_free(struct sup *s)

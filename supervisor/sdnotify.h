@@ -33,6 +33,12 @@ void sdnotify_ready(struct sup *s);
 /* sdnotify_stopping - STOPPING=1 and STATUS=stopping N NICs. */
 void sdnotify_stopping(struct sup *s);
 
+/* sdnotify_reloading - RELOADING=1 before an upgrade's exec (the new
+ * process sends READY=1 through sdnotify_ready); sdnotify_ready_again -
+ * READY=1 when the exec failed and this process goes on. */
+void sdnotify_reloading(struct sup *s);
+void sdnotify_ready_again(struct sup *s);
+
 /* sdnotify_free - the timer, at exit. */
 void sdnotify_free(struct sup *s);
 

@@ -400,6 +400,11 @@ struct sup {
 	unsigned restart_max;         /* --restart-max; 0: never restart */
 	unsigned max_pairs;           /* --max-queue-pairs: a vhost-user endpoint's pairs */
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
+	/* Upgrade in place (handover.h): set by handover_set_exec; NULL: this
+	 * vnicd cannot (the fuzz targets). upgrades: so far in this process. */
+	int (*upgrade)(struct sup *s, struct vmm_conn *c, uint64_t request_id, char *err,
+		       size_t errlen);
+	unsigned upgrades;
 #ifdef VNIC_FAULT_INJECTION
 	/* VNIC_FAULT's worker entries, for the first launch of each worker
 	 * (of fault_nic only, when set); see common/fault.h. */
@@ -558,6 +563,16 @@ int sup_watchdog_start(struct sup *s);
  * stats page and inflight region now (before a reply that says they are
  * free); nic_free closes nothing twice. */
 void nic_close_vmm_fds(struct nic *n);
+/* nic_handover_new / nic_handover_adopt (nic.c) - a NIC rebuilt from an
+ * upgrade's handover (handover.c): new fills in "no fd" everywhere; the
+ * caller sets every field; adopt makes its events, maps its stats page,
+ * takes its uid and puts it in the table. Returns 0, or -ENOMEM with err
+ * filled and nothing closed. */
+struct nic *nic_handover_new(struct sup *s);
+int nic_handover_adopt(struct nic *n, char *err, size_t errlen);
+/* vmm_conn_adopt (vmm_conn.c) - a handed-over connection's events. */
+int vmm_conn_adopt(struct vmm_conn *c);
+void vmm_handle_upgrade(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 /* nic_stalled (nic.c) - the worker stopped beating: STALLED, kill; its
  * reap restarts it under the usual backoff. */
 void nic_stalled(struct nic *n, uint64_t silent_ms);

@@ -131,6 +131,20 @@ void uidrange_free(struct uidrange *r, uint32_t id)
 	}
 }
 
+int uidrange_take(struct uidrange *r, uint32_t id)
+{
+	uint32_t off;
+
+	if (!r->bits || id < r->first || id - r->first >= r->count)
+		return -ERANGE;
+	off = id - r->first;
+	if (r->bits[off / 8] & (1u << (off % 8)))
+		return -EEXIST;
+	r->bits[off / 8] |= (uint8_t)(1u << (off % 8));
+	r->used++;
+	return 0;
+}
+
 void uidrange_fini(struct uidrange *r)
 {
 	free(r->bits);

@@ -50,6 +50,11 @@ int uidrange_alloc(struct uidrange *r, uint32_t *ret);
 /* uidrange_free - give @id back; ids outside the range (0) are ignored. */
 void uidrange_free(struct uidrange *r, uint32_t id);
 
+/* uidrange_take - mark @id taken (an upgrade in place takes over the ids
+ * its NICs run as). Returns: 0; -EEXIST when it was taken already (the
+ * pairs of one NIC share one); -ERANGE outside the range. */
+int uidrange_take(struct uidrange *r, uint32_t id);
+
 void uidrange_fini(struct uidrange *r);
 
 #endif

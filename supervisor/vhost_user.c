@@ -281,7 +281,7 @@ static void vu_read_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ------------------------------------------------------- connections */
 
-void vu_conn_open(struct vu_endpoint *ep, int fd)
+struct vu_conn *vu_conn_new(struct vu_endpoint *ep, int fd)
 {
 	struct vu_conn *c = calloc(1, sizeof(*c));
 
@@ -289,32 +289,35 @@ void vu_conn_open(struct vu_endpoint *ep, int fd)
 		c->reg = calloc(MEMTABLE_MAX_REGIONS, sizeof(*c->reg));
 		c->nrings = 2 * ep->max_pairs;
 		c->r = calloc(c->nrings, sizeof(*c->r));
+		c->ev_read = event_new(ep->sup->base, fd, EV_READ | EV_PERSIST, vu_read_cb, ep);
 	}
-	if (!c || !c->reg || !c->r) {
+	if (!c || !c->reg || !c->r || !c->ev_read) {
 		log_warn("vhost-user %s: out of memory for a connection", ep->cfg.id);
 		if (c) {
+			if (c->ev_read)
+				event_free(c->ev_read);
 			free(c->reg);
 			free(c->r);
 			free(c);
 		}
-		close(fd);
-		return;
+		return NULL;
 	}
 	c->ep = ep;
 	c->fd = fd;
 	for (unsigned i = 0; i < c->nrings; i++)
 		c->r[i].kick_fd = c->r[i].call_fd = c->r[i].err_fd = -1;
 	c->log_fd = -1;
-	c->ev_read = event_new(ep->sup->base, fd, EV_READ | EV_PERSIST, vu_read_cb, ep);
-	if (!c->ev_read) {
-		free(c->reg);
-		free(c->r);
-		free(c);
+	event_add(c->ev_read, NULL);
+	ep->conn = c;
+	return c;
+}
+
+void vu_conn_open(struct vu_endpoint *ep, int fd)
+{
+	if (!vu_conn_new(ep, fd)) {
 		close(fd);
 		return;
 	}
-	event_add(c->ev_read, NULL);
-	ep->conn = c;
 	ep->conn_gen++;
 	ep->connects++;
 	ep->start_failed = false;

@@ -113,6 +113,10 @@ void vu_shutdown(struct sup *s);
 /* vu_free_all - at exit, after every NIC is gone. */
 void vu_free_all(struct sup *s);
 
+/* The endpoint as a NIC owner (n->owner is the struct vu_endpoint). */
+struct nic_owner_ops;
+extern const struct nic_owner_ops vu_nic_owner;
+
 /* vu_print_capabilities - QEMU's "Backend program conventions" JSON. */
 void vu_print_capabilities(void);
 

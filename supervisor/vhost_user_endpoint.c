@@ -30,7 +30,7 @@ static struct vu_state *vu_state(struct sup *s)
 	return s->vu;
 }
 
-static struct vu_endpoint *vu_find(struct sup *s, const char *id)
+struct vu_endpoint *vu_find(struct sup *s, const char *id)
 {
 	struct vu_endpoint *ep;
 
@@ -360,6 +360,42 @@ opened:
 out_free:
 	vu_endpoint_free(ep);
 	return rc;
+}
+
+struct vu_endpoint *vu_endpoint_adopt(struct sup *s, const struct vu_config *cfg,
+				      unsigned max_pairs, const char *ifname, int listen_fd,
+				      char *err, size_t errlen)
+{
+	struct vu_state *vs = vu_state(s);
+	struct vu_endpoint *ep = vs ? calloc(1, sizeof(*ep)) : NULL;
+
+	if (ep) {
+		ep->p = calloc(max_pairs, sizeof(*ep->p));
+		ep->ev_retry = evtimer_new(s->base, vu_client_try, ep);
+		ep->ev_resume = event_new(s->base, -1, 0, vu_resume_cb, ep);
+		if (listen_fd >= 0)
+			ep->ev_listen = event_new(s->base, listen_fd, EV_READ | EV_PERSIST,
+						  vu_accept_cb, ep);
+	}
+	if (!ep || !ep->p || !ep->ev_retry || !ep->ev_resume ||
+	    (listen_fd >= 0 && !ep->ev_listen)) {
+		/* Nothing of the handover is closed: the old binary may
+		 * take it back (handover.c). */
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	ep->sup = s;
+	ep->cfg = *cfg;
+	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
+	ep->max_pairs = max_pairs;
+	for (unsigned k = 0; k < max_pairs; k++)
+		ep->p[k].tap_fd = -1;
+	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
+	ep->listen_fd = listen_fd;
+	if (ep->ev_listen)
+		event_add(ep->ev_listen, NULL);
+	TAILQ_INSERT_TAIL(&vs->eps, ep, link);
+	return ep;
 }
 
 void vu_finish_remove(struct vu_endpoint *ep)

@@ -201,10 +201,12 @@ void vu_errorf(struct vu_endpoint *ep, const char *fmt, ...) __attribute__((form
 int vu_wait(struct vu_conn *c, const struct vu_msg *m, int pair, int ring);
 void vu_resume_cb(evutil_socket_t fd, short what, void *arg);
 void vu_conn_open(struct vu_endpoint *ep, int fd);
+/* vu_conn_new - ep's connection on fd, reading; NULL when out of memory
+ * (fd left open). vu_conn_open: a front end that just connected. */
+struct vu_conn *vu_conn_new(struct vu_endpoint *ep, int fd);
 void vu_conn_close(struct vu_endpoint *ep, const char *why);
 
-/* vhost_user_nic.c */
-extern const struct nic_owner_ops vu_nic_owner;
+/* vhost_user_nic.c (vu_nic_owner: vhost_user.h) */
 /* vu_stop_nic - stop every pair's worker; vu_stop_pair one pair's. */
 void vu_stop_nic(struct vu_endpoint *ep, uint32_t deadline_ms, const char *why);
 void vu_stop_pair(struct vu_endpoint *ep, unsigned k, uint32_t deadline_ms, const char *why);
@@ -243,7 +245,16 @@ void vu_state_path(const struct sup *s, const char *id, char *buf, size_t len);
 int vu_state_save(struct sup *s, const struct vu_config *cfg, char *err, size_t errlen);
 
 /* vhost_user_endpoint.c */
+/* vu_find - the endpoint with this id, or NULL. */
+struct vu_endpoint *vu_find(struct sup *s, const char *id);
 void vu_client_schedule(struct vu_endpoint *ep);
 void vu_finish_remove(struct vu_endpoint *ep);
+/* vu_endpoint_adopt - an endpoint handed over by an upgrade in place
+ * (vhost_user_handover.c): cfg as it was, its listener (server), no
+ * connection yet, in the list; no socket bound, no tap opened, no state
+ * file written. NULL when out of memory (err filled; nothing closed). */
+struct vu_endpoint *vu_endpoint_adopt(struct sup *s, const struct vu_config *cfg,
+				      unsigned max_pairs, const char *ifname, int listen_fd,
+				      char *err, size_t errlen);
 
 #endif

@@ -66,6 +66,7 @@ static const struct vmm_row {
 	  vmm_handle_remove_endpoint },
 	{ VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG, "SetDirtyLog", VMM_NEEDS_HELLO,
 	  VMM_FDS_DIRTYLOG, vmm_handle_set_dirty_log },
+	{ VNIC__VMM__REQUEST__BODY_UPGRADE, "Upgrade", VMM_NEEDS_HELLO, 0, vmm_handle_upgrade },
 };
 
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);
@@ -353,6 +354,16 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	 * other events had their turn. */
 	if (c->closing)
 		vmm_conn_free(c);
+}
+
+int vmm_conn_adopt(struct vmm_conn *c)
+{
+	c->ev_read = event_new(c->sup->base, c->fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+	c->ev_write = event_new(c->sup->base, c->fd, EV_WRITE, conn_write_cb, c);
+	if (!c->ev_read || !c->ev_write)
+		return -ENOMEM;
+	event_add(c->ev_read, NULL);
+	return 0;
 }
 
 void vmm_conn_accept(evutil_socket_t lfd, short what, void *arg)

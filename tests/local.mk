@@ -194,6 +194,9 @@ dist_check_SCRIPTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh
 if FAULT_INJECTION
 TESTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh
 endif
+# Upgrade in place (issue 16): vnicd replaced under traffic, in every build.
+dist_check_SCRIPTS += tests/upgrade.sh
+TESTS += tests/upgrade.sh
 
 # Administration (issue 10): versions, vnicctl as an operator's tool.
 dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh tests/admin_uid.sh tests/admin_scale.sh

@@ -22,6 +22,10 @@
  *                             an administrator: uid 0 or vnicd's uid)
  *   log-level LEVEL           vnicd's log level until its next SIGHUP
  *                             (administrators only)
+ *   upgrade [--wait S]        replace the running vnicd with the installed
+ *                             binary in place: no worker stops, no
+ *                             connection closes (administrators only);
+ *                             while vnicd is busy, asks again for S s
  *   --version                 vnicctl's version; with a running vnicd, also
  *                             `vnicctl --json status` says vnicd's
  *
@@ -587,6 +591,74 @@ static int run_log_level(struct vnicctl *v, char **args, unsigned nargs)
 	return 0;
 }
 
+static const struct option upgrade_opts[] = {
+	{ "wait", required_argument, NULL, 'W' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int upgrade_opt(struct vnicctl *v, int opt, const char *arg)
+{
+	char *end;
+
+	(void)opt;
+	v->wait_s = strtod(arg, &end);
+	if (!arg[0] || *end || !(v->wait_s >= 0 && v->wait_s <= 3600)) {
+		fprintf(stderr, "vnicctl: --wait %s: seconds, 0..3600\n", arg);
+		return 2;
+	}
+	return 0;
+}
+
+/* upgrade: while vnicd says it is busy (a NIC starting, a request in
+ * progress), ask again every 100 ms for --wait seconds (default 10). */
+static int run_upgrade(struct vnicctl *v, char **args, unsigned nargs)
+{
+	struct vnic_upgrade_result u;
+	struct timespec t0, t;
+	unsigned tries = 0;
+	int rc;
+
+	(void)args;
+	(void)nargs;
+	if (vnicctl_connect(v))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		tries++;
+		rc = vnic_upgrade(v->conn, &u);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (rc != VNIC_STATUS_FAILED_PRECONDITION ||
+		    (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >=
+			    v->wait_s)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	}
+	if (rc) {
+		fprintf(stderr, "vnicctl: upgrade: %s\n", vnic_last_error(v->conn));
+		return 1;
+	}
+	if (v->json) {
+		json_object *j = json_envelope(&v->hello);
+
+		jadd(j, "from_version", json_object_new_string(u.from_version));
+		jadd(j, "to_version", json_object_new_string(u.to_version));
+		jadd(j, "pid", json_object_new_int64(u.pid));
+		jadd(j, "nics", json_object_new_int64(u.nics));
+		jadd(j, "endpoints", json_object_new_int64(u.endpoints));
+		jadd(j, "connections", json_object_new_int64(u.connections));
+		jadd(j, "pause_us", json_object_new_int64((int64_t)u.pause_us));
+		jadd(j, "upgrades", json_object_new_int64(u.upgrades));
+		jadd(j, "tries", json_object_new_int64(tries));
+		json_print(j);
+	} else {
+		printf("vnicd %s -> %s upgraded in place (pid %u, upgrade %u): %u NIC(s), "
+		       "%u endpoint(s), %u connection(s) taken over; paused %llu us\n",
+		       u.from_version, u.to_version, u.pid, u.upgrades, u.nics, u.endpoints,
+		       u.connections, (unsigned long long)u.pause_us);
+	}
+	return 0;
+}
+
 static int parse_u32(const char *opt, const char *v, uint32_t *ret)
 {
 	char *end;
@@ -679,6 +751,7 @@ static const struct vnicctl_cmd vnicctl_cmds[] = {
 	  "                [--rx-irq-us N] [--rx-irq-frames N] [--tx-irq-us N] [--tx-irq-frames N]",
 	  1, 1, set_policy_opts, "", set_policy_opt, run_set_policy },
 	{ "log-level", "error|warn|info|debug", 1, 1, NULL, "", NULL, run_log_level },
+	{ "upgrade", "[--wait S]", 0, 0, upgrade_opts, "", upgrade_opt, run_upgrade },
 	{ "add", "ID --vhost-user PATH (--server | --client) (--tap NAME | --af-packet IFNAME)\n"
 	  "         [--netns NS] [--mac M] [--mtu N] [--policy P]",
 	  1, 1, vnicctl_add_opts, "", vnicctl_add_opt, vnicctl_add_run },
@@ -767,7 +840,7 @@ int main(int argc, char **argv)
 {
 	struct option lo[VNICCTL_MAX_OPTS];
 	char so[64];
-	struct vnicctl v = { .socket = VNIC_DEFAULT_SOCKET, .interval = 1.0 };
+	struct vnicctl v = { .socket = VNIC_DEFAULT_SOCKET, .interval = 1.0, .wait_s = 10 };
 	unsigned nargs;
 	int opt, rc;
 

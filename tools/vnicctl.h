@@ -32,6 +32,8 @@ struct vnicctl {
 	struct vnic_vhost_user_config vu;
 	int vu_mode;                       /* 1 --server, 2 --client, 3 both */
 	unsigned long deadline_ms;
+	/* upgrade */
+	double wait_s;
 };
 
 struct vnicctl_cmd {

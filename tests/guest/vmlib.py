@@ -1176,12 +1176,33 @@ class Vnicd:
             if not os.access(os.path.join(self.b, rel), os.X_OK):
                 raise Fail("%s/%s missing: build first" % (self.b, rel))
 
+    def install(self):
+        """Copy the build's vnicd to the work directory, as a package
+        manager installs: a new file renamed over the old one. vnicd runs
+        from there, so that upgrade() has a binary to replace."""
+        self.exe = os.path.join(self.dir, "vnicd")
+        shutil.copy2(os.path.join(self.b, "supervisor/vnicd"), self.exe + ".new")
+        os.rename(self.exe + ".new", self.exe)
+
+    def upgrade(self, wait=10):
+        """Install the binary again and upgrade in place (vnicctl upgrade):
+        its JSON answer, with "before_exe"/"after_exe" (/proc/PID/exe)."""
+        self.install()
+        before = os.readlink("/proc/%d/exe" % self.proc.pid)
+        r = self.ctl("--json", "upgrade", "--wait", str(wait), timeout=wait + 40)
+        j = json.loads(r.stdout)
+        j["before_exe"] = before
+        j["after_exe"] = os.readlink("/proc/%d/exe" % self.proc.pid)
+        return j
+
     def start(self, extra=()):
         if os.path.exists(self.sock):
             os.unlink(self.sock)
         self.logf = open(self.log_path, "a")
         env = dict(os.environ, **(self.env or {}))
-        self.proc = subprocess.Popen([os.path.join(self.b, "supervisor/vnicd"), "--socket",
+        if not getattr(self, "exe", None):
+            self.install()
+        self.proc = subprocess.Popen([self.exe, "--socket",
                                       self.sock, "--foreground", "--worker",
                                       os.path.join(self.b, "workers/vnicd-worker")] + list(extra),
                                      stdout=self.logf, stderr=subprocess.STDOUT, env=env,
