@@ -8,7 +8,8 @@ EXTRA_DIST += systemd/vnicd.service.in systemd/vnicd.socket systemd/vnicd.sysuse
 
 systemd/vnicd.service: $(top_srcdir)/systemd/vnicd.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) systemd && \
-	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' \
+	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@bindir[@]|$(bindir)|g' \
+		-e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' \
 		$(top_srcdir)/systemd/vnicd.service.in >$@.tmp && mv $@.tmp $@
 CLEANFILES += systemd/vnicd.service
 noinst_DATA = systemd/vnicd.service

@@ -31,6 +31,7 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 	# The build tree's binaries in place of the installed ones (verify
 	# checks that ExecStart= is executable).
 	sed -e "s|^ExecStart=[^ ]*/vnicd |ExecStart=$VNICD |" -e "s|--worker [^ ]*|--worker $VNICD_WORKER|" \
+		-e "s|^ExecReload=[^ ]*/vnicctl |ExecReload=$VNICCTL |" \
 		"$UNIT" >"$E2E_TMP/units/vnicd.service"
 	cp "$SOCKUNIT" "$E2E_TMP/units/"
 	systemd-analyze verify --man=no "$E2E_TMP/units/vnicd.service" "$E2E_TMP/units/vnicd.socket" \
@@ -63,8 +64,14 @@ NOTIFY_SOCKET=$E2E_TMP/notify "$VNICD" --socket "$E2E_SOCK" --foreground --worke
 	>"$E2E_TMP/vnicd.log" 2>&1 &
 VNICD_PID=$!
 e2e_wait_for 10 "READY=1" grep -q 'READY=1' "$E2E_TMP/notify.out"
+# An upgrade in place (what ExecReload= runs) while the NIC runs:
+# RELOADING=1 from the old binary, READY=1 from the new one.
 e2e_bench traffic --nics 1 --backend socket --direction h2g --size 128 --seconds 5 --count 50 \
-	--before-remove "sleep 2.5" >/dev/null || e2e_die "traffic under NOTIFY_SOCKET"
+	--before-remove "sleep 2.5" >/dev/null &
+bpid=$!
+sleep 1
+"$VNICCTL" --socket "$E2E_SOCK" upgrade >/dev/null || e2e_die "vnicctl upgrade under NOTIFY_SOCKET"
+wait $bpid || e2e_die "traffic under NOTIFY_SOCKET"
 kill -TERM "$VNICD_PID"
 wait "$VNICD_PID" || e2e_die "vnicd exited non-zero after SIGTERM"
 VNICD_PID=
@@ -74,11 +81,14 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 msgs = [r["msg"] for r in recs]
 ready = [r for r in recs if "READY=1" in r["msg"].split("\n")]
-assert len(ready) == 1 and ready[0]["control_accepts"], recs
+reloading = [i for i, m in enumerate(msgs) if "RELOADING=1" in m.split("\n")]
+assert len(ready) == 2 and all(r["control_accepts"] for r in ready), recs
 assert "STATUS=0 NIC(s)" in ready[0]["msg"], ready
+assert "STATUS=1 NIC(s)" in ready[1]["msg"], ready           # the upgrade's new binary
 assert any("STATUS=1 NIC(s)" in m for m in msgs), msgs       # while the NIC ran
 assert "STOPPING=1" in msgs[-1].split("\n"), msgs
 assert msgs.index(ready[0]["msg"]) == 0
+assert len(reloading) == 1 and 0 < reloading[0] < recs.index(ready[1]), msgs
 print("sd_notify: " + " | ".join(m.replace("\n", ", ") for m in msgs))
 PY
 
