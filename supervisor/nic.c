@@ -366,18 +366,23 @@ static void nic_final_from_used_ring(struct nic *n)
 
 		if (q->final_valid || q->size == 0)
 			continue;
-		/* No worker of this NIC ever ran the rings: a ring is where
-		 * the worker would have started, the front end's base (the
-		 * guest's used->idx may be behind it, with chains an earlier
-		 * back end had in flight), or used->idx for a base of 0 (the
-		 * one case where the worker starts there). */
-		if (!n->ever_ready && q->avail_idx != 0)
-			continue;
 		rc = nic_read_guest_u16(n, q->used + 2, &idx);
 		if (rc < 0) {
 			log_warn("nic %s: queue %u: no final index from the worker, and used->idx "
 				 "cannot be read: %s", n->id, q->index, strerror(-rc));
 			continue;
+		}
+		/* No worker of this NIC ever ran the rings: a ring is where
+		 * the worker would have started (workers/main.c
+		 * resume_queue): the front end's base (the guest's used->idx
+		 * may be behind it, with chains an earlier back end had in
+		 * flight), or used->idx for a base of 0 or a used->idx ahead
+		 * of the base by at most the queue size (a stale base). */
+		if (!n->ever_ready && q->avail_idx != 0) {
+			uint16_t ahead = (uint16_t)(idx - (uint16_t)q->avail_idx);
+
+			if (ahead == 0 || ahead > q->size)
+				continue;
 		}
 		q->final_valid = true;
 		q->final_avail = q->final_used = idx;

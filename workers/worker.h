@@ -71,6 +71,7 @@ struct worker {
 	struct worker_queue q[STATS_MAX_QUEUES];
 	struct worker_pair p[NET_MAX_PAIRS];
 	bool started;
+	bool stopped;     /* worker_stop ran: the queues serve nothing more */
 	int exit_code;
 	struct event *beat_ev;    /* heartbeat timer (worker_fds.c) */
 };

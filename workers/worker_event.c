@@ -493,12 +493,18 @@ void worker_policy_params(const Vnic__Vmm__Policy *p, struct vnic_policy *np)
 	net_policy_fill(np);
 }
 
-static void worker_stop(struct worker *w)
+/* Every queue stops where it is: popped but unused buffers given back,
+ * used entries published, the log flushed. With @report, Stopped carries
+ * the final indices to vnicd. */
+static void worker_stop(struct worker *w, bool report)
 {
 	struct wmsg m;
 	Vnic__Vmm__QueueIndex qi[STATS_MAX_QUEUES], *qp[STATS_MAX_QUEUES];
 	int r;
 
+	if (w->stopped)
+		return;
+	w->stopped = true;
 	FAULT_POINT("worker.stop");
 	for (unsigned j = 0; j < w->nqueues; j++) {
 		uint16_t a = 0, u = 0;
@@ -515,7 +521,7 @@ static void worker_stop(struct worker *w)
 	/* Every write is in the log before Stopped: the VMM's final sync
 	 * follows the answer (GET_VRING_BASE, RemoveNic). */
 	net_log_flush_all(w->net);
-	r = worker_send(w, wmsg_stopped(&m, qp, w->nqueues));
+	r = report ? worker_send(w, wmsg_stopped(&m, qp, w->nqueues)) : 0;
 	if (r < 0) {
 		fprintf(stderr, "vnicd-worker %s: cannot send Stopped: %s\n", w->nic_id, strerror(-r));
 		w->exit_code = 1;
@@ -540,9 +546,15 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		if (r == -EPIPE || r == -ECONNRESET) {
 			/* The supervisor is gone (ECONNRESET: it closed with
-			 * our messages unread): nobody to serve. */
+			 * our messages unread; vnicd died): nobody to serve.
+			 * Stop as Stop does, so that the rings are whole for
+			 * whoever serves them next (a restarted vnicd's worker
+			 * resumes at used->idx): every popped chain completed
+			 * and published, none left half done to be sent again. */
 			fprintf(stderr, "vnicd-worker %s: supervisor closed the channel; exiting\n",
 				w->nic_id);
+			if (w->started)
+				worker_stop(w, false);
 			w->exit_code = 0;
 			event_base_loopbreak(w->base);
 			return;
@@ -565,7 +577,7 @@ static void ctrl_cb(evutil_socket_t fd, short what, void *arg)
 			}
 			break;
 		case VNIC__WORKER__WORKER_MESSAGE__MSG_STOP:
-			worker_stop(w);
+			worker_stop(w, true);
 			break;
 		case VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY:
 			worker_set_policy(w, m->set_policy->policy);
