@@ -11,7 +11,9 @@ mode (testpmd listens, vnicd connects): frames pass both ways.
        polling: a full ring drops).
 Then, server mode with two queue pairs (queues=2, --rxq=2 --txq=2; issue
 15): txonly moves vnicd's tx0 and tx1, and datagrams to 64 ports (64 flows
-the multi-queue tap hashes over its queues) move rx0 and rx1.
+the multi-queue tap hashes over its queues) move rx0 and rx1; all of it
+after an upgrade in place (issue 16) with both pairs' workers running,
+which must keep both workers (the same pids, no restart).
 VNIC_QEMU_BACKEND=testpmd runs the same on DPDK net_vhost <-> net_tap;
 VNIC_QEMU_BACKEND=vnicd-afp (tests/dpdk_virtio_user_afpacket.sh, issue 17)
 on vnicd endpoints bound with AF_PACKET to one end of a veth pair, the
@@ -54,6 +56,13 @@ def queue_packets(b):
     return {q["name"]: q["packets"] for q in (n or {}).get("queues", [])}
 
 
+def pair_workers(b):
+    """{pair: (worker pid, restarts)} of the endpoint's running pairs."""
+    n = b.nic() or {}
+    return {p["pair"]: (p["pid"], p["restarts"]) for p in n.get("pairs", [])
+            if p.get("state") == "RUNNING" and p.get("pid")}
+
+
 def both_moved(mode, what, before, after, names):
     moved = {k: after.get(k, 0) - before.get(k, 0) for k in names}
     log("%s mode, 2 pairs, %s: packets %s" % (mode, what, moved))
@@ -86,6 +95,16 @@ def one_mode(mode, kind, builddir, ns, queues=1):
     b.after_qemu()
     fe.wait_log(r"testpmd> ", 60, "testpmd's prompt")
     b.wait_running()
+    if queues > 1 and kind == "vnicd":
+        vmlib.wait_for("both pairs running", 30, lambda: len(pair_workers(b)) == queues, 0.2)
+        w0 = pair_workers(b)
+        u = b.v.upgrade()
+        w1 = pair_workers(b)
+        log("%s mode, %d pairs: upgraded in place (vnicd paused %.1f ms), workers %s -> %s"
+            % (mode, queues, u["pause_us"] / 1000.0, w0, w1))
+        if w0 != w1 or u["nics"] != queues:
+            raise Fail("the upgrade did not keep both pairs' workers: %s -> %s (%s)"
+                       % (w0, w1, u))
     ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % host, check=False)
     net = "198.18.%d" % (1 if mode == "server" else 3)
     ns.addr(host, net + ".1/24")
