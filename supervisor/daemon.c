@@ -5,7 +5,10 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <limits.h>
 #include <linux/capability.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -56,6 +60,120 @@ int daemon_close_inherited(int keep_from, int keep_n)
 static bool cap_has(const struct __user_cap_data_struct *d, int cap)
 {
 	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+/* pid's parent, if its name (comm) is @comm and it is not a zombie; -1
+ * otherwise or when gone. */
+static long proc_ppid_if(long pid, const char *comm)
+{
+	char path[64], buf[512], *open_p, *close_p;
+	FILE *f;
+	long ppid = -1;
+	char state = 0;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "PID (COMM) STATE PPID ...": COMM may hold spaces and ')'. */
+	open_p = strchr(buf, '(');
+	close_p = strrchr(buf, ')');
+	if (!open_p || !close_p || close_p < open_p)
+		return -1;
+	*close_p = '\0';
+	if (strcmp(open_p + 1, comm) || sscanf(close_p + 2, "%c %ld", &state, &ppid) != 2)
+		return -1;
+	return state == 'Z' ? -1 : ppid; /* a zombie runs nothing any more */
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* Wait until every pidfd of fds[0..n) is readable (the process ended),
+ * at most until @deadline (CLOCK_MONOTONIC ms). Returns how many remain. */
+static unsigned wait_pidfds(int *fds, unsigned n, uint64_t deadline)
+{
+	struct pollfd p[DAEMON_ORPHANS_MAX];
+	unsigned left = n;
+
+	while (left) {
+		uint64_t now = now_ms();
+		unsigned k = 0;
+
+		if (now >= deadline)
+			break;
+		for (unsigned i = 0; i < n; i++)
+			if (fds[i] >= 0)
+				p[k++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (poll(p, k, (int)(deadline - now)) <= 0)
+			continue;
+		for (unsigned j = 0; j < k; j++)
+			for (unsigned i = 0; i < n; i++)
+				if (fds[i] == p[j].fd && (p[j].revents & (POLLIN | POLLHUP | POLLERR))) {
+					close(fds[i]);
+					fds[i] = -1;
+					left--;
+				}
+	}
+	return left;
+}
+
+int daemon_wait_orphans(unsigned wait_ms, unsigned *ret_found, unsigned *ret_killed)
+{
+	int fds[DAEMON_ORPHANS_MAX];
+	unsigned n = 0, left;
+	long first = 0;
+	struct dirent *e;
+	uint64_t t0 = now_ms();
+	DIR *d = opendir("/proc");
+
+	*ret_found = *ret_killed = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && n < DAEMON_ORPHANS_MAX) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		int fd;
+
+		if (*end || pid <= 1 || proc_ppid_if(pid, "vnicd-worker") != 1)
+			continue;
+		fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		if (!first)
+			first = pid;
+		fds[n++] = fd;
+	}
+	closedir(d);
+	*ret_found = n;
+	if (n == 0)
+		return 0;
+	log_warn("%u worker(s) of an earlier vnicd still running (pid %ld%s): waiting up to %u ms "
+		 "for them to stop their queues before serving anything", n, first,
+		 n > 1 ? " and more" : "", wait_ms);
+	left = wait_pidfds(fds, n, t0 + wait_ms);
+	for (unsigned i = 0; left && i < n; i++)
+		if (fds[i] >= 0 && syscall(SYS_pidfd_send_signal, fds[i], SIGKILL, NULL, 0) == 0)
+			(*ret_killed)++;
+	if (left) {
+		log_warn("%u earlier worker(s) still running after %u ms: SIGKILL", left, wait_ms);
+		left = wait_pidfds(fds, n, now_ms() + 1000);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	log_info("the earlier vnicd's workers are gone after %llu ms (%u killed%s)",
+		 (unsigned long long)(now_ms() - t0), *ret_killed, left ? ", some still there" : "");
+	return 0;
 }
 
 int daemon_check_worker(const char *path, char *err, size_t errlen)

@@ -41,6 +41,19 @@ int daemon_check_worker(const char *path, char *err, size_t errlen);
  * Returns: 0, or -EPERM with err naming what is missing. */
 int daemon_check_privileges(bool sandbox_off, char *err, size_t errlen);
 
+/*
+ * daemon_wait_orphans - the workers of an earlier vnicd that died (issue
+ * 16): processes named vnicd-worker whose parent is now init (pid 1).
+ * Each stops its queues and exits once it sees its channel close; a new
+ * vnicd must serve no ring before they are gone, or two workers would run
+ * one ring. Wait for them up to wait_ms, then SIGKILL what is left (and
+ * wait up to 1 s more). Orphans reparented to a subreaper other than
+ * init are not seen. Returns: 0 with how many were found and killed, or a
+ * negative errno when /proc cannot be read.
+ */
+#define DAEMON_ORPHANS_MAX 4096
+int daemon_wait_orphans(unsigned wait_ms, unsigned *found, unsigned *killed);
+
 /* CAP_NET_ADMIN, which tap backends need (a warning only without it). */
 bool daemon_has_net_admin(void);
 

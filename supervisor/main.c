@@ -747,6 +747,12 @@ int main(int argc, char **argv)
 		if (main_handover(&s, &a, h))
 			return 1;
 	} else {
+		unsigned found, killed;
+
+		/* Before the socket accepts: a VMM's AddNic or a front end's
+		 * rings must not reach a worker while an earlier vnicd's
+		 * worker still runs them. */
+		daemon_wait_orphans(SUP_ORPHAN_WAIT_MS, &found, &killed);
 		if (open_listener(&s, nlisten, a.foreground) < 0)
 			return 1;
 		events_setup(&s);

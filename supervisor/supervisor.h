@@ -68,6 +68,7 @@ struct stats_queue_snapshot;
 				    by the pairs of a device) or a backend */
 #define SUP_CONN_NICS_MIN 4      /* a connection may always have this many NICs */
 #define SUP_ACCEPT_RETRY_MS 100  /* listener off this long after EMFILE & co. */
+#define SUP_ORPHAN_WAIT_MS 5000  /* at start: an earlier vnicd's workers, then SIGKILL */
 
 /* Liveness watchdog (issue 11 item 9, watchdog.c). */
 #define SUP_WATCHDOG_MS 500      /* how often heartbeats are compared */

@@ -190,9 +190,9 @@ EXTRA_DIST += tests/check_fault.c
 # with two NICs of traffic): runs in builds configured with
 # --enable-fault-injection (a production build has no points to arm);
 # without root it is skipped (77).
-dist_check_SCRIPTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh
+dist_check_SCRIPTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh tests/vnicd_crash.sh
 if FAULT_INJECTION
-TESTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh
+TESTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh tests/vnicd_crash.sh
 endif
 # Upgrade in place (issue 16): vnicd replaced under traffic, in every build.
 dist_check_SCRIPTS += tests/upgrade.sh
