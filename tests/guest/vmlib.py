@@ -18,6 +18,7 @@ Every wait has a deadline and every process started here is killed on
 close() (also from an atexit hook), so a failing test leaves nothing behind.
 """
 import atexit
+import fcntl
 import json
 import os
 import re
@@ -169,8 +170,14 @@ def tmpdir(prefix="vnic-qemu."):
 
 
 def build_guest(outdir):
-    """Build (or reuse) the guest image in outdir; skip when inputs are missing."""
-    r = subprocess.run([os.path.join(HERE, "mkguest.sh"), outdir], timeout=300)
+    """Build (or reuse) the guest image in outdir; skip when inputs are missing.
+    One build at a time: make check -j2 runs two guest tests at once, and
+    two builds in one directory replace each other's files (a CI run failed
+    on vmlinux.tmp taken away under the other build)."""
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = subprocess.run([os.path.join(HERE, "mkguest.sh"), outdir], timeout=300)
     if r.returncode == SKIP:
         sys.exit(SKIP)
     if r.returncode != 0:
