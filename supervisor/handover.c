@@ -729,26 +729,49 @@ static char **exec_argv(int fd, const char *extra, char *fdarg, size_t fdlen)
 	return v;
 }
 
+/* The last non-empty line the check wrote (up to 2 KiB are read), in out. */
+static void check_said(int fd, char *out, size_t outlen)
+{
+	char buf[2048], *line;
+	size_t n = 0;
+	ssize_t r;
+
+	out[0] = '\0';
+	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	if (*line)
+		snprintf(out, outlen, ": %.200s", line);
+}
+
 /* The new binary, run as a child with --handover-check: it decodes and
- * checks the handover (it sees our fds: fork keeps them) and exits.
- * Returns: 0 when it exited 0, else -ENOEXEC with err filled. */
+ * checks the handover (it sees our fds: fork keeps them) and exits; what
+ * it writes on stderr comes back in the refusal. Returns: 0 when it
+ * exited 0, else -ENOEXEC with err filled. */
 static int run_check(const char *exe, int fd, char *err, size_t errlen)
 {
-	char fdarg[32];
+	char fdarg[32], said[256] = "";
 	char **argv = exec_argv(fd, "--handover-check", fdarg, sizeof(fdarg));
 	struct pollfd p;
 	siginfo_t si;
 	pid_t pid;
-	int pidfd, rc;
+	int pidfd, rc, out[2];
 
-	if (!argv) {
-		snprintf(err, errlen, "out of memory");
+	if (!argv || pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(argv);
+		snprintf(err, errlen, "out of memory or fds");
 		return -ENOMEM;
 	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
 		free(argv);
+		close(out[0]);
+		close(out[1]);
 		snprintf(err, errlen, "fork: %s", strerror(-rc));
 		return rc;
 	}
@@ -757,10 +780,12 @@ static int run_check(const char *exe, int fd, char *err, size_t errlen)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(out[1], 2);
 		execv(exe, argv);
 		_exit(126);
 	}
 	free(argv);
+	close(out[1]);
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	p.fd = pidfd;
 	p.events = POLLIN;
@@ -769,11 +794,14 @@ static int run_check(const char *exe, int fd, char *err, size_t errlen)
 		waitpid(pid, NULL, 0);
 		if (pidfd >= 0)
 			close(pidfd);
+		close(out[0]);
 		snprintf(err, errlen, "%s --handover-check did not finish within %d ms", exe,
 			 HANDOVER_CHECK_MS);
 		return -ENOEXEC;
 	}
 	close(pidfd);
+	check_said(out[0], said, sizeof(said));
+	close(out[0]);
 	memset(&si, 0, sizeof(si));
 	if (waitid(P_PID, (id_t)pid, &si, WEXITED) < 0) {
 		snprintf(err, errlen, "waitid: %s", strerror(errno));
@@ -784,11 +812,11 @@ static int run_check(const char *exe, int fd, char *err, size_t errlen)
 	if (si.si_code == CLD_EXITED && si.si_status == 126)
 		snprintf(err, errlen, "%s cannot be executed", exe);
 	else if (si.si_code == CLD_EXITED)
-		snprintf(err, errlen, "%s --handover-check exited with status %d (its log says why)",
-			 exe, si.si_status);
+		snprintf(err, errlen, "%s --handover-check exited with status %d%s", exe,
+			 si.si_status, said[0] ? said : " (and said nothing)");
 	else
-		snprintf(err, errlen, "%s --handover-check was killed by signal %d", exe,
-			 si.si_status);
+		snprintf(err, errlen, "%s --handover-check was killed by signal %d%s", exe,
+			 si.si_status, said);
 	return -ENOEXEC;
 }
 

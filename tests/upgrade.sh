@@ -119,12 +119,13 @@ fi
 
 # --- a new binary that fails its check, or cannot run ---------------------
 E0=$(exe_inode)
-printf '#!/bin/sh\nexit 3\n' >"$VNICD.new" && chmod 755 "$VNICD.new" && mv -f "$VNICD.new" "$VNICD"
+printf '#!/bin/sh\necho "this is not vnicd" >&2\nexit 3\n' >"$VNICD.new" && chmod 755 "$VNICD.new" && mv -f "$VNICD.new" "$VNICD"
 e2e_bench traffic --nics 1 --seconds 8 --direction both --id-prefix bad >"$E2E_TMP/bench.log" 2>&1 &
 BENCH=$!
 sleep 1
 if OUT=$(ctl upgrade --wait 5 2>&1); then e2e_die "a binary that exits 3 was accepted: $OUT"; fi
-echo "$OUT" | grep -q "exited with status 3" || e2e_die "the refusal does not say why: $OUT"
+echo "$OUT" | grep -q "exited with status 3: this is not vnicd" ||
+	e2e_die "the refusal does not say why: $OUT"
 e2e_log "refused as it should be: $OUT"
 rm -f "$VNICD"
 if OUT=$(ctl upgrade --wait 5 2>&1); then e2e_die "a missing binary was accepted: $OUT"; fi
