@@ -1335,6 +1335,64 @@ START_TEST(t_data_path)
 }
 END_TEST
 
+/* Upgrade in place (issue 16) in the middle of a front end's session:
+ * first between the memory table and the rings (a connection with
+ * negotiated features and regions but no NIC), then with the worker
+ * running. The front end notices nothing: its socket stays open, the
+ * rings it sets up after the first upgrade start a worker in the new
+ * process, the second upgrade keeps that worker (the same pid), frames
+ * pass after each, the counters only grow, and GET_VRING_BASE is still
+ * answered after the reap. vnicd re-executes its own file here (nothing
+ * was installed over it): what is tested is the handover. */
+START_TEST(t_upgrade_mid_session)
+{
+	struct vnic_upgrade_result u;
+	struct ep_counters ctr = { { 0, 0 }, { 0, 0 } };
+	struct ns_socks s;
+	struct fe f;
+	unsigned slot = 0;
+	int pid;
+
+	NEED_PREREQS();
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	ck_assert_int_eq(vnic_upgrade(ctl, &u), 0);
+	ck_assert_uint_eq(u.pid, (uint32_t)vd.pid);
+	ck_assert_uint_ge(u.endpoints, 1);
+	ck_assert_uint_eq(u.nics, 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	pid = wait_worker("vu0");
+	guest_post_rx(&f, 64);
+	guest_tx(&f, "a", 20, &slot);
+	expect_rx_in_ns(&s, "a", 20);
+	host_to_guest(&f, &s, "before-the-second-upgrade");
+	expect_counters("vu0", 20, &ctr, "after the first upgrade");
+
+	ck_assert_int_eq(vnic_upgrade(ctl, &u), 0);
+	ck_assert_uint_eq(u.nics, 1);
+	ck_assert_uint_ge(u.upgrades, 2);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+	guest_tx(&f, "b", 20, &slot);
+	expect_rx_in_ns(&s, "b", 20);
+	host_to_guest(&f, &s, "after-the-second-upgrade");
+	expect_counters("vu0", 40, &ctr, "after the second upgrade");
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
+	ck_assert_uint_eq(fe_get_base(&f, 1), 40); /* tx0: 40 chains taken */
+	ck_assert_msg(!st_pid_alive(pid), "worker alive at the GET_VRING_BASE answer");
+	close(f.fd);
+	f.fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+}
+END_TEST
+
 /* Memory hotplug: the table grows to 509 regions one ADD_MEM_REG at a
  * time while the NIC runs (each a planned restart), more than one
  * message to the worker can carry; traffic passes at the end; then
@@ -2642,6 +2700,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_two_pairs);
 	tcase_add_test(t, t_max_queue_pairs);
 	tcase_add_test(t, t_data_path);
+	tcase_add_test(t, t_upgrade_mid_session);
 	tcase_add_test(t, t_many_regions);
 	tcase_add_test(t, t_remove_running);
 	tcase_add_test(t, t_client_and_restart);
