@@ -8,8 +8,10 @@
 # Starts vnicd on a private socket, adds two virtio-net NICs whose backends
 # are taps in a private network namespace, sends checked UDP frames guest ->
 # host (a socket in the namespace receives and checks every datagram) and
-# host -> guest, prints vnicctl status while the NICs exist, and takes it
-# all down again. Without root or /dev/net/tun it uses the socket backend.
+# host -> guest, upgrades vnicd in place while the frames flow (vnicctl
+# upgrade: no worker stops, not a frame is lost), prints vnicctl status
+# while the NICs exist, and takes it all down again. Without root or
+# /dev/net/tun it uses the socket backend.
 set -euo pipefail
 if [ $# -ne 1 ]; then
 	echo "usage: $0 BUILD_DIR | --installed" >&2
@@ -111,7 +113,16 @@ echo
 echo "\$ vnic-bench ${args[*]}"
 # vnicctl status runs while the NICs still exist (before RemoveNic).
 timeout -k 5 60 "$bench" --socket "$sock" "${args[@]}" \
-	--before-remove "echo; echo '\$ vnicctl status'; '$vnicctl' --socket '$sock' status; echo"
+	--before-remove "echo; echo '\$ vnicctl status'; '$vnicctl' --socket '$sock' status; echo" &
+bench_pid=$!
+# Halfway through, vnicd replaces itself with its binary (upgrade in
+# place): the workers, the taps and vnic-bench's connection go over to the
+# new process; vnic-bench still checks every frame.
+sleep 1.5
+echo "\$ vnicctl upgrade      # while the frames flow"
+"$vnicctl" --socket "$sock" upgrade ||
+	echo "demo: the upgrade was refused (above); the frames go on regardless"
+wait "$bench_pid"
 
 echo
 echo "demo: done; stopping vnicd (SIGTERM) and removing the namespace."
