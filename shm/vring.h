@@ -207,6 +207,23 @@ int vring_init(struct vring *vq, const struct memtable *mt, unsigned num,
  * last_avail_idx and used_idx start there, nothing in flight. */
 void vring_set_base(struct vring *vq, uint16_t idx);
 
+/*
+ * vring_base_stale - vhost-user resumption (worker.proto
+ * Config.base_from_used_idx; doc/vhost-user.md): does a NIC's first
+ * worker given @base for a ring of @num entries whose used->idx reads
+ * @used resume at @used instead? Yes when base is 0 and the ring has
+ * moved (a front end that lost track: DPDK virtio-user), or when used is
+ * ahead of base by 1..num (the front end read the used index while the
+ * previous back end still completed chains: QEMU after vnicd died; a used
+ * index can never pass the next avail index). used behind base, or
+ * further ahead than a ring: the base stands. The one rule for the worker
+ * and for vnicd's answer when no worker reported a final index.
+ */
+static inline bool vring_base_stale(uint16_t base, uint16_t used, uint32_t num)
+{
+	return used != base && (base == 0 || (uint16_t)(used - base) <= num);
+}
+
 /* vring_guest_used_idx - used->idx as guest memory says now (one read;
  * a hint for vhost-user resumption, never trusted beyond 16 bits). */
 uint16_t vring_guest_used_idx(const struct vring *vq);

@@ -263,6 +263,19 @@ static bool str_fits(const char *s, size_t size)
 	return s && strlen(s) < size;
 }
 
+int nic_policy_check(const Vnic__Vmm__Policy *pb, char *err, size_t errlen)
+{
+	struct vnic_policy p;
+	char sub[160];
+
+	policy_from_pb(pb, &p);
+	if (validate_policy(&p, sub, sizeof(sub)) < 0) {
+		snprintf(err, errlen, "a policy out of range: %s", sub);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_nic(const Vnic__Handover__Handover *m, size_t i, char *err, size_t errlen)
 {
 	const Vnic__Handover__Nic *n = m->nics[i];
@@ -281,6 +294,10 @@ static int check_nic(const Vnic__Handover__Handover *m, size_t i, char *err, siz
 	    n->n_deaths_ns > SUP_RESTART_MAX_LIMIT + 1 || n->stats_len == 0 ||
 	    n->stats_fd < 0) {
 		snprintf(err, errlen, "nic %s: a field out of range", n->id);
+		return -EINVAL;
+	}
+	if (nic_policy_check(n->policy, err, errlen) < 0) {
+		snprintf(err + strlen(err), errlen - strlen(err), " (nic %s)", n->id);
 		return -EINVAL;
 	}
 	for (size_t j = 0; j < n->n_queues; j++)
@@ -904,25 +921,17 @@ out:
 
 /* ------------------------------------------------------ the new process */
 
+/* A handed-over connection (its fd is not closed on failure: the old
+ * binary may take it back). */
 static struct vmm_conn *conn_restore(struct sup *s, const Vnic__Handover__Conn *cm)
 {
-	struct vmm_conn *c = calloc(1, sizeof(*c));
+	struct vmm_conn *c = vmm_conn_new(s, cm->fd, cm->pid, cm->uid, cm->gid, cm->id);
 
-	if (!c)
+	if (!c || !c->ev_read || !c->ev_write)
 		return NULL;
-	c->sup = s;
-	c->fd = cm->fd;
-	c->pid = cm->pid;
-	c->uid = cm->uid;
-	c->gid = cm->gid;
-	c->id = cm->id;
 	c->hello_done = cm->hello_done;
 	c->version = cm->version;
-	STAILQ_INIT(&c->outq);
-	TAILQ_INSERT_TAIL(&s->conns, c, link);
-	s->nconns++;
-	if (vmm_conn_adopt(c) < 0)
-		return NULL;
+	event_add(c->ev_read, NULL);
 	return c;
 }
 
@@ -945,7 +954,7 @@ static int nic_restore(struct sup *s, const Vnic__Handover__Handover *hm, size_t
 		       struct nic **all, char *err, size_t errlen)
 {
 	const Vnic__Handover__Nic *m = hm->nics[idx];
-	struct nic *n = nic_handover_new(s);
+	struct nic *n = nic_alloc(s);
 
 	if (!n) {
 		snprintf(err, errlen, "out of memory");

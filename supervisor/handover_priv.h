@@ -64,6 +64,9 @@ void ho_region_load(const Vnic__Handover__Region *r, struct memtable_region_desc
 Vnic__Handover__Counters *ho_counters_save(struct ho_arena *a,
 					   const struct stats_queue_snapshot *s);
 void ho_counters_load(const Vnic__Handover__Counters *c, struct stats_queue_snapshot *s);
+/* nic_policy_check - a handed-over policy validate_policy accepts (a
+ * resolved one: what a worker was given). Returns 0 or -EINVAL, err filled. */
+int nic_policy_check(const Vnic__Vmm__Policy *pb, char *err, size_t errlen);
 /* ho_ns / ho_ts: a CLOCK_MONOTONIC timespec as nanoseconds and back. */
 uint64_t ho_ns(const struct timespec *t);
 struct timespec ho_ts(uint64_t ns);

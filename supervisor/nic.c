@@ -55,6 +55,7 @@
 #include "afp_ring.h"
 #include "afpacket.h"
 #include "tap.h"
+#include "vring.h"
 #include "workers/policy.h"
 #include "workers/stats.h"
 
@@ -376,14 +377,10 @@ static void nic_final_from_used_ring(struct nic *n)
 		 * the worker would have started (workers/main.c
 		 * resume_queue): the front end's base (the guest's used->idx
 		 * may be behind it, with chains an earlier back end had in
-		 * flight), or used->idx for a base of 0 or a used->idx ahead
-		 * of the base by at most the queue size (a stale base). */
-		if (!n->ever_ready && q->avail_idx != 0) {
-			uint16_t ahead = (uint16_t)(idx - (uint16_t)q->avail_idx);
-
-			if (ahead == 0 || ahead > q->size)
-				continue;
-		}
+		 * flight), or used->idx past a stale one. */
+		if (!n->ever_ready && q->avail_idx != 0 &&
+		    !vring_base_stale((uint16_t)q->avail_idx, idx, q->size))
+			continue;
 		q->final_valid = true;
 		q->final_avail = q->final_used = idx;
 		log_info("nic %s: queue %u: no final index from the worker: used->idx %u from "
@@ -498,6 +495,20 @@ static int worker_memfd_create(struct nic *n, bool inflight, char *err, size_t e
 
 static void nic_timer_cb(evutil_socket_t fd, short what, void *arg);
 static void nic_exit_cb(evutil_socket_t fd, short what, void *arg);
+
+struct nic *nic_alloc(struct sup *s)
+{
+	struct nic *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->sup = s;
+	n->backend_fd = n->stats_fd = n->log_fd = -1;
+	n->w.ctrl_fd = n->w.pidfd = -1;
+	for (int i = 0; i < NIC_NUM_QUEUES; i++)
+		n->q[i].kick_fd = n->q[i].call_fd = -1;
+	return n;
+}
 
 /* A deadline counts from now, not from when this loop pass began:
  * libevent measures a relative timeout from its cached time, which lags
@@ -749,21 +760,13 @@ static int nic_launch(struct nic *n)
 static struct nic *nic_new(struct sup *s, const struct nic_owner_ops *ops, void *owner,
 			   const struct nic_spec *spec)
 {
-	struct nic *n = calloc(1, sizeof(*n));
+	struct nic *n = nic_alloc(s);
 
 	if (!n)
 		return NULL;
-	n->sup = s;
 	n->ops = ops;
 	n->owner = owner;
 	n->state = NIC_STARTING;
-	n->backend_fd = -1;
-	n->stats_fd = -1;
-	n->log_fd = -1;
-	n->w.ctrl_fd = -1;
-	n->w.pidfd = -1;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++)
-		n->q[i].kick_fd = n->q[i].call_fd = -1;
 	snprintf(n->id, sizeof(n->id), "%s", spec->id);
 	n->pair = spec->pair;
 	memcpy(n->mac, spec->mac, 6);
@@ -934,20 +937,6 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 		nic_remove(n, "start failed");
 	}
 	return 0;
-}
-
-struct nic *nic_handover_new(struct sup *s)
-{
-	struct nic *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->sup = s;
-	n->backend_fd = n->stats_fd = n->log_fd = -1;
-	n->w.ctrl_fd = n->w.pidfd = -1;
-	for (int i = 0; i < NIC_NUM_QUEUES; i++)
-		n->q[i].kick_fd = n->q[i].call_fd = -1;
-	return n;
 }
 
 int nic_handover_adopt(struct nic *n, char *err, size_t errlen)

@@ -564,15 +564,20 @@ int sup_watchdog_start(struct sup *s);
  * stats page and inflight region now (before a reply that says they are
  * free); nic_free closes nothing twice. */
 void nic_close_vmm_fds(struct nic *n);
-/* nic_handover_new / nic_handover_adopt (nic.c) - a NIC rebuilt from an
- * upgrade's handover (handover.c): new fills in "no fd" everywhere; the
- * caller sets every field; adopt makes its events, maps its stats page,
- * takes its uid and puts it in the table. Returns 0, or -ENOMEM with err
+/* nic_alloc (nic.c) - a zeroed NIC of s holding no fd (every fd field
+ * -1), in no table: the start of nic_start's NICs and of a handover's.
+ * nic_handover_adopt - a NIC rebuilt from an upgrade's handover
+ * (handover.c; the caller set every field): its events, its stats page
+ * mapped, its uid taken, into the table. Returns 0, or -ENOMEM with err
  * filled and nothing closed. */
-struct nic *nic_handover_new(struct sup *s);
+struct nic *nic_alloc(struct sup *s);
 int nic_handover_adopt(struct nic *n, char *err, size_t errlen);
-/* vmm_conn_adopt (vmm_conn.c) - a handed-over connection's events. */
-int vmm_conn_adopt(struct vmm_conn *c);
+/* vmm_conn_new (vmm_conn.c) - connection id on fd, peer pid/uid/gid, in
+ * s's list, its events made but not added (ev_read or ev_write NULL when
+ * out of memory: the caller checks); NULL when out of memory (fd left
+ * open). vmm_conn_accept's and a handover's. */
+struct vmm_conn *vmm_conn_new(struct sup *s, int fd, pid_t pid, uid_t uid, gid_t gid,
+			      unsigned id);
 void vmm_handle_upgrade(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 /* nic_stalled (nic.c) - the worker stopped beating: STALLED, kill; its
  * reap restarts it under the usual backoff. */

@@ -203,6 +203,33 @@ static int vu_listen(struct vu_endpoint *ep, char *err, size_t errlen)
 	return 0;
 }
 
+/* An endpoint of cfg with max_pairs pairs, no fd, its events made, in no
+ * list: the start of vu_endpoint_add's and of a handover's. NULL when out
+ * of memory (nothing left). */
+static struct vu_endpoint *vu_endpoint_alloc(struct sup *s, const struct vu_config *cfg,
+					     unsigned max_pairs)
+{
+	struct vu_endpoint *ep = calloc(1, sizeof(*ep));
+
+	if (!ep)
+		return NULL;
+	ep->sup = s;
+	ep->cfg = *cfg;
+	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
+	ep->listen_fd = -1;
+	ep->max_pairs = max_pairs;
+	ep->p = calloc(max_pairs, sizeof(*ep->p));
+	ep->ev_retry = evtimer_new(s->base, vu_client_try, ep);
+	ep->ev_resume = event_new(s->base, -1, 0, vu_resume_cb, ep);
+	if (!ep->p || !ep->ev_retry || !ep->ev_resume) {
+		vu_endpoint_free(ep);
+		return NULL;
+	}
+	for (unsigned k = 0; k < max_pairs; k++)
+		ep->p[k].tap_fd = -1;
+	return ep;
+}
+
 int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out,
 		    size_t ifname_len, char *err, size_t errlen)
 {
@@ -259,25 +286,13 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		return -ESHUTDOWN;
 	}
 
-	ep = calloc(1, sizeof(*ep));
+	/* GET_QUEUE_NUM answers twice max_pairs (virtqueues). AF_PACKET: one. */
+	ep = vu_endpoint_alloc(s, cfg, cfg->af_packet ? 1 : s->max_pairs ? s->max_pairs
+								 : SUP_PAIRS_DEFAULT);
 	if (!ep) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ep->sup = s;
-	ep->cfg = *cfg;
-	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
-	ep->listen_fd = -1;
-	/* GET_QUEUE_NUM answers twice this (virtqueues). AF_PACKET: one. */
-	ep->max_pairs = cfg->af_packet ? 1 : s->max_pairs ? s->max_pairs : SUP_PAIRS_DEFAULT;
-	ep->p = calloc(ep->max_pairs, sizeof(*ep->p));
-	if (!ep->p) {
-		free(ep);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (unsigned k = 0; k < ep->max_pairs; k++)
-		ep->p[k].tap_fd = -1;
 	if (!cfg->mac_set) {
 		/* Locally administered, unicast, stable per id (FNV-1a). */
 		uint32_t h = 2166136261u;
@@ -290,13 +305,6 @@ int vu_endpoint_add(struct sup *s, const struct vu_config *cfg, char *ifname_out
 		ep->cfg.mac_set = true;
 	}
 	nic_policy_resolve(&ep->cfg.policy);
-	ep->ev_retry = evtimer_new(s->base, vu_client_try, ep);
-	ep->ev_resume = event_new(s->base, -1, 0, vu_resume_cb, ep);
-	if (!ep->ev_retry || !ep->ev_resume) {
-		snprintf(err, errlen, "out of memory");
-		rc = -ENOMEM;
-		goto out_free;
-	}
 	if (cfg->af_packet) {
 		/* AF_PACKET (issue 17): the interface exists; each session's
 		 * NIC binds a socket of its own to it (nic.c), so there is
@@ -367,29 +375,19 @@ struct vu_endpoint *vu_endpoint_adopt(struct sup *s, const struct vu_config *cfg
 				      char *err, size_t errlen)
 {
 	struct vu_state *vs = vu_state(s);
-	struct vu_endpoint *ep = vs ? calloc(1, sizeof(*ep)) : NULL;
+	struct vu_endpoint *ep = vs ? vu_endpoint_alloc(s, cfg, max_pairs) : NULL;
 
-	if (ep) {
-		ep->p = calloc(max_pairs, sizeof(*ep->p));
-		ep->ev_retry = evtimer_new(s->base, vu_client_try, ep);
-		ep->ev_resume = event_new(s->base, -1, 0, vu_resume_cb, ep);
-		if (listen_fd >= 0)
-			ep->ev_listen = event_new(s->base, listen_fd, EV_READ | EV_PERSIST,
-						  vu_accept_cb, ep);
-	}
-	if (!ep || !ep->p || !ep->ev_retry || !ep->ev_resume ||
-	    (listen_fd >= 0 && !ep->ev_listen)) {
-		/* Nothing of the handover is closed: the old binary may
-		 * take it back (handover.c). */
+	if (ep && listen_fd >= 0)
+		ep->ev_listen = event_new(s->base, listen_fd, EV_READ | EV_PERSIST, vu_accept_cb,
+					  ep);
+	if (!ep || (listen_fd >= 0 && !ep->ev_listen)) {
+		/* Nothing of the handover is closed (listen_fd is not the
+		 * endpoint's yet): the old binary may take it back. */
+		if (ep)
+			vu_endpoint_free(ep);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	ep->sup = s;
-	ep->cfg = *cfg;
-	ep->msg_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(5000, 20);
-	ep->max_pairs = max_pairs;
-	for (unsigned k = 0; k < max_pairs; k++)
-		ep->p[k].tap_fd = -1;
 	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
 	ep->listen_fd = listen_fd;
 	if (ep->ev_listen)

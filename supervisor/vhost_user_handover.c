@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "handover_priv.h"
 #include "pbconv.h"
@@ -196,6 +195,10 @@ static int ep_check(const Vnic__Handover__Handover *m, size_t i, char *err, size
 		snprintf(err, errlen, "endpoint %zu: %s", i, e->cfg ? sub : "no configuration");
 		return -EINVAL;
 	}
+	if (nic_policy_check(e->cfg->policy, sub, sizeof(sub)) < 0) {
+		snprintf(err, errlen, "endpoint %s: %s", cfg.id, sub);
+		return -EINVAL;
+	}
 	if (e->n_pairs < 1 || e->n_pairs > NIC_MAX_PAIRS || strlen(e->ifname) >= 16 ||
 	    strlen(e->last_error) >= 192 || (cfg.server && e->listen_fd < 0) ||
 	    (c && (c->fd < 0 || c->n_rings != 2 * e->n_pairs ||
@@ -364,7 +367,6 @@ int vu_handover_pairs(struct sup *s, const Vnic__Handover__Handover *m, char *er
 
 		for (unsigned k = 0; ep && k < ep->max_pairs; k++) {
 			struct vu_pair *p = &ep->p[k];
-			void *pg;
 
 			if (!e->pairs[k]->has_nic)
 				continue;
@@ -374,11 +376,7 @@ int vu_handover_pairs(struct sup *s, const Vnic__Handover__Handover *m, char *er
 					 ep->cfg.id, k);
 				return -EINVAL;
 			}
-			pg = mmap(NULL, p->nic->stats_len, PROT_READ, MAP_SHARED, p->nic->stats_fd, 0);
-			if (pg != MAP_FAILED) {
-				p->sess_stats = pg;
-				p->sess_stats_len = p->nic->stats_len;
-			}
+			vu_session_stats_map(ep, p);
 		}
 	}
 	return 0;

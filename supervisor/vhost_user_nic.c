@@ -66,6 +66,19 @@ static void vu_session_stats_fold(struct vu_pair *p)
 	vu_session_stats_unmap(p);
 }
 
+void vu_session_stats_map(struct vu_endpoint *ep, struct vu_pair *p)
+{
+	void *pg = mmap(NULL, p->nic->stats_len, PROT_READ, MAP_SHARED, p->nic->stats_fd, 0);
+
+	if (pg == MAP_FAILED) {
+		log_warn("vhost-user %s: stats page: %s: this session's counters will not be kept "
+			 "past it", ep->cfg.id, strerror(errno));
+		return;
+	}
+	p->sess_stats = pg;
+	p->sess_stats_len = p->nic->stats_len;
+}
+
 void vu_session_stats_unmap(struct vu_pair *p)
 {
 	if (p->sess_stats)
@@ -418,15 +431,7 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	if (!p->nic && k > 0)
 		vu_tap_queue(ep, p, false); /* no reader: out of the steering */
 	if (p->nic) {
-		void *pg = mmap(NULL, p->nic->stats_len, PROT_READ, MAP_SHARED, p->nic->stats_fd, 0);
-
-		if (pg != MAP_FAILED) {
-			p->sess_stats = pg;
-			p->sess_stats_len = p->nic->stats_len;
-		} else {
-			log_warn("vhost-user %s: stats page: %s: this session's counters will not "
-				 "be kept past it", ep->cfg.id, strerror(errno));
-		}
+		vu_session_stats_map(ep, p);
 		log_info("vhost-user %s: pair %u: rings ready: starting its worker (%u regions%s)",
 			 ep->cfg.id, k, c->nreg, unsealed ? ", unsealed memory" : "");
 	}

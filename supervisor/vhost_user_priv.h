@@ -214,6 +214,10 @@ void vu_try_start(struct vu_endpoint *ep);
 /* vu_tap_queue - a pair's tap queue in (on) or out of the kernel's
  * steering: out while the guest has the pair disabled (doc/multiqueue.md). */
 void vu_tap_queue(struct vu_endpoint *ep, struct vu_pair *p, bool on);
+/* vu_session_stats_map - map pair p's NIC's stats page read-only (the
+ * session's counters, folded into life[] when the NIC goes); a failure is
+ * logged and the session's counts are then not kept past it. */
+void vu_session_stats_map(struct vu_endpoint *ep, struct vu_pair *p);
 void vu_session_stats_unmap(struct vu_pair *p);
 
 /* vhost_user_mem.c */

@@ -356,14 +356,25 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		vmm_conn_free(c);
 }
 
-int vmm_conn_adopt(struct vmm_conn *c)
+struct vmm_conn *vmm_conn_new(struct sup *s, int fd, pid_t pid, uid_t uid, gid_t gid,
+			      unsigned id)
 {
-	c->ev_read = event_new(c->sup->base, c->fd, EV_READ | EV_PERSIST, conn_read_cb, c);
-	c->ev_write = event_new(c->sup->base, c->fd, EV_WRITE, conn_write_cb, c);
-	if (!c->ev_read || !c->ev_write)
-		return -ENOMEM;
-	event_add(c->ev_read, NULL);
-	return 0;
+	struct vmm_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->sup = s;
+	c->fd = fd;
+	c->pid = pid;
+	c->uid = uid;
+	c->gid = gid;
+	c->id = id;
+	STAILQ_INIT(&c->outq);
+	TAILQ_INSERT_TAIL(&s->conns, c, link);
+	s->nconns++;
+	c->ev_read = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+	c->ev_write = event_new(s->base, fd, EV_WRITE, conn_write_cb, c);
+	return c;
 }
 
 void vmm_conn_accept(evutil_socket_t lfd, short what, void *arg)
@@ -390,22 +401,11 @@ void vmm_conn_accept(evutil_socket_t lfd, short what, void *arg)
 		close(fd);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
+	c = vmm_conn_new(s, fd, cred.pid, cred.uid, cred.gid, ++s->next_conn_id);
 	if (!c) {
 		close(fd);
 		return;
 	}
-	c->sup = s;
-	c->fd = fd;
-	c->pid = cred.pid;
-	c->uid = cred.uid;
-	c->gid = cred.gid;
-	c->id = ++s->next_conn_id;
-	STAILQ_INIT(&c->outq);
-	TAILQ_INSERT_TAIL(&s->conns, c, link);
-	s->nconns++;
-	c->ev_read = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
-	c->ev_write = event_new(s->base, fd, EV_WRITE, conn_write_cb, c);
 	if (!c->ev_read || !c->ev_write) {
 		vmm_conn_free(c);
 		return;

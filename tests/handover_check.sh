@@ -11,7 +11,8 @@
 #   garbage bytes, an empty memfd, a format from the future, no control
 #   socket, a control socket that is not open, fd 0 as the socket, one fd
 #   named twice, a NIC whose owner is not in the handover, a NIC in a
-#   state that cannot be handed over, an endpoint pair with no NIC.
+#   state that cannot be handed over, a NIC whose policy is out of range,
+#   an endpoint pair with no NIC.
 set -u
 . "$(dirname "$0")/e2e_lib.sh"
 
@@ -73,6 +74,10 @@ cases = [
     ("state STARTING", f_int(1, 1) + f_int(3, L) + f_int(13, -1) +
      f_msg(7, nic_ok_fields + f_int(3, 1) + f_str(33, "vmm") + f_int(34, 7)),
      "only a RUNNING or FAILED NIC"),
+    ("policy out of range", f_int(1, 1) + f_int(3, L) + f_int(13, -1) +
+     f_msg(7, nic_ok_fields + f_msg(7, f_int(1, 99)) + f_int(3, 5) + f_str(33, "vmm") +
+           f_int(34, 7)),
+     "a policy out of range"),
     ("pair with no NIC", f_int(1, 1) + f_int(3, L) + f_int(13, -1) +
      f_msg(8, f_msg(1, f_str(1, "e0") + f_str(2, "/tmp/x.sock") + f_msg(4, f_str(1, "t0"))) +
            f_int(4, -1) + f_msg(7, f_int(1, 1))),

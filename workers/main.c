@@ -343,43 +343,24 @@ static int open_backend(struct worker *w, const Vnic__Worker__Config *c, int bac
 	return net_dev_new(np, &w->net, err, errlen);
 }
 
-/* Where queue j starts: where the previous worker (or the VMM) left off. */
+/* Where queue j starts: where the previous worker (or the VMM) left off;
+ * on a vhost-user NIC's first worker, past a stale base (vring_base_stale). */
 static void resume_queue(struct worker *w, const Vnic__Worker__Config *c, unsigned j)
 {
 	const Vnic__Vmm__Queue *q = c->queues[j];
-	uint16_t base = (uint16_t)q->avail_idx, u, ahead;
+	struct vring *vq = net_queue_vring(w->net, j);
+	uint16_t base = (uint16_t)q->avail_idx, u;
 
 	if (base)
-		vring_set_base(net_queue_vring(w->net, j), base);
+		vring_set_base(vq, base);
 	if (!c->base_from_used_idx || c->restarts != 0)
 		return;
-	/* vhost-user, the NIC's first worker: the guest's used->idx says
-	 * what an earlier back end completed. */
-	u = vring_guest_used_idx(net_queue_vring(w->net, j));
-	ahead = (uint16_t)(u - base);
-	if (u == base)
-		return;
-	if (base == 0) {
-		/* A base of 0 on a ring that has moved is a front end that
-		 * lost track (DPDK virtio-user always sends 0, also when it
-		 * reconnects to a restarted vnicd): resume where the used
-		 * ring says, as DPDK's own back end does. */
-		log_warn("queue %u: base 0 but used->idx %u: resuming at %u", j, u, u);
-		vring_set_base(net_queue_vring(w->net, j), u);
-	} else if (ahead <= q->size) {
-		/* used->idx ahead of the base: the front end read the used
-		 * index (QEMU, when its back end's connection dropped) while
-		 * the back end's worker still completed chains. Those are
-		 * done: resuming at the base would take them again (a TX
-		 * frame out twice, an RX buffer written twice, used->idx
-		 * going back). used->idx can never legitimately pass the
-		 * next avail index. */
-		log_warn("queue %u: base %u but used->idx %u is %u ahead: the front end's base "
-			 "is stale; resuming at %u", j, base, u, ahead, u);
-		vring_set_base(net_queue_vring(w->net, j), u);
+	u = vring_guest_used_idx(vq);
+	if (vring_base_stale(base, u, q->size)) {
+		log_warn("queue %u: base %u but used->idx %u: the front end's base is stale; "
+			 "resuming at %u", j, base, u, u);
+		vring_set_base(vq, u);
 	}
-	/* Behind the base: chains an earlier back end had in flight (the
-	 * front end's word is kept, as SET_VRING_BASE says). */
 }
 
 /* Step 4, second part: every queue on the mapped memory, with its kick
