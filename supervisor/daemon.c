@@ -35,7 +35,8 @@ int daemon_listen_fds(void)
 	if (errno || *end || p != (long)getpid())
 		return 0;
 	n = strtol(fds, &end, 10);
-	if (errno || *end || n < 0 || n > 64)
+	/* Many with the fd store (fdstore.h): every fd of every NIC. */
+	if (errno || *end || n < 0 || n > 1 << 20)
 		return 0;
 	return (int)n;
 }
@@ -127,7 +128,16 @@ static unsigned wait_pidfds(int *fds, unsigned n, uint64_t deadline)
 	return left;
 }
 
-int daemon_wait_orphans(unsigned wait_ms, unsigned *ret_found, unsigned *ret_killed)
+static bool pid_kept(long pid, const pid_t *keep, size_t nkeep)
+{
+	for (size_t i = 0; i < nkeep; i++)
+		if (keep[i] == pid)
+			return true;
+	return false;
+}
+
+int daemon_wait_orphans(unsigned wait_ms, const pid_t *keep, size_t nkeep, unsigned *ret_found,
+			unsigned *ret_killed)
 {
 	int fds[DAEMON_ORPHANS_MAX];
 	unsigned n = 0, left;
@@ -144,7 +154,8 @@ int daemon_wait_orphans(unsigned wait_ms, unsigned *ret_found, unsigned *ret_kil
 		long pid = strtol(e->d_name, &end, 10);
 		int fd;
 
-		if (*end || pid <= 1 || proc_ppid_if(pid, "vnicd-worker") != 1)
+		if (*end || pid <= 1 || pid_kept(pid, keep, nkeep) ||
+		    proc_ppid_if(pid, "vnicd-worker") != 1)
 			continue;
 		fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 		if (fd < 0)

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "log.h"
 
@@ -48,11 +49,14 @@ int daemon_check_privileges(bool sandbox_off, char *err, size_t errlen);
  * vnicd must serve no ring before they are gone, or two workers would run
  * one ring. Wait for them up to wait_ms, then SIGKILL what is left (and
  * wait up to 1 s more). Orphans reparented to a subreaper other than
- * init are not seen. Returns: 0 with how many were found and killed, or a
- * negative errno when /proc cannot be read.
+ * init are not seen. The @nkeep pids in @keep are not waited for (the
+ * workers a restart takes over from the fd store, fdstore.h).
+ * Returns: 0 with how many were found and killed, or a negative errno
+ * when /proc cannot be read.
  */
 #define DAEMON_ORPHANS_MAX 4096
-int daemon_wait_orphans(unsigned wait_ms, unsigned *found, unsigned *killed);
+int daemon_wait_orphans(unsigned wait_ms, const pid_t *keep, size_t nkeep, unsigned *found,
+			unsigned *killed);
 
 /* CAP_NET_ADMIN, which tap backends need (a warning only without it). */
 bool daemon_has_net_admin(void);

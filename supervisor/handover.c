@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "fdstore.h"
 #include "handover_priv.h"
 #include "memtable.h"
 #include "pbconv.h"
@@ -30,7 +31,6 @@
 #include "vhost_user.h"
 #include "workers/stats.h"
 
-#define HANDOVER_MAX_BYTES (256u << 20)
 
 /* This process is an old binary that an upgrade went back to
  * (--handover-rollback): it answers the Upgrade with the failure and does
@@ -176,6 +176,7 @@ static int handover_each_fd(const Vnic__Handover__Handover *m, ho_fd_fn fn, void
 	int rc = fn(m->listen_fd, "control socket", arg);
 
 	rc = rc ? rc : fn(m->old_exe_fd, "old binary", arg);
+	rc = rc ? rc : fn(m->journal_fd > 0 ? m->journal_fd : -1, "fd store journal", arg);
 	for (size_t i = 0; !rc && i < m->n_conns; i++)
 		rc = fn(m->conns[i]->fd, "connection", arg);
 	for (size_t i = 0; !rc && i < m->n_nics; i++) {
@@ -410,6 +411,26 @@ static void close_all_but(const int *keep, size_t n, int also)
 	}
 }
 
+bool handover_from_store(const struct handover *h)
+{
+	return h->from_store;
+}
+
+size_t handover_worker_pids(const struct handover *h, pid_t *pids, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->m->n_nics && n < max; i++)
+		if (h->m->nics[i]->worker_pid > 0)
+			pids[n++] = h->m->nics[i]->worker_pid;
+	return n;
+}
+
+void handover_close_others(const struct handover *h)
+{
+	close_all_but(h->fds, h->nfds, h->memfd);
+}
+
 struct handover *handover_load(int fd, bool close_others, char *err, size_t errlen)
 {
 	struct handover *h = calloc(1, sizeof(*h));
@@ -459,7 +480,7 @@ struct handover *handover_load(int fd, bool close_others, char *err, size_t errl
 	h->fds = fc.v;
 	h->nfds = fc.n;
 	if (close_others)
-		close_all_but(h->fds, h->nfds, fd);
+		handover_close_others(h);
 	return h;
 fail:
 	free(fc.v);
@@ -624,7 +645,7 @@ static Vnic__Handover__Nic *nic_save(struct sup *s, struct ho_arena *a, struct n
 	m->mon_once = n->mon_once;
 	if (n->ops == &vmm_nic_owner) {
 		m->owner_kind = ho_str(a, "vmm");
-		m->owner_conn = ((const struct vmm_conn *)n->owner)->id;
+		m->owner_conn = n->owner ? ((const struct vmm_conn *)n->owner)->id : 0;
 		m->owner_endpoint = ho_str(a, "");
 	} else if (n->ops == &vu_nic_owner) {
 		m->owner_kind = ho_str(a, "vhost-user");
@@ -674,6 +695,8 @@ static int handover_build(struct sup *s, struct ho_arena *a, struct vmm_conn *as
 	m->upgrades = s->upgrades;
 	m->old_exe_fd = old_exe_fd;
 	m->accept_pauses = s->accept_pauses;
+	m->journal_fd = fdstore_journal_fd(s);
+	m->store_generation = fdstore_generation(s);
 	m->conns = (Vnic__Handover__Conn **)ho_array(a, s->nconns);
 	TAILQ_FOREACH(c, &s->conns, link) {
 		Vnic__Handover__Conn *cm = ho_alloc(a, sizeof(*cm));
@@ -701,6 +724,101 @@ static int handover_build(struct sup *s, struct ho_arena *a, struct vmm_conn *as
 	if (vu_handover_save(s, a, m) < 0 || a->oom)
 		return -ENOMEM;
 	return 0;
+}
+
+/* ----------------------------------------------- the fd store's state */
+
+struct handover_snap {
+	struct ho_arena a;
+	Vnic__Handover__Handover m;
+	int *fds;
+	size_t nfds;
+};
+
+void handover_snap_free(struct handover_snap *hs)
+{
+	if (!hs)
+		return;
+	ho_arena_free(&hs->a);
+	free(hs->fds);
+	free(hs);
+}
+
+struct handover_snap *handover_snap_new(struct sup *s, char *err, size_t errlen)
+{
+	struct handover_snap *hs = calloc(1, sizeof(*hs));
+	struct fd_collect fc = { .err = err, .errlen = errlen };
+	const char *why = sup_busy(s, err, errlen);
+
+	if (!hs || why) {
+		if (why && why != err)
+			snprintf(err, errlen, "%s", why);
+		else if (!why)
+			snprintf(err, errlen, "out of memory");
+		free(hs);
+		return NULL;
+	}
+	if (handover_build(s, &hs->a, NULL, 0, -1, &hs->m) < 0) {
+		snprintf(err, errlen, "out of memory");
+		handover_snap_free(hs);
+		return NULL;
+	}
+	/* What changes at every watchdog tick stays out, so that an idle
+	 * vnicd writes nothing: a restored vnicd's watchdog starts afresh
+	 * from the first heartbeat it reads (hb_pid 0 matches no worker). */
+	hs->m.t_begin_ns = 0;
+	for (size_t i = 0; i < hs->m.n_nics; i++) {
+		hs->m.nics[i]->hb_last = 0;
+		hs->m.nics[i]->hb_t_ns = 0;
+		hs->m.nics[i]->hb_pid = 0;
+	}
+	if (handover_each_fd(&hs->m, collect_fd, &fc) < 0) {
+		free(fc.v);
+		handover_snap_free(hs);
+		return NULL;
+	}
+	if (fc.n)
+		qsort(fc.v, fc.n, sizeof(*fc.v), int_cmp);
+	hs->fds = fc.v;
+	hs->nfds = fc.n;
+	return hs;
+}
+
+const int *handover_snap_fds(const struct handover_snap *hs, size_t *n)
+{
+	*n = hs->nfds;
+	return hs->fds;
+}
+
+int handover_snap_aliases(struct handover_snap *hs, const int (*pairs)[2], size_t n)
+{
+	hs->m.fd_aliases = (Vnic__Handover__FdAlias **)ho_array(&hs->a, n);
+	for (size_t i = 0; i < n; i++) {
+		Vnic__Handover__FdAlias *fa = ho_alloc(&hs->a, sizeof(*fa));
+
+		if (!fa)
+			return -ENOMEM;
+		vnic__handover__fd_alias__init(fa);
+		fa->fd = pairs[i][0];
+		fa->same_as = pairs[i][1];
+		hs->m.fd_aliases[i] = fa;
+	}
+	hs->m.n_fd_aliases = n;
+	return hs->a.oom ? -ENOMEM : 0;
+}
+
+uint8_t *handover_snap_pack(struct handover_snap *hs, uint64_t generation, size_t *len)
+{
+	uint8_t *buf;
+
+	hs->m.store_generation = generation;
+	*len = vnic__handover__handover__get_packed_size(&hs->m);
+	buf = malloc(*len ? *len : 1);
+	if (buf && vnic__handover__handover__pack(&hs->m, buf) != *len) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
 }
 
 static int set_cloexec(int fd, const char *what, void *arg)
@@ -856,8 +974,13 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 		snprintf(err, errlen, "busy: %s; ask again", why);
 		return -EBUSY;
 	}
+	/* The store holds every fd and the state from now on: the new
+	 * process finds it whole (fdstore.h). */
+	fdstore_sync(s);
 	exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
 	rc = exe_fd < 0 ? -errno : handover_build(s, &a, asker, req, exe_fd, &m);
+	if (rc == 0)
+		m.stored_fds = fdstore_stored(s, &m.n_stored_fds);
 	if (rc) {
 		snprintf(err, errlen, "building the handover: %s", strerror(-rc));
 		goto out;
@@ -1085,7 +1208,7 @@ int handover_restore(struct sup *s, struct handover *h, char *err, size_t errlen
 	if (rc)
 		snprintf(err, errlen, "fault injection: %s", strerror(-rc));
 	s->next_conn_id = m->next_conn_id;
-	s->upgrades = m->upgrades + !ho_rolled_back;
+	s->upgrades = m->upgrades + (!ho_rolled_back && !h->from_store);
 	s->accept_pauses = m->accept_pauses;
 	for (size_t i = 0; !rc && i < m->n_conns; i++)
 		if (!conn_restore(s, m->conns[i])) {
@@ -1105,7 +1228,7 @@ int handover_restore(struct sup *s, struct handover *h, char *err, size_t errlen
 		rc = -ENOMEM;
 	}
 	free(all);
-	if (rc)
+	if (rc && !h->from_store)
 		handover_rollback(h, err);
 	return rc;
 }
@@ -1134,6 +1257,14 @@ void handover_finish(struct sup *s, struct handover *h)
 					     "the new binary passed its check but could not take over "
 					     "(vnicd's log says why); the old binary serves on, nothing "
 					     "stopped");
+		handover_free(h);
+		return;
+	}
+	if (h->from_store) {
+		log_info("restarted from the fd store (state %llu of vnicd %s): took over %zu "
+			 "connection(s), %zu NIC(s), %zu endpoint(s)",
+			 (unsigned long long)m->store_generation, m->from_version, m->n_conns,
+			 m->n_nics, m->n_endpoints);
 		handover_free(h);
 		return;
 	}

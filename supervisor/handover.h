@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct sup;
 struct vmm_conn;
@@ -41,6 +42,8 @@ struct handover;
 
 /* HANDOVER_FORMAT: what this binary writes; it reads 1 .. this. */
 #define HANDOVER_FORMAT 1u
+/* The largest message a reader takes. */
+#define HANDOVER_MAX_BYTES (256u << 20)
 /* The check child must have finished within this. */
 #define HANDOVER_CHECK_MS 10000
 
@@ -88,6 +91,31 @@ void handover_finish(struct sup *s, struct handover *h);
 /* handover_rollback - exec the old binary with the same handover (after
  * a failure that took nothing over); returns only when that fails. */
 void handover_rollback(const struct handover *h, const char *why);
+
+/* handover_from_store - h is a restart's, from the fd store (fdstore.h). */
+bool handover_from_store(const struct handover *h);
+/* handover_worker_pids - the workers h names, up to max. Returns: how many. */
+size_t handover_worker_pids(const struct handover *h, pid_t *pids, size_t max);
+
+/* handover_close_others - close every fd >= 3 that h does not name (but
+ * its own memfd). */
+void handover_close_others(const struct handover *h);
+
+/*
+ * The fd store's state (fdstore.h): the message as an upgrade would build
+ * it, without the heartbeats. handover_snap_new returns NULL while vnicd
+ * is busy (why in err) or out of memory; handover_snap_fds: every fd it
+ * names, sorted; handover_snap_pack: packed with this generation (malloc,
+ * NULL on out of memory).
+ */
+struct handover_snap;
+struct handover_snap *handover_snap_new(struct sup *s, char *err, size_t errlen);
+const int *handover_snap_fds(const struct handover_snap *hs, size_t *n);
+uint8_t *handover_snap_pack(struct handover_snap *hs, uint64_t generation, size_t *len);
+/* handover_snap_aliases - the fds the store has under another's name:
+ * pairs of {fd, the stored fd it shares its open file with}. */
+int handover_snap_aliases(struct handover_snap *hs, const int (*pairs)[2], size_t n);
+void handover_snap_free(struct handover_snap *hs);
 
 /* handover_free - a handover not restored (the check). */
 void handover_free(struct handover *h);

@@ -35,6 +35,7 @@ struct handover {
 	int memfd;
 	int *fds;          /* every fd the message names, sorted */
 	size_t nfds;
+	bool from_store;   /* a restart's, from systemd's fd store (fdstore.c) */
 };
 
 /* vhost_user_handover.c */

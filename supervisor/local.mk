@@ -32,7 +32,8 @@ supervisor_vnicd_SOURCES = \
 	supervisor/admin.c supervisor/admin.h \
 	supervisor/sdnotify.c supervisor/sdnotify.h \
 	supervisor/handover.c supervisor/handover.h supervisor/handover_priv.h \
-	supervisor/vhost_user_handover.c
+	supervisor/vhost_user_handover.c \
+	supervisor/fdstore.c supervisor/fdstore.h
 supervisor_vnicd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVNICD_WORKER_PATH='"$(pkglibexecdir)/vnicd-worker"'
 supervisor_vnicd_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBSYSTEMD_CFLAGS)

@@ -5,6 +5,7 @@
  *   vnicd [--socket PATH] [--foreground] [--group NAME]
  *         [--log-level error|warn|info|debug] [--worker PATH]
  *         [--user USER] [--sandbox=on|off] [--restart-max N] [--inflight=on|off]
+ *         [--fd-store] ...
  *
  * Order at start: parse options -> bind the control socket (mode 0660,
  * group --group) -> daemonize unless --foreground (the parent exits once
@@ -35,6 +36,7 @@
 
 #include "daemon.h"
 #include "fault.h"
+#include "fdstore.h"
 #include "handover.h"
 #include "sdnotify.h"
 #include "supervisor.h"
@@ -54,7 +56,7 @@ static void usage(FILE *f)
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
 		"             [--inflight=on|off] [--state-dir DIR] [--print-capabilities]\n"
 		"             [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
-		"             [--max-queue-pairs N]\n"
+		"             [--max-queue-pairs N] [--fd-store]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
@@ -75,6 +77,9 @@ static void usage(FILE *f)
 		"  --state-dir DIR   vhost-user endpoints are saved there and re-created at start\n"
 		"                    (default: \"endpoints\" beside the socket; \"\": not saved)\n"
 		"  --print-capabilities  vhost-user back-end capabilities (JSON), then exit\n"
+		"  --fd-store        under systemd (FileDescriptorStoreMax=): keep every fd\n"
+		"                    and the state in systemd's fd store, so that a vnicd\n"
+		"                    restarted after a crash takes over with nothing stopped\n"
 		"  --config PATH     configuration file, read at start and on SIGHUP\n"
 		"                    (default %s when it exists)\n"
 		"  --version         print the version and exit\n",
@@ -355,6 +360,7 @@ struct sup_args {
 	uint32_t range_first, range_count;
 	bool have_range;
 	bool handover_check;      /* --handover-check: check the handover, exit */
+	bool fd_store;            /* --fd-store (fdstore.h) */
 };
 
 static int opt_group(struct sup *s, const char *name)
@@ -467,6 +473,7 @@ static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
 	case 'V': return vnic_print_version("vnicd");
 	case 'H': break; /* --handover-fd: read by main before anything */
 	case 'K': a->handover_check = true; break;
+	case 'F': a->fd_store = true; break;
 	default: usage(stderr); return 2;
 	}
 	return SUP_GO_ON;
@@ -492,6 +499,7 @@ static int parse_args(int argc, char **argv, struct sup *s, struct sup_args *a)
 		{ "config", required_argument, NULL, 'C' },
 		{ "uid-range", required_argument, NULL, 'U' },
 		{ "max-queue-pairs", required_argument, NULL, 'Q' },
+		{ "fd-store", no_argument, NULL, 'F' },
 		/* Upgrade in place (handover.h): given by vnicd to itself. */
 		{ "handover-fd", required_argument, NULL, 'H' },
 		{ "handover-check", no_argument, NULL, 'K' },
@@ -665,7 +673,13 @@ static int main_handover(struct sup *s, const struct sup_args *a, struct handove
 		log_init("vnicd", log_get_level(), true);
 	events_setup(s);
 	if (handover_restore(s, h, err, sizeof(err)) < 0) {
-		log_error("upgrade: cannot take over: %s", err);
+		if (handover_from_store(h)) {
+			log_error("fd store: cannot take over: %s; the store is released, the next "
+				  "start begins afresh", err);
+			fdstore_abandon(h);
+		} else {
+			log_error("upgrade: cannot take over: %s", err);
+		}
 		return 1;
 	}
 	return 0;
@@ -717,6 +731,14 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&s.conns);
 	TAILQ_INIT(&s.nics);
 	log_init("vnicd", a.level, false);
+	if (hfd < 0) {
+		/* vnicd died and systemd restarted it: its fd store, if any. */
+		bool store = false;
+
+		for (int i = 1; i < argc; i++)
+			store |= !strcmp(argv[i], "--fd-store");
+		h = fdstore_take(&nlisten, store);
+	}
 
 	rc = parse_args(argc, argv, &s, &a);
 	if (rc == SUP_GO_ON)
@@ -744,6 +766,15 @@ int main(int argc, char **argv)
 	sigaddset(&stop_sigs, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stop_sigs, NULL);
 	if (h) {
+		if (handover_from_store(h)) {
+			/* Workers of the dead vnicd that the state does not
+			 * name (started after it was stored) must end first. */
+			pid_t keep[SUP_MAX_NICS];
+			size_t nkeep = handover_worker_pids(h, keep, SUP_MAX_NICS);
+			unsigned found, killed;
+
+			daemon_wait_orphans(SUP_ORPHAN_WAIT_MS, keep, nkeep, &found, &killed);
+		}
 		if (main_handover(&s, &a, h))
 			return 1;
 	} else {
@@ -752,21 +783,32 @@ int main(int argc, char **argv)
 		/* Before the socket accepts: a VMM's AddNic or a front end's
 		 * rings must not reach a worker while an earlier vnicd's
 		 * worker still runs them. */
-		daemon_wait_orphans(SUP_ORPHAN_WAIT_MS, &found, &killed);
+		daemon_wait_orphans(SUP_ORPHAN_WAIT_MS, NULL, 0, &found, &killed);
 		if (open_listener(&s, nlisten, a.foreground) < 0)
 			return 1;
 		events_setup(&s);
 	}
 	sigprocmask(SIG_UNBLOCK, &stop_sigs, NULL);
 
-	if (h)
+	if (a.fd_store)
+		fdstore_setup(&s, h);
+	if (h) {
+		bool from_store = handover_from_store(h);
+
 		handover_finish(&s, h);
-	else
+		if (from_store)
+			fdstore_adopted(&s);
+	} else {
 		vu_init(&s);
+	}
 	sdnotify_ready(&s);
-	event_base_dispatch(s.base);
+	/* One turn at a time: after each, the fd store follows the state. */
+	while (event_base_loop(s.base, EVLOOP_ONCE) == 0 && !event_base_got_break(s.base) &&
+	       !event_base_got_exit(s.base))
+		fdstore_sync(&s);
 
 	sup_cleanup(&s);
+	fdstore_release(&s);
 	log_info("exit");
 	return 0;
 }

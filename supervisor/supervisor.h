@@ -406,6 +406,9 @@ struct sup {
 	int (*upgrade)(struct sup *s, struct vmm_conn *c, uint64_t request_id, char *err,
 		       size_t errlen);
 	unsigned upgrades;
+	/* vnicd is about to read from this connection or worker channel
+	 * (NULL: nobody asks); the fd store's journal (fdstore.h). */
+	void (*on_read)(struct sup *s, int fd);
 #ifdef VNIC_FAULT_INJECTION
 	/* VNIC_FAULT's worker entries, for the first launch of each worker
 	 * (of fault_nic only, when set); see common/fault.h. */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,8 +152,23 @@ int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
-	if (waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0)
-		return -errno;
+	if (waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0) {
+		struct pollfd p = { .fd = w->pidfd, .events = POLLIN };
+
+		if (errno != ECHILD)
+			return -errno;
+		/* A worker of an earlier vnicd, taken over from the fd store
+		 * (fdstore.h): not our child, so its exit status went to
+		 * whoever reaped it (systemd). The pidfd says it ended. */
+		if (poll(&p, 1, block ? -1 : 0) <= 0)
+			return 0;
+		memset(ret, 0, sizeof(*ret));
+		ret->failed = true;
+		snprintf(ret->desc, sizeof(ret->desc),
+			 "ended (a worker of the previous vnicd: its exit status went to its "
+			 "new parent)");
+		return 1;
+	}
 	if (si.si_pid == 0)
 		return 0;
 	memset(ret, 0, sizeof(*ret));

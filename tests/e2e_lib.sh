@@ -131,6 +131,16 @@ e2e_start_vnicd() {
 	e2e_wait_for 10 "vnicd's socket" e2e_vnicd_up
 }
 
+# e2e_workers - "id pair pid restarts state" per queue pair of every NIC
+# of our vnicd, sorted.
+e2e_workers() {
+	"$VNICCTL" --socket "$E2E_SOCK" --json status | python3 -c '
+import json, sys
+for n in json.load(sys.stdin)["nics"]:
+    for p in n["pairs"]:
+        print(n["id"], p["pair"], p["pid"], p["restarts"], p["state"])' | sort
+}
+
 # e2e_netns_add - a private network namespace, removed by the EXIT trap.
 e2e_netns_add() {
 	E2E_NETNS=vnice2e$$

@@ -196,8 +196,8 @@ TESTS += tests/lifecycle.sh tests/lifecycle_afpacket.sh tests/vnicd_crash.sh
 endif
 # Upgrade in place (issue 16): vnicd replaced under traffic, in every build;
 # bad handovers refused before anything is taken over.
-dist_check_SCRIPTS += tests/upgrade.sh tests/handover_check.sh
-TESTS += tests/upgrade.sh tests/handover_check.sh
+dist_check_SCRIPTS += tests/upgrade.sh tests/handover_check.sh tests/fdstore.sh
+TESTS += tests/upgrade.sh tests/handover_check.sh tests/fdstore.sh
 
 # Administration (issue 10): versions, vnicctl as an operator's tool.
 dist_check_SCRIPTS += tests/admin_cli.sh tests/admin_daemon.sh tests/admin_systemd.sh tests/admin_uid.sh tests/admin_scale.sh

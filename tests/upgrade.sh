@@ -50,14 +50,7 @@ exe_inode() { stat -L -c %i "/proc/$VNICD_PID/exe"; }
 fds() { ls "/proc/$VNICD_PID/fd" | wc -l; }
 # fd_list FILE: vnicd's fds and what each is, for the message of a failure.
 fd_list() { for f in /proc/"$VNICD_PID"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n >"$1"; }
-# workers: "id pair pid restarts" per queue pair, sorted.
-workers() {
-	ctl --json status | python3 -c '
-import json, sys
-for n in json.load(sys.stdin)["nics"]:
-    for p in n["pairs"]:
-        print(n["id"], p["pair"], p["pid"], p["restarts"], p["state"])' | sort
-}
+workers() { e2e_workers; }
 json_field() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 # --- under traffic --------------------------------------------------------

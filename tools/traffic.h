@@ -196,6 +196,9 @@ struct tr_run {
 extern volatile sig_atomic_t tr_stop;
 
 /* traffic_run.c */
+/* tr_worker_gone - the worker process pid has ended: no such process, or
+ * a zombie (which holds no fd and no memory any more). */
+bool tr_worker_gone(pid_t pid);
 void tr_fail(struct tr_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double tr_cpu_seconds(pid_t pid);
 bool tr_sending(const struct tr_run *r, uint64_t now);

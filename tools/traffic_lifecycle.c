@@ -94,11 +94,6 @@ static void tr_retire(struct tr_run *r, struct tr_nic *n)
 	}
 }
 
-static bool tr_pid_gone(pid_t pid)
-{
-	return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
-}
-
 /* RemoveNic on NIC 0 (lanes n[0 .. npairs), one per queue pair) while the
  * others run. */
 static void tr_unplug(struct tr_run *r, struct tr_nic *n)
@@ -126,12 +121,12 @@ static void tr_unplug(struct tr_run *r, struct tr_nic *n)
 			(t1 - t0) / 1e6, r->remove_deadline_ms + 1000);
 	/* The promise: the reply comes after every pair's worker was reaped. */
 	for (unsigned k = 0; k < n->npairs; k++)
-		if (!tr_pid_gone(n[k].pid))
+		if (!tr_worker_gone(n[k].pid))
 			tr_fail(r, "RemoveNic %s replied while the worker of pair %u, pid %d, still "
 				   "exists", n->id, k, (int)n[k].pid);
 	printf("UNPLUG nic=%s status=%s latency_ms=%.3f reply_latency_ms=%.3f worker_pid=%d "
 	       "gone=%s pairs=%u\n", n->id, rc ? "DEADLINE_EXCEEDED" : "OK", (t1 - t0) / 1e6,
-	       res.unplug_latency_us / 1000.0, (int)n->pid, tr_pid_gone(n->pid) ? "yes" : "NO",
+	       res.unplug_latency_us / 1000.0, (int)n->pid, tr_worker_gone(n->pid) ? "yes" : "NO",
 	       n->npairs);
 	for (unsigned q = 0; q < res.nqueues; q++) {
 		const struct vnic_queue_index *qi = &res.queues[q];
@@ -195,7 +190,7 @@ static void tr_disconnect_poll(struct tr_run *r, struct tr_nic *n)
 
 	if (!n->disc_wait)
 		return;
-	if (tr_pid_gone(n->pid)) {
+	if (tr_worker_gone(n->pid)) {
 		n->disc_wait = false;
 		printf("DISCONNECT nic=%s teardown_ms=%.3f worker_pid=%d gone=yes\n", n->id,
 		       (now - n->disc_ns) / 1e6, (int)n->pid);

@@ -23,6 +23,32 @@
 #include "libvnic.h"
 #include "traffic.h"
 
+bool tr_worker_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t len;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	if (kill(pid, 0) < 0)
+		return errno == ESRCH;
+	/* A zombie has let go of every fd and all its memory: only its exit
+	 * status waits for its parent, which is not vnicd when vnicd took
+	 * the worker over from systemd's fd store. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	buf[len] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 volatile sig_atomic_t tr_stop;
 
 static void tr_on_signal(int sig)
@@ -569,7 +595,7 @@ static void tr_remove_all(struct tr_run *r)
 			continue;
 		}
 		for (unsigned k = 0; k < n->npairs; k++)
-			if (n[k].pid > 0 && (kill(n[k].pid, 0) == 0 || errno != ESRCH)) {
+			if (n[k].pid > 0 && !tr_worker_gone(n[k].pid)) {
 				tr_fail(r, "RemoveNic %s replied while the worker of pair %u, pid %d, "
 					   "still exists", n->id, k, (int)n[k].pid);
 				alive = true;
