@@ -13,7 +13,10 @@ Then, server mode with two queue pairs (queues=2, --rxq=2 --txq=2; issue
 15): txonly moves vnicd's tx0 and tx1, and datagrams to 64 ports (64 flows
 the multi-queue tap hashes over its queues) move rx0 and rx1; all of it
 after an upgrade in place (issue 16) with both pairs' workers running,
-which must keep both workers (the same pids, no restart).
+which must keep both workers (the same pids, no restart). Last, client
+mode with vnicd under a systemd of its own with --fd-store: txonly while
+vnicd is SIGKILLed 3 times; the same worker and connection, and the tap
+receives exactly what testpmd sent (issue 16).
 VNIC_QEMU_BACKEND=testpmd runs the same on DPDK net_vhost <-> net_tap;
 VNIC_QEMU_BACKEND=vnicd-afp (tests/dpdk_virtio_user_afpacket.sh, issue 17)
 on vnicd endpoints bound with AF_PACKET to one end of a veth pair, the
@@ -159,6 +162,51 @@ def one_mode(mode, kind, builddir, ns, queues=1):
     b.close()
 
 
+def fd_store_kills(builddir, ns, kills=3):
+    """Client mode with vnicd under a systemd of its own with --fd-store
+    (issue 16): testpmd's txonly runs while vnicd is SIGKILLed `kills`
+    times and systemd starts it again. The endpoint's worker and testpmd's
+    connection live through it (the same worker pid, no restart, no
+    reconnect), and the tap received exactly the frames testpmd sent: none
+    lost, none twice."""
+    d = vmlib.tmpdir()
+    sock = os.path.join(d, "vhost.sock")
+    b = backends.VnicdBackend(builddir, ns, sock, "client", nic_id="dfs", tap="dvfs",
+                              workdir=d, fd_store=True)
+    fe = front_end(sock, "client", d)
+    vmlib.wait_for("testpmd's socket", 30, lambda: os.path.exists(sock))
+    b.after_qemu()
+    fe.wait_log(r"testpmd> ", 60, "testpmd's prompt")
+    b.wait_running()
+    host = b.tap
+    ns.run("sysctl -qw net.ipv6.conf.%s.disable_ipv6=1" % host, check=False)
+    ns.addr(host, "198.18.5.1/24")
+    w0, c0 = pair_workers(b), b.nic()["vhost_user"]["connects"]
+    fe.cmd("set fwd txonly")
+    rx0 = ns.dev_counters(host)[1]
+    fe.cmd("start")
+    pids = []
+    for _ in range(kills):
+        time.sleep(0.7)
+        pids.append(b.restart_vnicd())
+    time.sleep(0.7)
+    fe.cmd("stop")
+    time.sleep(0.5)
+    sent = fe.stats()[0]["tx"]
+    got = ns.dev_counters(host)[1] - rx0
+    w1, c1 = pair_workers(b), b.nic()["vhost_user"]["connects"]
+    log("fd store: %d SIGKILLs of vnicd (pids %s) under txonly: testpmd sent %d, the tap "
+        "received %d; workers %s -> %s, connects %d -> %d" % (kills, pids, sent, got, w0, w1,
+                                                               c0, c1))
+    if w0 != w1 or c0 != c1:
+        raise Fail("the worker or the connection did not live through vnicd's deaths")
+    if sent < 1000 or got != sent:
+        raise Fail("%d frames sent, %d reached the tap: not every frame exactly once" %
+                   (sent, got))
+    fe.kill()
+    b.close()
+
+
 def main():
     vmlib.need_root()
     vmlib.need_testpmd()
@@ -171,6 +219,7 @@ def main():
         one_mode(mode, kind, builddir, ns)
     if kind == "vnicd":  # (testpmd here and AF_PACKET have one queue pair)
         one_mode("server", kind, builddir, ns, queues=2)
+        fd_store_kills(builddir, ns)
     log("PASS (%s): virtio-user both ways in server and client mode%s" %
         (kind, ", and with two queue pairs" if kind == "vnicd" else ""))
 

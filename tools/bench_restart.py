@@ -11,6 +11,13 @@ one iperf3 stream runs host -> guest for 6 s; 1.5 s in, one event:
   sigkill   vnicd SIGKILLed and started again (client mode: vnicd
             reconnects; server mode: QEMU does, reconnect=1)
 
+--fd-store adds vnicd run by a systemd of its own (pid 1 of a private pid
+namespace) with --fd-store (backend "vnicd-fds"): there sigkill is
+systemctl kill -s KILL, and systemd starts vnicd again, which takes over
+from the fd store; and two more events, "systemctl reload" (ExecReload=:
+vnicctl upgrade) and "systemctl restart" (SIGTERM: every worker stopped,
+the store emptied, a fresh vnicd).
+
 --runs rounds of the three, in that order.  --testpmd adds DPDK testpmd
 (net_vhost <-> net_tap, the anchor) stopped and started again under the
 same pings.  Per mode and event: pings lost and the worst gap between two
@@ -58,27 +65,36 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--modes", default="client,server")
     ap.add_argument("--testpmd", action="store_true")
+    ap.add_argument("--fd-store", action="store_true",
+                    help="also vnicd under systemd with --fd-store (SIGKILL: systemd restarts "
+                         "it and it takes over from the store)")
     a = ap.parse_args()
     os.environ["VNIC_TOP_BUILDDIR"] = os.path.abspath(a.builddir)
     print("load average at start: %s" % open("/proc/loadavg").read().split()[:3])
     res = {}
     for mode in a.modes.split(","):
         res[("vnicd", mode)] = rounds("vnicd", mode, ("none", "upgrade", "sigkill"), a.runs)
+    if a.fd_store:
+        os.environ["VNIC_VNICD_FDSTORE"] = "1"
+        for mode in a.modes.split(","):
+            res[("vnicd-fds", mode)] = rounds("vnicd", mode, ("none", "sigkill", "systemctl reload",
+                                                              "systemctl restart"), a.runs)
+        del os.environ["VNIC_VNICD_FDSTORE"]
     if a.testpmd:
         res[("testpmd", "server")] = rounds("testpmd", "server", ("none", "restart"), a.runs)
     print("load average at end: %s" % open("/proc/loadavg").read().split()[:3])
-    print("%-8s %-7s %-8s %5s %-14s %-16s %-12s %s" % ("backend", "mode", "event", "runs",
+    print("%-9s %-7s %-17s %5s %-14s %-16s %-12s %s" % ("backend", "mode", "event", "runs",
                                                      "lost min/med/max", "gap ms min/med/max",
                                                      "iperf3 alive", "event ms min/med/max"))
     for (kind, mode), evs in res.items():
         for e, rs in evs.items():
-            print("%-8s %-7s %-8s %5d %-14s %-16s %-12s %s" % (
+            print("%-9s %-7s %-17s %5d %-14s %-16s %-12s %s" % (
                 kind, mode, e, len(rs), mmm([r["lost"] for r in rs]),
                 mmm([r["gap_ms"] for r in rs]),
                 "%d/%d" % (sum(r["iperf3_bytes"] is not None for r in rs), len(rs)),
                 mmm([m for r in rs for m in r["event_ms"]])))
             print("RESULT restart backend=%s mode=%s event=%s lost=%s gap_ms=%s dup=%d" % (
-                kind, mode, e, ",".join(str(r["lost"]) for r in rs),
+                kind, mode, e.replace(" ", "-"), ",".join(str(r["lost"]) for r in rs),
                 ",".join("%.1f" % r["gap_ms"] for r in rs), sum(r["dup"] for r in rs)))
 
 

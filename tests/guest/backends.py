@@ -24,8 +24,12 @@ class VnicdBackend:
 
     def __init__(self, builddir, netns, sock, mode, nic_id="q0", tap="vq0", mtu=None,
                  workdir=None, policy=None, log_level=None, policy_opts=None,
-                 af_packet=False):
-        self.v = vmlib.Vnicd(builddir, workdir)
+                 af_packet=False, fd_store=None):
+        # fd_store: vnicd under a systemd of its own with --fd-store
+        # (vmlib.SystemdVnicd); default: $VNIC_VNICD_FDSTORE=1.
+        if fd_store is None:
+            fd_store = os.environ.get("VNIC_VNICD_FDSTORE") == "1"
+        self.v = (vmlib.SystemdVnicd if fd_store else vmlib.Vnicd)(builddir, workdir)
         self.ns, self.sock, self.mode = netns, sock, mode
         self.id, self.tap, self.mtu, self.policy = nic_id, tap, mtu, policy
         # vnicctl set-policy options once the NIC runs: {"rx-irq-us": 200, ...}
@@ -80,7 +84,10 @@ class VnicdBackend:
         return vmlib.tree_cpu(self.v.proc.pid) if self.v.proc else 0.0
 
     def restart_vnicd(self, sig=signal.SIGKILL):
-        """Stop vnicd with sig and start it again on the same socket."""
+        """Stop vnicd with sig and start it again on the same socket
+        (under systemd with the fd store: SIGKILL, and systemd starts it)."""
+        if getattr(self.v, "fd_store", False) and sig == signal.SIGKILL:
+            return self.v.crash()
         self.v.stop(sig)
         self.v.start()
 

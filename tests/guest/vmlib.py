@@ -1260,3 +1260,129 @@ class Vnicd:
                 kill_tree(self.proc, 1)
         self.proc = None
         self.logf.close()
+
+
+class SystemdVnicd(Vnicd):
+    """vnicd as systemd runs it with --fd-store (issue 16): a real systemd
+    as pid 1 of a private pid and mount namespace (this machine's pid 1 is
+    not systemd), vnicd a Type=notify service with FileDescriptorStoreMax=,
+    Restart=on-failure and KillMode=process. The namespace shares the
+    machine's network and files: vnicd puts its taps in the harness's
+    namespaces and reaches QEMU's sockets. Only our units exist, with
+    DefaultDependencies=no, and everything of a boot is masked (no
+    sysinit.target, udevd, journald or tmpfiles: a systemd-tmpfiles --boot
+    would empty the machine's /tmp); /run and /tmp are tmpfs of its own
+    with the machine's /run/netns and our work directory (vnicd's files
+    and QEMU's sockets) bound in."""
+    fd_store = True
+    SYSTEMD = "/lib/systemd/systemd"
+    MASKED = ("sysinit.target", "basic.target", "sockets.target", "timers.target",
+              "paths.target", "local-fs.target", "systemd-tmpfiles-setup.service",
+              "systemd-tmpfiles-setup-dev.service", "systemd-tmpfiles-clean.timer",
+              "systemd-udevd.service", "systemd-journald.service", "systemd-journald.socket",
+              "tmp.mount")
+
+    def sd(self, *args, check=True, timeout=30):
+        r = subprocess.run(["nsenter", "-t", str(self.init_pid), "-p", "-m"] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise Fail("%s: rc %d: %s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def main_pid(self):
+        return int(self.sd("systemctl", "show", "-p", "MainPID", "--value", "vnicd").stdout
+                   .strip() or 0)
+
+    def start(self, extra=()):
+        if not os.access(self.SYSTEMD, os.X_OK) or not shutil.which("unshare") or \
+                not shutil.which("nsenter"):
+            skip("no systemd (%s), unshare or nsenter" % self.SYSTEMD)
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+        if not getattr(self, "exe", None):
+            self.install()
+        self.logf = open(self.log_path, "a")
+        env = " ".join("%s=%s" % kv for kv in (self.env or {}).items())
+        argv = [self.exe, "--socket", self.sock, "--foreground", "--worker",
+                os.path.join(self.b, "workers/vnicd-worker"), "--fd-store"] + list(extra)
+        units = os.path.join(self.dir, "units")
+        os.makedirs(units, exist_ok=True)
+        with open(os.path.join(units, "vnictest.target"), "w") as f:
+            f.write("[Unit]\nDescription=vnicd under test\nDefaultDependencies=no\n")
+        with open(os.path.join(units, "vnicd.service"), "w") as f:
+            f.write("[Unit]\nDefaultDependencies=no\n[Service]\nType=notify\n"
+                    "ExecStart=%s\nExecReload=%s --socket %s upgrade --wait 30\n"
+                    "Restart=on-failure\nRestartSec=100ms\nKillMode=process\n"
+                    "FileDescriptorStoreMax=16384\nLimitNOFILE=65536\n%s"
+                    "StandardOutput=append:%s\nStandardError=append:%s\n"
+                    % (" ".join(argv), os.path.join(self.b, "tools/vnicctl"), self.sock,
+                       "Environment=%s\n" % env if env else "", self.log_path, self.log_path))
+        boot = os.path.join(self.dir, "boot.sh")
+        with open(boot, "w") as f:
+            # /run a tmpfs of its own (else systemd mounts one over it,
+            # finds none of our units and boots into rescue.target with
+            # all of sysinit), with the machine's /run/netns bound in;
+            # /tmp a tmpfs of its own with only our directory bound in.
+            f.write("set -e\nD=%s\nmkdir -p $D/host-run\nmount --rbind /run $D/host-run\n"
+                    "mount -t tmpfs tmpfs /run\nmkdir -p /run/netns /run/systemd/system "
+                    "/run/harness\n"
+                    "[ -d $D/host-run/netns ] && mount --rbind $D/host-run/netns /run/netns\n"
+                    "mount --bind $D /run/harness\nmount -t tmpfs tmpfs /tmp\nmkdir -p $D\n"
+                    "mount --bind /run/harness $D\n" % self.dir +
+                    "".join("ln -s /dev/null /run/systemd/system/%s\n" % u for u in self.MASKED) +
+                    "cp %s/* /run/systemd/system/\n"
+                    "exec %s --system --unit=vnictest.target --log-level=warning\n"
+                    % (units, self.SYSTEMD))
+        self.proc = subprocess.Popen(["unshare", "--kill-child", "--pid", "--fork", "--mount",
+                                      "--mount-proc", "--propagation", "slave", "--cgroup",
+                                      "--uts", "--ipc", "bash", boot],
+                                     stdin=subprocess.DEVNULL, stdout=self.logf,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        on_exit(self.stop)
+        evidence("a vnicd's log", self.log_path)
+
+        def booted():
+            self._alive()
+            kids = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                                  text=True).stdout.split()
+            if not kids:
+                return False
+            self.init_pid = int(kids[0])
+            st = self.sd("systemctl", "is-system-running", check=False).stdout.strip()
+            return st in ("running", "degraded")
+        wait_for("systemd in its namespace", 20, booted, 0.1)
+        self.sd("systemctl", "start", "vnicd", timeout=60)
+        wait_for("vnicd's socket", 10, lambda: self._alive() and os.path.exists(self.sock))
+        return self
+
+    def crash(self):
+        """SIGKILL vnicd; systemd starts it again and it takes over from
+        the fd store. Returns vnicd's pids (in the namespace) before and
+        after."""
+        p0 = self.main_pid()
+        self.sd("systemctl", "kill", "-s", "KILL", "--kill-who=main", "vnicd")
+
+        def back():
+            p = self.main_pid()
+            return p not in (0, p0) and self.ctl_raw("status").returncode == 0 and p
+        return p0, wait_for("vnicd restarted by systemd", 20, back, 0.02)
+
+    def systemctl(self, verb):
+        """systemctl restart or reload vnicd (reload: ExecReload=, an
+        upgrade in place of the binary installed again first); waits
+        until vnicd answers again."""
+        if verb == "reload":
+            self.install()
+        self.sd("systemctl", verb, "vnicd", timeout=60)
+        return wait_for("vnicd after systemctl %s" % verb, 20,
+                        lambda: self.ctl_raw("status").returncode == 0, 0.02)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            if sig == signal.SIGTERM:
+                self.sd("systemctl", "stop", "vnicd", check=False, timeout=60)
+            kill_tree(self.proc, 1)
+        self.proc = None
+        self.logf.close()
