@@ -311,21 +311,24 @@ struct handover *fdstore_take(int *nlisten, bool enabled)
 		goto out;
 	}
 	log_warn("fd store: %d stored fd(s) released, starting afresh: %s", nours, err);
-	for (size_t k = 0; bm && st.passed && k < bm->n_fd_aliases; k++) {
-		int a = bm->fd_aliases[k]->fd;
-
-		if (a >= 3 && a < hi)
-			close(a); /* placed ones and nothing else: [3, hi) held no other */
+	/* Ours go (what was put back in [3, hi) too: nothing else is
+	 * there), then the socket unit's move down to 3... */
+	if (st.passed)
+		syscall(SYS_close_range, 3u, (unsigned)hi - 1, 0u);
+	for (int i = 0; i < n; i++) {
+		if (kind[i] == K_SOCKET_UNIT)
+			continue;
+		remove_name(name[i]);
+		if (fd[i] >= hi)
+			close(fd[i]);
+		fd[i] = -1;
 	}
 	for (int i = 0; i < n; i++) {
-		if (kind[i] == K_SOCKET_UNIT) {
-			if (fd[i] >= 0 && dup2(fd[i], 3 + nsock) >= 0)
-				nsock++;
-		} else {
-			remove_name(name[i]);
-		}
-		if (fd[i] >= 0 && !(kind[i] == K_SOCKET_UNIT && fd[i] == 3 + nsock - 1))
-			close(fd[i]);
+		if (kind[i] != K_SOCKET_UNIT || fd[i] < 0)
+			continue;
+		if (dup2(fd[i], 3 + nsock) >= 0)
+			nsock++;
+		close(fd[i]);
 	}
 	*nlisten = nsock;
 	free(st.passed);
@@ -620,7 +623,7 @@ void fdstore_sync(struct sup *s)
 	st.j->n = 0; /* the stored state has everything read so far */
 }
 
-void fdstore_read(struct sup *s, int fd)
+void fdstore_note(struct sup *s, int fd)
 {
 	struct journal *j = st.j;
 
@@ -684,7 +687,7 @@ int fdstore_setup(struct sup *s, const struct handover *h)
 	st.passed = NULL;
 	st.npassed = 0;
 	st.on = true;
-	s->on_read = fdstore_read;
+	s->on_io = fdstore_note;
 	log_info("fd store: on (state %llu, %zu fds stored)", (unsigned long long)st.gen, st.n);
 	return 0;
 }

@@ -24,12 +24,13 @@
  *     clear the journal
  *
  * The journal: a memfd (named in the message, so stored too) that lists
- * the connections and worker channels vnicd has read from since the
- * stored state was written. Input read and acted on is gone from the
- * socket but not in the state; so a restarted vnicd shuts those
+ * the connections and worker channels vnicd has read from, and the worker
+ * channels it has sent to, since the stored state was written. Input read
+ * and acted on is gone from the socket, and a request sent is in the
+ * worker, but neither is in the state; so a restarted vnicd shuts those
  * connections down (the front end reconnects, the VMM sees its
  * connection end, the worker stops and is restarted exactly once) rather
- * than resume from a state that misses what they said.
+ * than resume from a state that misses what was said.
  *
  * When the store holds something vnicd cannot take over (no state, a
  * state whose fds are not all there, a journal that overflowed,
@@ -77,8 +78,9 @@ void fdstore_adopted(struct sup *s);
  * exec): the store follows the state. */
 void fdstore_sync(struct sup *s);
 
-/* fdstore_read - vnicd is about to read from connection or channel fd. */
-void fdstore_read(struct sup *s, int fd);
+/* fdstore_note - vnicd is about to read from connection or channel fd, or
+ * to send to a worker on its channel fd (sup_note_io). */
+void fdstore_note(struct sup *s, int fd);
 
 /* fdstore_release - at a clean exit: the store is emptied. */
 void fdstore_release(struct sup *s);

@@ -975,8 +975,12 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 		return -EBUSY;
 	}
 	/* The store holds every fd and the state from now on: the new
-	 * process finds it whole (fdstore.h). */
+	 * process finds it whole (fdstore.h). The asker waits for an
+	 * answer the state does not promise: should vnicd die before the
+	 * new process stored its own, the asker's connection is shut down. */
 	fdstore_sync(s);
+	if (asker)
+		sup_note_io(s, asker->fd);
 	exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
 	rc = exe_fd < 0 ? -errno : handover_build(s, &a, asker, req, exe_fd, &m);
 	if (rc == 0)

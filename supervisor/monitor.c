@@ -244,8 +244,7 @@ void monitor_ctrl_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct nic *n = arg;
 
-	if (n->sup->on_read)
-		n->sup->on_read(n->sup, fd);
+	sup_note_io(n->sup, fd);
 	/* Bit per row: which ONCE rows were seen. Kept in the NIC flags. */
 	for (int budget = 0; budget < 16 && n->ev_ctrl; budget++) {
 		Vnic__Worker__WorkerMessage *m = NULL;

@@ -1004,6 +1004,7 @@ void nic_stop(struct nic *n, uint32_t deadline_ms, const char *why)
 	vnic__worker__stop__init(&stop);
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_STOP;
 	m.stop = &stop;
+	sup_note_io(n->sup, n->w.ctrl_fd);
 	rc = wire_worker_send(n->w.ctrl_fd, &m, NULL, 0);
 	if (rc) {
 		log_warn("nic %s: cannot send Stop (%s): killing the worker", n->id, strerror(-rc));
@@ -1166,6 +1167,7 @@ int nic_set_policy(struct nic *n, const struct vnic_policy *p, uint64_t req,
 	wsp.policy = &pol;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_POLICY;
 	m.set_policy = &wsp;
+	sup_note_io(n->sup, n->w.ctrl_fd);
 	rc = wire_worker_send(n->w.ctrl_fd, &m, NULL, 0);
 	if (rc) {
 		snprintf(err, errlen, "nic %s: cannot reach the worker: %s", n->id, strerror(-rc));
@@ -1196,6 +1198,7 @@ static int nic_send_dirty_log(struct nic *n)
 	sdl.offset = fd >= 0 ? n->log_offset : 0;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_DIRTY_LOG;
 	m.set_dirty_log = &sdl;
+	sup_note_io(n->sup, n->w.ctrl_fd);
 	rc = wire_worker_send(n->w.ctrl_fd, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 	if (rc) {
 		/* The worker is gone or going: its death resolves the change
@@ -1272,6 +1275,7 @@ static int nic_send_call_fd(struct nic *n)
 	scf.queue = n->call_queue;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD;
 	m.set_call_fd = &scf;
+	sup_note_io(n->sup, n->w.ctrl_fd);
 	rc = wire_worker_send(n->w.ctrl_fd, &m, &fd, 1);
 	if (rc) {
 		/* The worker is gone or going: the next worker's Config
@@ -1348,6 +1352,7 @@ int nic_worker_ready(struct nic *n, bool sandboxed)
 	vnic__worker__start__init(&start);
 	start_m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_START;
 	start_m.start = &start;
+	sup_note_io(n->sup, n->w.ctrl_fd);
 	rc = wire_worker_send(n->w.ctrl_fd, &start_m, NULL, 0);
 	if (rc) {
 		snprintf(n->last_error, sizeof(n->last_error), "cannot send Start: %s",

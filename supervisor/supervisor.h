@@ -406,9 +406,10 @@ struct sup {
 	int (*upgrade)(struct sup *s, struct vmm_conn *c, uint64_t request_id, char *err,
 		       size_t errlen);
 	unsigned upgrades;
-	/* vnicd is about to read from this connection or worker channel
-	 * (NULL: nobody asks); the fd store's journal (fdstore.h). */
-	void (*on_read)(struct sup *s, int fd);
+	/* vnicd is about to read from this connection or worker channel, or
+	 * to send to this worker (NULL: nobody asks); the fd store's journal
+	 * (fdstore.h). Call through sup_note_io. */
+	void (*on_io)(struct sup *s, int fd);
 #ifdef VNIC_FAULT_INJECTION
 	/* VNIC_FAULT's worker entries, for the first launch of each worker
 	 * (of fault_nic only, when set); see common/fault.h. */
@@ -416,6 +417,13 @@ struct sup {
 	char fault_nic[VALIDATE_ID_MAX + 1];
 #endif
 };
+
+/* sup_note_io - vnicd reads from fd or sends to a worker on fd now. */
+static inline void sup_note_io(struct sup *s, int fd)
+{
+	if (s->on_io)
+		s->on_io(s, fd);
+}
 
 /* sup_wops - how s starts, kills and reaps its workers (worker_spawn.h). */
 static inline const struct worker_ops *sup_wops(const struct sup *s)

@@ -250,8 +250,8 @@ static void vu_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct vu_conn *c = ep->conn;
 
 	(void)what;
-	if (c && ep->sup->on_read)
-		ep->sup->on_read(ep->sup, fd);
+	if (c)
+		sup_note_io(ep->sup, fd);
 	for (int k = 0; c && !c->waiting && k < VU_MSGS_PER_WAKE; k++) {
 		int rc = vu_recv(c->fd, &c->rx);
 		bool alive;

@@ -314,8 +314,7 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct vmm_conn *c = arg;
 
-	if (c->sup->on_read)
-		c->sup->on_read(c->sup, fd);
+	sup_note_io(c->sup, fd);
 	for (int i = 0; i < SUP_CONN_FRAMES_PER_WAKE && !c->closing; i++) {
 		Vnic__Vmm__VmmMessage *m = NULL;
 		struct wire_fds fds;

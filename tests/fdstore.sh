@@ -8,8 +8,9 @@
 #
 #   under traffic  vnic-bench traffic (2 NICs x 2 queue pairs, socket
 #                  backend, both directions, the native front door) while
-#                  vnicd is SIGKILLed 3 times: systemd starts it again
-#                  each time and it takes over from the store. Every frame
+#                  vnicd is SIGKILLed 3 times, with a systemctl reload
+#                  (upgrade in place) before the third: systemd starts it
+#                  again after each kill and it takes over from the store. Every frame
 #                  arrives once and intact and every TX descriptor comes
 #                  back once (vnic-bench's own checks); vnicd's pid changed
 #                  each time, every worker kept its pid with no restart,
@@ -87,6 +88,7 @@ DefaultDependencies=no
 [Service]
 Type=notify
 ExecStart=$VNICD --foreground --socket $E2E_TMP/$1.sock --worker $VNICD_WORKER $2
+ExecReload=$VNICCTL --socket $E2E_TMP/$1.sock upgrade --wait 30
 Restart=on-failure
 RestartSec=100ms
 KillMode=process
@@ -143,13 +145,23 @@ e2e_wait_for 20 "4 queue pairs running" four_running
 sleep 0.5
 W0=$(workers)
 e2e_log "workers before: $(echo "$W0" | tr '\n' ';')"
-for i in 1 2 3; do
+# kill, kill, reload (an upgrade in place: the new binary goes on with
+# the store the old one kept), kill.
+for i in 1 2 reload 3; do
 	P0=$(main_pid vnicd-store)
+	if [ "$i" = reload ]; then
+		sd systemctl reload vnicd-store || e2e_die "systemctl reload failed"
+		[ "$(main_pid vnicd-store)" = "$P0" ] || e2e_die "reload: another pid"
+		grep -q "upgrade: .* in place" "$E2E_TMP/vnicd-store.log" || e2e_die "reload: no upgrade"
+		e2e_log "reload: upgraded in place (pid $P0)"
+		sleep 0.5
+		continue
+	fi
 	sd systemctl kill -s KILL --kill-who=main vnicd-store
 	restarted() { p=$(main_pid vnicd-store); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
 	e2e_wait_for 10 "vnicd restarted by systemd (kill $i)" restarted
 	e2e_log "kill $i: vnicd pid $P0 -> $(main_pid vnicd-store)"
-	grep -q "restarted from the fd store" "$E2E_TMP/vnicd-store.log" ||
+	[ "$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")" = "$i" ] ||
 		e2e_die "kill $i: the new vnicd did not take over from the store"
 	sleep 0.5
 done
