@@ -149,9 +149,10 @@ static void move_up(int *fd, int n, int lo, int hi)
 	}
 }
 
-/* The journal of a stored state: into st.shut. Returns 0, or -1 when it
- * cannot be trusted (then nothing is taken over). */
-static int journal_load(int fd, char *err, size_t errlen)
+/* The journal of a stored state, and the state's own list (extra): into
+ * st.shut. Returns 0, or -1 when it cannot be trusted (then nothing is
+ * taken over). */
+static int journal_load(int fd, const int32_t *extra, size_t extra_n, char *err, size_t errlen)
 {
 	struct journal *j;
 	struct stat sb;
@@ -172,10 +173,12 @@ static int journal_load(int fd, char *err, size_t errlen)
 		snprintf(err, errlen, "the journal overflowed (more than %u connections read since "
 			 "the state was stored)", FDSTORE_JOURNAL_MAX);
 	} else {
-		st.shut = calloc(j->n + 1, sizeof(int));
+		st.shut = calloc(j->n + extra_n + 1, sizeof(int));
 		if (st.shut) {
 			for (uint32_t i = 0; i < j->n; i++)
 				st.shut[st.nshut++] = j->fd[i];
+			for (size_t i = 0; i < extra_n; i++)
+				st.shut[st.nshut++] = extra[i];
 			rc = 0;
 		} else {
 			snprintf(err, errlen, "out of memory");
@@ -299,7 +302,8 @@ struct handover *fdstore_take(int *nlisten, bool enabled)
 		snprintf(err, sizeof(err), "the state names no journal");
 		handover_free(h);
 		h = NULL;
-	} else if (h && journal_load(h->m->journal_fd, err, sizeof(err)) < 0) {
+	} else if (h && journal_load(h->m->journal_fd, h->m->shut_on_restore,
+				     h->m->n_shut_on_restore, err, sizeof(err)) < 0) {
 		handover_free(h);
 		h = NULL;
 	}
@@ -705,9 +709,9 @@ void fdstore_adopted(struct sup *s)
 			shut++;
 	}
 	if (shut)
-		log_warn("fd store: %u connection(s) or worker channel(s) were being read when the "
-			 "previous vnicd died: shut down, so that nothing half-done resumes (a front "
-			 "end reconnects, a worker is restarted)", shut);
+		log_warn("fd store: %u connection(s) or worker channel(s) were in the middle of an "
+			 "exchange when the previous vnicd died: shut down, so that nothing half-done "
+			 "resumes (a front end reconnects, a worker is restarted)", shut);
 	free(st.shut);
 	st.shut = NULL;
 	st.nshut = 0;

@@ -32,6 +32,10 @@
  * connection end, the worker stops and is restarted exactly once) rather
  * than resume from a state that misses what was said.
  *
+ * What one connection alone holds up (a VMM's unread replies, a front
+ * end's half-read message) does not keep the state from being stored: the
+ * state names that connection, and a restore shuts it down too.
+ *
  * When the store holds something vnicd cannot take over (no state, a
  * state whose fds are not all there, a journal that overflowed,
  * --fd-store off), vnicd releases it all and starts afresh: then the

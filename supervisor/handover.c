@@ -533,8 +533,28 @@ static const char *nic_busy(const struct nic *n)
 	return NULL;
 }
 
-/* Anything in progress that a handover cannot carry: why, or NULL. */
-static const char *sup_busy(struct sup *s, char *buf, size_t len)
+void ho_fds_add(struct ho_fds *f, int fd)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 16;
+		int *v = realloc(f->v, cap * sizeof(*v));
+
+		if (!v) {
+			f->oom = true;
+			return;
+		}
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n++] = fd;
+}
+
+/* Anything in progress that a handover cannot carry: why, or NULL. With
+ * @cut (the fd store's state), what one connection alone holds up (a
+ * VMM's unread replies, a front end's half-read message) is not busy:
+ * that connection goes into cut, to be shut down at a restore, so that
+ * no one peer can keep the stored state from following vnicd's. */
+static const char *sup_busy(struct sup *s, char *buf, size_t len, struct ho_fds *cut)
 {
 	struct vmm_conn *c;
 	struct nic *n;
@@ -554,13 +574,15 @@ static const char *sup_busy(struct sup *s, char *buf, size_t len)
 			snprintf(buf, len, "connection %u is closing", c->id);
 			return buf;
 		}
-		if (c->outq_len) { /* the asker's too: its frames would be lost */
+		if (c->outq_len && cut) {
+			ho_fds_add(cut, c->fd);
+		} else if (c->outq_len) { /* the asker's too: its frames would be lost */
 			snprintf(buf, len, "connection %u has %u messages not yet read", c->id,
 				 c->outq_len);
 			return buf;
 		}
 	}
-	return vu_handover_busy(s, buf, len);
+	return vu_handover_busy(s, buf, len, cut);
 }
 
 static Vnic__Handover__Nic *nic_save(struct sup *s, struct ho_arena *a, struct nic *n,
@@ -733,6 +755,7 @@ struct handover_snap {
 	Vnic__Handover__Handover m;
 	int *fds;
 	size_t nfds;
+	struct ho_fds cut;
 };
 
 void handover_snap_free(struct handover_snap *hs)
@@ -741,6 +764,7 @@ void handover_snap_free(struct handover_snap *hs)
 		return;
 	ho_arena_free(&hs->a);
 	free(hs->fds);
+	free(hs->cut.v);
 	free(hs);
 }
 
@@ -748,9 +772,13 @@ struct handover_snap *handover_snap_new(struct sup *s, char *err, size_t errlen)
 {
 	struct handover_snap *hs = calloc(1, sizeof(*hs));
 	struct fd_collect fc = { .err = err, .errlen = errlen };
-	const char *why = sup_busy(s, err, errlen);
+	const char *why = hs ? sup_busy(s, err, errlen, &hs->cut) : NULL;
 
+	if (hs && !why && hs->cut.oom)
+		why = "out of memory";
 	if (!hs || why) {
+		if (hs)
+			free(hs->cut.v);
 		if (why && why != err)
 			snprintf(err, errlen, "%s", why);
 		else if (!why)
@@ -763,6 +791,8 @@ struct handover_snap *handover_snap_new(struct sup *s, char *err, size_t errlen)
 		handover_snap_free(hs);
 		return NULL;
 	}
+	hs->m.shut_on_restore = hs->cut.v;
+	hs->m.n_shut_on_restore = hs->cut.n;
 	/* What changes at every watchdog tick stays out, so that an idle
 	 * vnicd writes nothing: a restored vnicd's watchdog starts afresh
 	 * from the first heartbeat it reads (hb_pid 0 matches no worker). */
@@ -969,7 +999,7 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 	bool on = false;
 	sigset_t stop, old;
 
-	why = sup_busy(s, busy, sizeof(busy));
+	why = sup_busy(s, busy, sizeof(busy), NULL);
 	if (why) {
 		snprintf(err, errlen, "busy: %s; ask again", why);
 		return -EBUSY;

@@ -40,8 +40,19 @@ struct handover {
 
 /* vhost_user_handover.c */
 /* vu_handover_busy - an endpoint in the middle of something (a removal, a
- * message being read or answered later, a pair stopping): why, or NULL. */
-const char *vu_handover_busy(struct sup *s, char *buf, size_t len);
+ * message being read or answered later, a pair stopping): why, or NULL.
+ * With @cut (the fd store's state), a connection with a message half
+ * read is not busy: its fd goes into cut, to be shut down at a restore. */
+struct ho_fds;
+const char *vu_handover_busy(struct sup *s, char *buf, size_t len, struct ho_fds *cut);
+
+/* A growing list of fds (the connections a restore shuts down). */
+struct ho_fds {
+	int *v;
+	size_t n, cap;
+	bool oom;
+};
+void ho_fds_add(struct ho_fds *f, int fd);
 /* vu_handover_save - every endpoint into m (NULL on out of memory). */
 int vu_handover_save(struct sup *s, struct ho_arena *a, Vnic__Handover__Handover *m);
 /* vu_handover_check - the endpoints of m are whole (pairs, rings, regions

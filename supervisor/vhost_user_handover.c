@@ -20,7 +20,7 @@
 #include "policy_pb.h"
 #include "vhost_user_priv.h"
 
-const char *vu_handover_busy(struct sup *s, char *buf, size_t len)
+const char *vu_handover_busy(struct sup *s, char *buf, size_t len, struct ho_fds *cut)
 {
 	struct vu_endpoint *ep;
 
@@ -34,6 +34,8 @@ const char *vu_handover_busy(struct sup *s, char *buf, size_t len)
 			why = "it is being removed";
 		else if (c && c->waiting)
 			why = "an answer to its front end waits for a worker";
+		else if (c && c->rx.have && cut)
+			ho_fds_add(cut, c->fd);
 		else if (c && c->rx.have)
 			why = "a message of its front end is half read";
 		else if (event_pending(ep->ev_resume, EV_TIMEOUT | EV_READ, NULL))

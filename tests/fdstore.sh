@@ -15,6 +15,10 @@
 #                  back once (vnic-bench's own checks); vnicd's pid changed
 #                  each time, every worker kept its pid with no restart,
 #                  vnic-bench's connection was never closed
+#   stall          a vhost-user front end sends half a message and stops:
+#                  an endpoint added meanwhile is still stored (taken over
+#                  after a kill), and the stalled connection is shut down
+#                  at the take-over (its half message is not in the state)
 #   after          the restored vnicd serves: vnicctl status lists the
 #                  NICs; SIGTERM (systemctl stop) stops every worker
 #   journal        (fault builds) vnicd dies after it read RemoveNic and
@@ -57,18 +61,25 @@ trap sd_cleanup EXIT
 
 # A boot with nothing but our units (DefaultDependencies=no: no
 # sysinit.target, so no udevd, journald or tmpfiles), and private /run and
-# /tmp with only the test's directory shared (a systemd-tmpfiles of a
-# misconfigured boot would otherwise empty the machine's /tmp), in a
-# network namespace of its own (the socket backend needs no network).
+# /tmp with only the test's directory and the build tree shared (a
+# systemd-tmpfiles of a misconfigured boot would otherwise empty the
+# machine's /tmp), in a network namespace of its own (the socket backend
+# needs no network).
+KEEP="$E2E_TMP $(cd "$VNIC_TOP_BUILDDIR" && pwd -P)"
 cat >"$E2E_TMP/boot.sh" <<EOF
 #!/bin/bash
 set -e
 mount -t tmpfs tmpfs /run
-mkdir -p /run/systemd/system /run/e2e
-mount --bind "$E2E_TMP" /run/e2e
+mkdir -p /run/systemd/system
+i=0
+for d in $KEEP; do
+	case \$d in /tmp/*) mkdir -p /run/keep/\$i; mount --bind "\$d" /run/keep/\$i; i=\$((i + 1));; esac
+done
 mount -t tmpfs tmpfs /tmp
-mkdir -p "$E2E_TMP"
-mount --bind /run/e2e "$E2E_TMP"
+i=0
+for d in $KEEP; do
+	case \$d in /tmp/*) mkdir -p "\$d"; mount --bind /run/keep/\$i "\$d"; i=\$((i + 1));; esac
+done
 cp "$E2E_TMP"/*.service "$E2E_TMP"/*.target /run/systemd/system/
 exec "$SYSTEMD" --system --unit=vnictest.target --log-level=warning
 EOF
@@ -174,6 +185,46 @@ N=$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")
 [ "$N" = 3 ] || e2e_die "$N takeovers from the store, not 3"
 e2e_log "ok under traffic: 3 SIGKILLs, 3 takeovers, workers unchanged, every frame once"
 
+# --- a stalled front end holds up no one ------------------------------------
+# A vhost-user front end that sends half a message and stops leaves vnicd
+# in the middle of that message for as long as it likes. That must not
+# stop the stored state from following vnicd: an endpoint added meanwhile
+# is taken over after a kill, and the stalled connection is shut down at
+# the take-over (what it was saying is not in the state).
+if [ -c /dev/net/tun ]; then
+	ctl add vs0 --vhost-user "$E2E_TMP/vs0.sock" --server --tap vfs0 >/dev/null || e2e_die "add vs0"
+	python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"\x01\x00\x00\x00\x01\x00")  # 6 of a header'"'"'s 12 bytes
+s.settimeout(30)
+try:
+    print("EOF" if s.recv(64) == b"" else "data")
+except socket.timeout:
+    print("timeout")' "$E2E_TMP/vs0.sock" >"$E2E_TMP/stall.out" 2>&1 &
+	STALL=$!
+	sleep 1
+	ctl add vs1 --vhost-user "$E2E_TMP/vs1.sock" --server --tap vfs1 >/dev/null || e2e_die "add vs1"
+	sleep 0.5
+	[ ! -s "$E2E_TMP/stall.out" ] || e2e_die "the stalled front end was answered or closed: $(cat "$E2E_TMP/stall.out")"
+	P0=$(main_pid vnicd-store)
+	N0=$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")
+	sd systemctl kill -s KILL --kill-who=main vnicd-store
+	restarted() { p=$(main_pid vnicd-store); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
+	e2e_wait_for 10 "vnicd restarted by systemd (stall)" restarted
+	[ "$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")" = $((N0 + 1)) ] ||
+		e2e_die "stall: the new vnicd did not take over from the store"
+	tail -n 30 "$E2E_TMP/vnicd-store.log" | grep -q "took over .* 2 endpoint(s)" ||
+		e2e_die "stall: vs1, added while vs0's front end stalled, was not taken over"
+	wait $STALL
+	[ "$(cat "$E2E_TMP/stall.out")" = EOF ] || e2e_die "stall: the stalled front end saw $(cat "$E2E_TMP/stall.out"), not its connection end"
+	ctl remove vs0 >/dev/null && ctl remove vs1 >/dev/null || e2e_die "removing vs0, vs1"
+	e2e_log "ok stall: an endpoint added while a front end stalled mid-message was taken over; the stalled connection was shut down"
+else
+	e2e_log "stall: skipped (no /dev/net/tun)"
+fi
+
 # --- after: it serves, and stops cleanly ------------------------------------
 sd systemctl stop vnicd-store
 [ "$(sd systemctl show -p ActiveState --value vnicd-store)" = inactive ] || e2e_die "vnicd-store not stopped"
@@ -202,7 +253,7 @@ if $FAULTS; then
 	MS=$((($(date +%s%N) - T0) / 1000000))
 	grep -q "restarted from the fd store" "$E2E_TMP/vnicd-journal.log" ||
 		e2e_die "journal: the new vnicd did not take over from the store"
-	grep -q "[0-9] connection(s) or worker channel(s) were being read" "$E2E_TMP/vnicd-journal.log" ||
+	grep -q "[0-9] connection(s) or worker channel(s) were in the middle" "$E2E_TMP/vnicd-journal.log" ||
 		e2e_die "journal: the restored vnicd did not shut the connection down"
 	grep -q "RemoveNic jr0: .*\(closed\|reset\|disconnect\)" "$E2E_TMP/bench3.log" ||
 		{ cat "$E2E_TMP/bench3.log"; e2e_die "journal: vnic-bench did not see its connection end"; }

@@ -1322,13 +1322,18 @@ class SystemdVnicd(Vnicd):
             # /run a tmpfs of its own (else systemd mounts one over it,
             # finds none of our units and boots into rescue.target with
             # all of sysinit), with the machine's /run/netns bound in;
-            # /tmp a tmpfs of its own with only our directory bound in.
+            # /tmp a tmpfs of its own with only our directory and the
+            # build tree (when they are in /tmp) bound in.
+            keep = [d for d in (self.dir, os.path.realpath(self.b)) if d.startswith("/tmp/")]
             f.write("set -e\nD=%s\nmkdir -p $D/host-run\nmount --rbind /run $D/host-run\n"
-                    "mount -t tmpfs tmpfs /run\nmkdir -p /run/netns /run/systemd/system "
-                    "/run/harness\n"
+                    "mount -t tmpfs tmpfs /run\nmkdir -p /run/netns /run/systemd/system\n"
                     "[ -d $D/host-run/netns ] && mount --rbind $D/host-run/netns /run/netns\n"
-                    "mount --bind $D /run/harness\nmount -t tmpfs tmpfs /tmp\nmkdir -p $D\n"
-                    "mount --bind /run/harness $D\n" % self.dir +
+                    % self.dir +
+                    "".join("mkdir -p /run/keep/%d\nmount --bind %s /run/keep/%d\n" % (i, d, i)
+                            for i, d in enumerate(keep)) +
+                    "mount -t tmpfs tmpfs /tmp\n" +
+                    "".join("mkdir -p %s\nmount --bind /run/keep/%d %s\n" % (d, i, d)
+                            for i, d in enumerate(keep)) +
                     "".join("ln -s /dev/null /run/systemd/system/%s\n" % u for u in self.MASKED) +
                     "cp %s/* /run/systemd/system/\n"
                     "exec %s --system --unit=vnictest.target --log-level=warning\n"
