@@ -15,6 +15,9 @@
 #                  back once (vnic-bench's own checks); vnicd's pid changed
 #                  each time, every worker kept its pid with no restart,
 #                  vnic-bench's connection was never closed
+#   socket         socket-activated (a .socket unit's listener comes
+#                  first in LISTEN_FDS, the store after it): a SIGKILL
+#                  under traffic, taken over, the same workers
 #   stall          a vhost-user front end sends half a message and stops:
 #                  an endpoint added meanwhile is still stored (taken over
 #                  after a kill), and the stalled connection is shut down
@@ -80,7 +83,7 @@ i=0
 for d in $KEEP; do
 	case \$d in /tmp/*) mkdir -p "\$d"; mount --bind /run/keep/\$i "\$d"; i=\$((i + 1));; esac
 done
-cp "$E2E_TMP"/*.service "$E2E_TMP"/*.target /run/systemd/system/
+cp "$E2E_TMP"/*.service "$E2E_TMP"/*.socket "$E2E_TMP"/*.target /run/systemd/system/
 exec "$SYSTEMD" --system --unit=vnictest.target --log-level=warning
 EOF
 chmod +x "$E2E_TMP/boot.sh"
@@ -112,6 +115,16 @@ EOF
 }
 unit vnicd-store --fd-store
 unit vnicd-plain ""
+# Socket-activated, as the shipped vnicd.socket does: systemd passes the
+# listener first and the store after it, in one LISTEN_FDS.
+unit vnicd-sock --fd-store
+cat >"$E2E_TMP/vnicd-sock.socket" <<EOF
+[Unit]
+DefaultDependencies=no
+[Socket]
+ListenSequentialPacket=$E2E_TMP/vnicd-sock.sock
+SocketMode=0600
+EOF
 FAULTS=false
 if grep -q '^#define VNIC_FAULT_INJECTION 1' "$VNIC_TOP_BUILDDIR/config.h"; then
 	FAULTS=true
@@ -224,6 +237,28 @@ except socket.timeout:
 else
 	e2e_log "stall: skipped (no /dev/net/tun)"
 fi
+
+# --- socket activation: the socket unit's listener beside the store ---------
+sd systemctl start vnicd-sock.socket || e2e_die "vnicd-sock.socket did not start"
+E2E_SOCK=$E2E_TMP/vnicd-sock.sock
+e2e_wait_for 10 "the socket-activated vnicd" up
+bench traffic --nics 1 --queue-pairs 2 --seconds 5 --direction both --id-prefix sa \
+	>"$E2E_TMP/bench4.log" 2>&1 &
+BENCH=$!
+two_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 2 ]; }
+e2e_wait_for 20 "2 queue pairs running (socket-activated)" two_running
+W0=$(workers)
+P0=$(main_pid vnicd-sock)
+sd systemctl kill -s KILL --kill-who=main vnicd-sock
+restarted() { p=$(main_pid vnicd-sock); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
+e2e_wait_for 10 "the socket-activated vnicd restarted by systemd" restarted
+grep -q "restarted from the fd store" "$E2E_TMP/vnicd-sock.log" ||
+	e2e_die "socket activation: the new vnicd did not take over from the store"
+[ "$(workers)" = "$W0" ] || e2e_die "socket activation: workers changed: [$W0] -> [$(workers)]"
+wait $BENCH || { cat "$E2E_TMP/bench4.log"; e2e_die "socket activation: vnic-bench traffic failed"; }
+up || e2e_die "socket activation: the socket does not answer after the take-over"
+sd systemctl stop vnicd-sock.service vnicd-sock.socket
+e2e_log "ok socket activation: the store and the socket unit's listener side by side"
 
 # --- after: it serves, and stops cleanly ------------------------------------
 sd systemctl stop vnicd-store
