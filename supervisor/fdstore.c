@@ -15,8 +15,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
 #include "fdstore.h"
@@ -57,6 +59,9 @@ static struct {
 	uint8_t *last;        /* the state stored last, packed */
 	size_t last_len;
 	uint64_t gen;
+	/* Turns since the last sync are coalesced (fdstore_turn). */
+	uint64_t last_sync_ms;
+	struct event *ev_later;
 	/* From fdstore_take to fdstore_setup and fdstore_adopted: the fd-N
 	 * names the store passed, and the fds the journal named. */
 	int *passed;
@@ -627,6 +632,42 @@ void fdstore_sync(struct sup *s)
 	st.j->n = 0; /* the stored state has everything read so far */
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* Only wakes the loop: the turn it makes ends in fdstore_turn. */
+static void later_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+void fdstore_turn(struct sup *s)
+{
+	uint64_t now, since;
+
+	if (!st.on)
+		return;
+	now = mono_ms();
+	since = now - st.last_sync_ms;
+	if (since >= FDSTORE_SYNC_MS) {
+		st.last_sync_ms = now;
+		fdstore_sync(s);
+		return;
+	}
+	if (st.ev_later && !evtimer_pending(st.ev_later, NULL)) {
+		struct timeval tv = { 0, (suseconds_t)((FDSTORE_SYNC_MS - since) * 1000u) };
+
+		evtimer_add(st.ev_later, &tv);
+	}
+}
+
 void fdstore_note(struct sup *s, int fd)
 {
 	struct journal *j = st.j;
@@ -690,6 +731,11 @@ int fdstore_setup(struct sup *s, const struct handover *h)
 	free(st.passed);
 	st.passed = NULL;
 	st.npassed = 0;
+	st.ev_later = evtimer_new(s->base, later_cb, NULL);
+	if (!st.ev_later) {
+		log_error("fd store: out of memory");
+		return -1;
+	}
 	st.on = true;
 	s->on_io = fdstore_note;
 	log_info("fd store: on (state %llu, %zu fds stored)", (unsigned long long)st.gen, st.n);
@@ -738,6 +784,9 @@ void fdstore_release(struct sup *s)
 	remove_name("state-a");
 	remove_name("state-b");
 	st.on = false;
+	if (st.ev_later)
+		event_free(st.ev_later);
+	st.ev_later = NULL;
 	log_info("fd store: emptied");
 }
 

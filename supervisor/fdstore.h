@@ -17,8 +17,9 @@
  * every fd back at its number and takes over from the message exactly as
  * the new binary of an upgrade in place does (handover.h).
  *
- *   after each turn of the event loop, fdstore_sync:
- *     fds closed or replaced since the last turn: FDSTOREREMOVE (always)
+ *   after each turn of the event loop (at most once per FDSTORE_SYNC_MS),
+ *   fdstore_sync:
+ *     fds closed or replaced since the last sync: FDSTOREREMOVE (always)
  *     busy (an operation the message cannot carry)? stop here
  *     new fds: FDSTORE=1 FDNAME=fd-N; the message changed? write it
  *     clear the journal
@@ -78,9 +79,14 @@ int fdstore_setup(struct sup *s, const struct handover *h);
  * connection the journal names (see above). */
 void fdstore_adopted(struct sup *s);
 
-/* fdstore_sync - after each turn of the loop (and before an upgrade's
- * exec): the store follows the state. */
+/* fdstore_sync - the store follows the state, now (before an upgrade's
+ * exec). fdstore_turn - after each turn of the loop: a sync, at most one
+ * per FDSTORE_SYNC_MS; a burst of turns within it is synced once, when it
+ * has passed (a timer wakes the loop). What happens in between is what
+ * the journal covers. */
+#define FDSTORE_SYNC_MS 10
 void fdstore_sync(struct sup *s);
+void fdstore_turn(struct sup *s);
 
 /* fdstore_note - vnicd is about to read from connection or channel fd, or
  * to send to a worker on its channel fd (sup_note_io). */

@@ -805,7 +805,7 @@ int main(int argc, char **argv)
 	/* One turn at a time: after each, the fd store follows the state. */
 	while (event_base_loop(s.base, EVLOOP_ONCE) == 0 && !event_base_got_break(s.base) &&
 	       !event_base_got_exit(s.base))
-		fdstore_sync(&s);
+		fdstore_turn(&s);
 
 	sup_cleanup(&s);
 	fdstore_release(&s);
