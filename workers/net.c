@@ -179,7 +179,8 @@ int net_queue_setup(struct net_dev *d, unsigned qidx, const struct memtable *mt,
 	/* A tap frame that does not fit the RX buffers of the moment waits
 	 * here (a tap cannot be peeked). */
 	if (!q->tx && d->backend == NET_BACKEND_TAP) {
-		q->hold = malloc(NET_HDR_LEN + NET_MAX_FRAME);
+		/* The largest frame and one byte more, which shows a longer one. */
+		q->hold = malloc(NET_HDR_LEN + NET_MAX_FRAME + 1);
 		if (!q->hold) {
 			net_err(err, errlen, "out of memory");
 			return -ENOMEM;

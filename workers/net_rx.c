@@ -249,19 +249,19 @@ static inline ssize_t net_rx_socket_frame(struct net_dev *d, struct net_queue *q
 static inline ssize_t net_rx_tap_read(struct net_dev *d, struct net_queue *q)
 {
 	const uint64_t full = NET_HDR_LEN + NET_MAX_FRAME;
-	/* At most the largest frame, wherever the buffers end; below that,
-	 * one byte of the hold buffer shows a frame longer than the buffers
-	 * (a tap also returns the untruncated length, but we do not rely on
-	 * it). */
+	/* At most the largest frame, wherever the buffers end; one byte of
+	 * the hold buffer after them shows a frame longer than that. A tap
+	 * also returns the untruncated length, but we do not rely on it: a
+	 * backend that truncates silently (a SOCK_SEQPACKET stand-in) would
+	 * otherwise pass a frame longer than the largest as one of exactly
+	 * the largest size, cut short. */
 	uint64_t lim = d->rx_cap < full ? d->rx_cap : full;
 	unsigned n = iov_slice(d->iov, d->rx_niov, 0, lim, d->iov2, VRING_CHAIN_MAX_IOV - 1, NULL);
 	ssize_t r;
 
-	if (lim < full) {
-		d->iov2[n].iov_base = q->hold;
-		d->iov2[n].iov_len = 1;
-		n++;
-	}
+	d->iov2[n].iov_base = q->hold;
+	d->iov2[n].iov_len = 1;
+	n++;
 	r = net_tap_readv(net_pair_fd(d, q), d->iov2, (int)n);
 	if (r < 0)
 		return net_rx_read_error();
@@ -282,7 +282,8 @@ static inline ssize_t net_rx_frame_size(struct net_dev *d, struct net_queue *q, 
 
 	if (d->backend == NET_BACKEND_TAP) {
 		if (!q->hold_len) {
-			struct iovec hv = { .iov_base = q->hold, .iov_len = full };
+			/* One byte more than the largest frame shows a longer one. */
+			struct iovec hv = { .iov_base = q->hold, .iov_len = full + 1 };
 
 			r = net_tap_readv(fd, &hv, 1);
 			if (r < 0)
