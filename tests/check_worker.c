@@ -2165,6 +2165,18 @@ static uint64_t cf_drain(int fd)
 	return n;
 }
 
+/* cf_wait - the interrupts on fd, waiting up to ms for the first: the
+ * worker signals after it published the used entries the test saw, so an
+ * immediate read could come before the signal under load. */
+static uint64_t cf_wait(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	return cf_drain(fd);
+}
+
 /*
  * SetCallFd on a running worker (issue 14), with frames in flight at each
  * swap, both queues, several times: the answer names the queue; the new
@@ -2190,13 +2202,13 @@ START_TEST(worker_set_call_fd_live)
 			ck_assert_int_ge(nfd, 0);
 			dl_send(10); /* in flight at the swap */
 			cf_swap(q, nfd);
-			ck_assert_msg(cf_drain(nfd) > 0, "round %u queue %u: the new fd was not "
+			ck_assert_msg(cf_wait(nfd, 2000) > 0, "round %u queue %u: the new fd was not "
 				      "signalled at the swap", round, q);
 			cf_drain(old);
 			S.call[q] = nfd;
 			dl_rx_wait_all();
 			dl_traffic(20);
-			ck_assert_msg(cf_drain(nfd) > 0, "round %u queue %u: no interrupt on the "
+			ck_assert_msg(cf_wait(nfd, 2000) > 0, "round %u queue %u: no interrupt on the "
 				      "new fd", round, q);
 			ck_assert_msg(cf_drain(old) == 0, "round %u queue %u: an interrupt on the old "
 				      "fd after the answer", round, q);
