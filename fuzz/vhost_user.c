@@ -77,8 +77,6 @@
 #define FZ_REQ_CRASH 0xffffffffu
 #define FZ_REQ_RECONNECT 0xfffffffeu
 #define FZ_REQ_HARNESS 0xffffff00u
-/* Not in vhost_user_msg.h (vnicd refuses it), but its fd is a memfd. */
-#define FZ_SET_INFLIGHT_FD 32u
 
 static char fz_dir[64];
 static char fz_tap[16];
@@ -144,7 +142,7 @@ static bool fz_wants_memfd(uint32_t req, const uint8_t *p, size_t len, unsigned 
 		*size = fz_span(fz_le64(p, len, 8 + 24), fz_le64(p, len, 8 + 8));
 		return true;
 	case VU_SET_LOG_BASE:
-	case FZ_SET_INFLIGHT_FD: /* u64 mmap_size, u64 mmap_offset, ... */
+	case VU_SET_INFLIGHT_FD: /* u64 mmap_size, u64 mmap_offset, ... */
 		*size = fz_span(fz_le64(p, len, 8), fz_le64(p, len, 0));
 		return true;
 	default:
@@ -246,7 +244,7 @@ static bool fz_drain(struct fz *f)
 		if (r <= 0)
 			break;
 		any = true;
-		/* Answers carry no fds; should one come, it is not kept. */
+		/* Only GET_INFLIGHT_FD's answer carries an fd: not kept. */
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 				continue;

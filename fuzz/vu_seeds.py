@@ -44,8 +44,8 @@ F = {'CSUM': 0, 'GUEST_CSUM': 1, 'MTU': 3, 'MAC': 5, 'GUEST_TSO4': 7,
 FEATURES = sum(1 << F[k] for k in ('VERSION_1', 'EVENT_IDX', 'INDIRECT_DESC',
                                    'MRG_RXBUF', 'MAC', 'MTU', 'CSUM',
                                    'GUEST_CSUM', 'PROTOCOL_FEATURES'))
-PROTO = sum(1 << b for b in (0, 1, 2, 3, 4, 15, 16))  # MQ LOG_SHMFD RARP
-# REPLY_ACK NET_MTU CONFIGURE_MEM_SLOTS STATUS
+PROTO = sum(1 << b for b in (0, 1, 2, 3, 4, 12, 15, 16))  # MQ LOG_SHMFD RARP
+# REPLY_ACK NET_MTU INFLIGHT_SHMFD CONFIGURE_MEM_SLOTS STATUS
 
 # Guest memory: one region of 1 MiB at gpa 0, mapped by the front end at
 # UVA; ring i at 0x4000 * i (desc, avail +0x1000, used +0x2000).
@@ -97,6 +97,17 @@ def vring_fd(req, idx, nofd=False, fdkind=0):
 def log_base(size=4096, off=0, fdkind=0):
     return rec(REQ['SET_LOG_BASE'], struct.pack('<QQ', size, off), nfds=1,
                fdkind=fdkind)
+
+
+# GET/SET_INFLIGHT_FD (issue 16): u64 mmap_size, u64 mmap_offset, u16
+# num_queues, u16 queue_size, padded to 24 bytes as QEMU sends it. A
+# region for 2 rings of QS is 2 pages.
+INFLIGHT_SIZE = 8192
+
+
+def inflight(req, size, nq=2, qs=QS):
+    return rec(REQ[req], struct.pack('<QQHHI', size, 0, nq, qs, 0),
+               nfds=1 if req == 'SET_INFLIGHT_FD' else 0)
 
 
 def harness(req, flags=0):
@@ -169,13 +180,14 @@ SINGLE = {
     'rem-mem-reg': HANDSHAKE + [
         rec(REQ['ADD_MEM_REG'], struct.pack('<Q', 0) + region(), nfds=1),
         rec(REQ['REM_MEM_REG'], struct.pack('<Q', 0) + region(), nfds=1)],
+    'get-inflight-fd': HANDSHAKE + [inflight('GET_INFLIGHT_FD', 0)],
+    'set-inflight-fd': HANDSHAKE + [inflight('SET_INFLIGHT_FD', INFLIGHT_SIZE)],
+    'get-inflight-fd-flood': HANDSHAKE + [inflight('GET_INFLIGHT_FD', 0)] * 64,
     'set-status': HANDSHAKE + [u64('SET_STATUS', 0xf)],
     'get-status': HANDSHAKE + [u64('SET_STATUS', 0x7), get('GET_STATUS')],
     # Requests vnicd does not take: each gets the failure answer or a close.
     'set-log-fd-unsupported': HANDSHAKE + [u64('SET_LOG_FD', 0, nfds=1)],
     'set-backend-req-fd-unsupported': HANDSHAKE + [rec(REQ['SET_BACKEND_REQ_FD'], nfds=1)],
-    'set-inflight-fd-unsupported': HANDSHAKE + [
-        rec(REQ['SET_INFLIGHT_FD'], struct.pack('<QQHH', 8192, 0, 2, QS), nfds=1)],
     'get-config-unsupported': HANDSHAKE + [rec(REQ['GET_CONFIG'], bytes(12 + 8))],
     'iotlb-msg-unsupported': HANDSHAKE + [rec(REQ['IOTLB_MSG'], bytes(40))],
     'request-99-unknown': [rec(99, flags=VERSION | NEED_REPLY)],
@@ -222,6 +234,12 @@ SESSIONS = {
     'session-add-mem-reg-start': HANDSHAKE + [
         rec(REQ['ADD_MEM_REG'], struct.pack('<Q', 0) + region(), nfds=1)] + rings() + STOP,
     'session-reset-owner-running': START + [rec(REQ['RESET_OWNER'])],
+    # A front end that keeps its inflight region (cloud-hypervisor): made,
+    # set, a crash, a reconnect, set again before the rings.
+    'session-inflight-kept': HANDSHAKE + [
+        inflight('GET_INFLIGHT_FD', 0), inflight('SET_INFLIGHT_FD', INFLIGHT_SIZE)] +
+        START[len(HANDSHAKE):] + [harness(CRASH, 0), harness(RECONNECT)] + HANDSHAKE + [
+        inflight('SET_INFLIGHT_FD', INFLIGHT_SIZE)] + START[len(HANDSHAKE):] + STOP,
 }
 
 

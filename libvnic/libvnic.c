@@ -966,6 +966,7 @@ int vnic_status(struct vnic_conn *c, struct vnic_status **ret)
 		const Vnic__Vmm__StatusReply *sr;
 		struct vnic_nic_status *grown;
 		struct vnic_nic_pairs *grown_pairs;
+		struct vnic_nic_inflight *grown_inflight;
 		bool more;
 
 		vnic__vmm__request__init(&req);
@@ -999,7 +1000,17 @@ int vnic_status(struct vnic_conn *c, struct vnic_status **ret)
 			break;
 		}
 		st->pairs = grown_pairs;
+		grown_inflight = realloc(st->inflight, (st->nnics + sr->n_nics + 1) *
+							   sizeof(*st->inflight));
+		if (!grown_inflight) {
+			wire_vmm_free(m);
+			rc = set_err(c, -ENOMEM, "out of memory");
+			break;
+		}
+		st->inflight = grown_inflight;
 		for (size_t i = 0; i < sr->n_nics; i++) {
+			copy_str(st->inflight[st->nnics].where, sizeof(st->inflight[0].where),
+				 sr->nics[i]->inflight);
 			fill_pairs(&st->pairs[st->nnics], sr->nics[i]);
 			fill_nic(&st->nics[st->nnics++], sr->nics[i]);
 		}
@@ -1024,6 +1035,7 @@ struct vnic_status *vnic_status_free(struct vnic_status *st)
 	if (st) {
 		free(st->nics);
 		free(st->pairs);
+		free(st->inflight);
 		free(st);
 	}
 	return NULL;

@@ -474,12 +474,24 @@ struct vnic_nic_pairs {
 	struct vnic_pair_status pairs[VNIC_MAX_PAIRS];
 };
 
+/* Where a NIC's inflight region lives (issue 16). */
+struct vnic_nic_inflight {
+	/* "vnicd" (vnicd's memfd: a worker's crash loses nothing, vnicd's own
+	 * death only with the fd store), "front end" (a vhost-user front end
+	 * keeps it: INFLIGHT_SHMFD) or "off" (--inflight=off). */
+	char where[12];
+};
+
 struct vnic_status {
 	unsigned nnics;
 	struct vnic_nic_status *nics; /* sorted by id */
 	/* Since libvnic 0.2 (issue 15): pairs[i] are nics[i]'s queue pairs;
 	 * nics[i]'s own pid, state and restarts are its first pair's. */
 	struct vnic_nic_pairs *pairs;
+	/* Since libvnic 0.4 (issue 16): inflight[i] is where nics[i]'s
+	 * inflight region lives. (A member of struct vnic_nic_status would
+	 * change the stride of nics[] under binaries built before it.) */
+	struct vnic_nic_inflight *inflight;
 };
 
 /*

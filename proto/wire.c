@@ -582,7 +582,7 @@ int wire_add_nic_layout(const Vnic__Vmm__AddNic *a, struct wire_fd_layout *ret)
 	ret->nqueues = (unsigned)q;
 	ret->backend = b ? (int)(r + 2 * q) : -1;
 	ret->nbackend = (unsigned)b;
-	ret->stats = -1;
+	ret->stats = ret->inflight = -1;
 	ret->total = (unsigned)(r + 2 * q + b);
 	return 0;
 }
@@ -770,6 +770,7 @@ void wire_queue_pb(Vnic__Vmm__Queue *pb, uint32_t index, uint32_t size, uint64_t
 int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret)
 {
 	size_t r = c->n_regions, q = c->n_queues, g = c->log_size > 0;
+	size_t i = c->inflight_own_fd && c->inflight_size > 0;
 
 	if (c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP &&
 	    c->backend != VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET &&
@@ -779,16 +780,19 @@ int wire_config_layout(const Vnic__Worker__Config *c, struct wire_fd_layout *ret
 	if (c->regions_deferred > r)
 		return -EINVAL;
 	r -= c->regions_deferred;
-	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 + g > WIRE_MAX_FDS)
+	if (c->inflight_own_fd && c->inflight_size == 0)
+		return -EINVAL;
+	if (r > WIRE_MAX_FDS || q > WIRE_MAX_FDS || r + 2 * q + 2 + i + g > WIRE_MAX_FDS)
 		return -E2BIG;
 	ret->nregions = (unsigned)r;
 	ret->queue0 = (unsigned)r;
 	ret->nqueues = (unsigned)q;
 	ret->backend = (int)(r + 2 * q);
 	ret->stats = (int)(r + 2 * q + 1);
-	/* Optional and last: a Config without it is exactly the old one. */
-	ret->log = g ? (int)(r + 2 * q + 2) : -1;
-	ret->total = (unsigned)(r + 2 * q + 2 + g);
+	ret->inflight = !c->inflight_size ? -1 : i ? ret->stats + 1 : ret->stats;
+	/* Optional and last: a Config without them is exactly the old one. */
+	ret->log = g ? (int)(r + 2 * q + 2 + i) : -1;
+	ret->total = (unsigned)(r + 2 * q + 2 + i + g);
 	return 0;
 }
 

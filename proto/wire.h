@@ -135,6 +135,7 @@ struct wire_fd_layout {
 	int backend;       /* backend fd index, -1 if none */
 	unsigned nbackend; /* backend fds from there: one per queue pair (issue 15), or 0 */
 	int stats;         /* Config only: stats page (and inflight region) memfd index, -1 if none */
+	int inflight;      /* Config only: inflight region's memfd index (stats: in that one), -1 if none */
 	int log;           /* Config only: dirty log memfd index, -1 if none */
 	unsigned total;    /* exact fd count of the frame */
 };

@@ -189,6 +189,7 @@ static int handover_each_fd(const Vnic__Handover__Handover *m, ho_fd_fn fn, void
 		}
 		rc = rc ? rc : fn(n->backend_fd, "backend", arg);
 		rc = rc ? rc : fn(n->stats_fd, "stats page", arg);
+		rc = rc ? rc : fn(n->inflight_fd > 0 ? n->inflight_fd : -1, "inflight region", arg);
 		rc = rc ? rc : fn(n->log_fd, "dirty log", arg);
 		rc = rc ? rc : fn(n->pidfd, "pidfd", arg);
 		rc = rc ? rc : fn(n->ctrl_fd, "worker channel", arg);
@@ -210,6 +211,8 @@ static int handover_each_fd(const Vnic__Handover__Handover *m, ho_fd_fn fn, void
 			rc = rc ? rc : fn(c->rings[j]->err_fd, "vring err", arg);
 		}
 		rc = rc ? rc : fn(c->log_fd, "vhost-user dirty log", arg);
+		rc = rc ? rc : fn(c->inflight_fd > 0 ? c->inflight_fd : -1,
+				  "vhost-user inflight region", arg);
 	}
 	return rc;
 }
@@ -653,6 +656,7 @@ static Vnic__Handover__Nic *nic_save(struct sup *s, struct ho_arena *a, struct n
 	m->stats_len = n->stats_len;
 	m->inflight_off = n->inflight_off;
 	m->inflight_len = n->inflight_len;
+	m->inflight_fd = n->inflight_fd;
 	m->log_fd = n->log_fd;
 	m->log_size = n->log_size;
 	m->log_offset = n->log_offset;
@@ -1167,6 +1171,7 @@ static int nic_restore(struct sup *s, const Vnic__Handover__Handover *hm, size_t
 	n->stats_len = m->stats_len;
 	n->inflight_off = m->inflight_off;
 	n->inflight_len = m->inflight_len;
+	n->inflight_fd = m->inflight_fd > 0 ? m->inflight_fd : -1;
 	n->log_fd = m->log_fd;
 	n->log_size = m->log_size;
 	n->log_offset = m->log_offset;

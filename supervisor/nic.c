@@ -328,6 +328,7 @@ void nic_close_vmm_fds(struct nic *n)
 		munmap(n->stats, n->stats_len);
 	n->stats = NULL;
 	close_fd(&n->stats_fd);
+	close_fd(&n->inflight_fd);
 	close_fd(&n->log_fd);
 }
 
@@ -503,7 +504,7 @@ struct nic *nic_alloc(struct sup *s)
 	if (!n)
 		return NULL;
 	n->sup = s;
-	n->backend_fd = n->stats_fd = n->log_fd = -1;
+	n->backend_fd = n->stats_fd = n->log_fd = n->inflight_fd = -1;
 	n->w.ctrl_fd = n->w.pidfd = -1;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		n->q[i].kick_fd = n->q[i].call_fd = -1;
@@ -563,6 +564,8 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	}
 	fds[nfds++] = n->backend_fd;
 	fds[nfds++] = n->stats_fd;
+	if (n->inflight_fd >= 0)
+		fds[nfds++] = n->inflight_fd;
 	if (n->log_fd >= 0)
 		fds[nfds++] = n->log_fd;
 	policy_to_pb(&n->policy, &pol);
@@ -591,6 +594,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.restarts = n->state == NIC_RESTARTING ? n->restarts + 1 : 0;
 	cfg.inflight_size = (uint32_t)n->inflight_len;
 	cfg.inflight_offset = n->inflight_off;
+	cfg.inflight_own_fd = n->inflight_fd >= 0;
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	cfg.base_from_used_idx = n->base_from_used_idx;
 	cfg.pair = n->pair;
@@ -799,9 +803,15 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 	 * index once and in range. */
 	for (unsigned j = 0; j < spec->nqueues; j++)
 		nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
-	rc = worker_memfd_create(n, !n->sup->inflight_off, err, errlen);
+	rc = worker_memfd_create(n, !n->sup->inflight_off && !spec->inflight_len, err, errlen);
 	if (rc)
 		return rc;
+	if (spec->inflight_len) {
+		/* The front end's region: the owner's fd, taken in
+		 * nic_adopt_fds; only its place is known here. */
+		n->inflight_off = spec->inflight_off;
+		n->inflight_len = spec->inflight_len;
+	}
 	if (spec->backend == NIC_BACKEND_TAP && vu_tap_user(n->sup, spec->netns, spec->tap_name,
 							    spec->id)) {
 		snprintf(err, errlen, "tap %s is in use by \"%s\"", spec->tap_name,
@@ -887,6 +897,12 @@ static void nic_adopt_fds(struct nic *n, const struct nic_spec *spec, struct wir
 		n->backend_fd = spec->backend_fd;
 		if (fds)
 			fds->fd[lay->backend] = -1;
+	}
+	if (spec->inflight_len > 0) {
+		n->inflight_fd = spec->inflight_fd;
+		for (unsigned i = 0; fds && i < fds->n; i++)
+			if (fds->fd[i] == spec->inflight_fd)
+				fds->fd[i] = -1;
 	}
 	if (spec->log_size > 0) {
 		n->log_fd = spec->log_fd;

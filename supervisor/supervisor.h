@@ -238,7 +238,9 @@ struct nic {
 	 * described in every Config (first start and each restart), so a
 	 * restarted worker returns exactly once every chain its predecessor
 	 * popped. Length 0 with --inflight=off. vnicd never maps it after the
-	 * initialisation. */
+	 * initialisation. With inflight_fd >= 0 (owned) the region is in that
+	 * memfd instead: a vhost-user front end's (GET/SET_INFLIGHT_FD). */
+	int inflight_fd;
 	uint64_t inflight_off;
 	size_t inflight_len;
 

@@ -512,6 +512,12 @@ int validate_nic_spec(const struct nic_spec *s, char *err, size_t errlen)
 
 int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t errlen)
 {
+	return validate_shared_memfd("dirty log", fd, size, offset, VALIDATE_LOG_MAX, err, errlen);
+}
+
+int validate_shared_memfd(const char *what, int fd, uint64_t size, uint64_t offset, uint64_t max,
+			  char *err, size_t errlen)
+{
 	struct memtable_region_desc d = { .gpa = 0, .size = size, .offset = offset, .fd = fd };
 	struct stat st;
 	struct statfs sfs;
@@ -519,31 +525,31 @@ int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t
 	char sub[200];
 	int seals;
 
-	if (size == 0 || size > VALIDATE_LOG_MAX)
-		return sup_errf(err, errlen, -EINVAL, "dirty log: size %llu is outside 1..%llu",
-			    (unsigned long long)size, (unsigned long long)VALIDATE_LOG_MAX);
+	if (size == 0 || size > max)
+		return sup_errf(err, errlen, -EINVAL, "%s: size %llu is outside 1..%llu", what,
+			    (unsigned long long)size, (unsigned long long)max);
 	/* CVE-2020-10722 (DPDK): offset + size wrapped before the mmap. */
 	if (__builtin_add_overflow(offset, size, &end) || end > (uint64_t)INT64_MAX)
-		return sup_errf(err, errlen, -EINVAL, "dirty log: offset 0x%llx + size 0x%llx overflows",
-			    (unsigned long long)offset, (unsigned long long)size);
+		return sup_errf(err, errlen, -EINVAL, "%s: offset 0x%llx + size 0x%llx overflows",
+			    what, (unsigned long long)offset, (unsigned long long)size);
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return sup_errf(err, errlen, -EINVAL, "dirty log: fd %d is not open", fd);
+		return sup_errf(err, errlen, -EINVAL, "%s: fd %d is not open", what, fd);
 	if (!S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
 		return sup_errf(err, errlen, -EINVAL,
-			    "dirty log: the fd is not a memfd (a regular file on tmpfs)");
+			    "%s: the fd is not a memfd (a regular file on tmpfs)", what);
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return sup_errf(err, errlen, -EINVAL,
-			    "dirty log: the memfd is not sealed against shrinking (F_SEAL_SHRINK): "
-			    "it could shrink under the worker that maps it (SIGBUS)");
+			    "%s: the memfd is not sealed against shrinking (F_SEAL_SHRINK): "
+			    "it could shrink under the worker that maps it (SIGBUS)", what);
 	if (end > (uint64_t)st.st_size)
 		return sup_errf(err, errlen, -EINVAL,
-			    "dirty log: offset+size 0x%llx is beyond the memfd's 0x%llx bytes",
+			    "%s: offset+size 0x%llx is beyond the memfd's 0x%llx bytes", what,
 			    (unsigned long long)end, (unsigned long long)st.st_size);
 	/* The rest of what a shared read-write mapping needs (open O_RDWR,
 	 * no write seal) by the memory table's own rules. */
 	if (memtable_validate(&d, 1, sub, sizeof(sub)) < 0)
-		return sup_errf(err, errlen, -EINVAL, "dirty log: %s",
+		return sup_errf(err, errlen, -EINVAL, "%s: %s", what,
 			    strncmp(sub, "region 0: ", 10) ? sub : sub + 10);
 	return 0;
 }

@@ -91,6 +91,14 @@ struct nic_spec {
 	                             /*   meaningful only when log_size > 0 */
 	uint64_t log_size, log_offset; /* validate_nic_spec: as validate_dirty_log, and the */
 	                             /*   log covers every region (validate_log_covers) */
+	/* The inflight region a vhost-user front end keeps (INFLIGHT_SHMFD):
+	 * meaningful only when inflight_len > 0; borrowed, a page-aligned
+	 * block of inflight_len bytes at inflight_off, initialised and
+	 * checked by its owner (vhost_user_inflight.c). 0: vnicd's own
+	 * region in the stats memfd. */
+	int inflight_fd;
+	uint64_t inflight_off;
+	size_t inflight_len;
 	struct vnic_policy policy;
 };
 
@@ -171,6 +179,13 @@ int validate_nic_pairs(const struct nic_spec *s, unsigned max_pairs, unsigned *r
  * Nothing is closed. Returns 0, or -EINVAL with err filled. */
 #define VALIDATE_LOG_MAX (1ull << 30) /* 1 GiB of log: 32 TiB of guest memory */
 int validate_dirty_log(int fd, uint64_t size, uint64_t offset, char *err, size_t errlen);
+/* validate_shared_memfd - the same rules for any memfd a front end hands
+ * over for a worker to map (what: its name in err), size in 1..max. */
+int validate_shared_memfd(const char *what, int fd, uint64_t size, uint64_t offset, uint64_t max,
+			  char *err, size_t errlen);
+/* A front end's inflight region (INFLIGHT_SHMFD): every pair's block
+ * (under 1 MiB at 32768 entries) for NIC_MAX_PAIRS pairs. */
+#define VALIDATE_INFLIGHT_MAX ((uint64_t)NIC_MAX_PAIRS << 20)
 
 /* validate_log_covers - a log of log_size bytes (one bit per
  * VALIDATE_LOG_PAGE of guest physical memory, from address 0) has a bit for

@@ -65,7 +65,7 @@ uint64_t vu_offered_protocol_features(void)
 	return (1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_LOG_SHMFD) | (1ull << VU_PROTO_RARP) |
 	       (1ull << VU_PROTO_REPLY_ACK) |
 	       (1ull << VU_PROTO_NET_MTU) | (1ull << VU_PROTO_CONFIGURE_MEM_SLOTS) |
-	       (1ull << VU_PROTO_STATUS);
+	       (1ull << VU_PROTO_STATUS) | (1ull << VU_PROTO_INFLIGHT_SHMFD);
 }
 
 void vu_errorf(struct vu_endpoint *ep, const char *fmt, ...)
@@ -307,7 +307,7 @@ struct vu_conn *vu_conn_new(struct vu_endpoint *ep, int fd)
 	c->fd = fd;
 	for (unsigned i = 0; i < c->nrings; i++)
 		c->r[i].kick_fd = c->r[i].call_fd = c->r[i].err_fd = -1;
-	c->log_fd = -1;
+	c->log_fd = c->inflight_fd = -1;
 	event_add(c->ev_read, NULL);
 	ep->conn = c;
 	return c;
@@ -339,6 +339,7 @@ void vu_conn_close(struct vu_endpoint *ep, const char *why)
 	close(c->fd);
 	vu_rx_reset(&c->rx);
 	vu_conn_forget_device(c);
+	close_fd(&c->inflight_fd);
 	free(c->reg);
 	free(c->r);
 	free(c);

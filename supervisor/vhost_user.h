@@ -53,6 +53,7 @@ struct vu_status {
 	const char *tap;
 	uint32_t mtu;
 	bool af_packet;
+	const char *inflight;    /* its region: "front end", "vnicd" or "off" (NicStatus) */
 };
 
 /* vu_status_pair - pair k's NIC (NULL: none, or k past the last pair). */

@@ -497,6 +497,8 @@ unsigned vu_status_list(struct sup *s, struct vu_status *out, unsigned max)
 			o->mac = ep->cfg.mac;
 			o->tap = ep->ifname;
 			o->af_packet = ep->cfg.af_packet;
+			o->inflight = ep->conn && ep->conn->inflight_fd >= 0 ? "front end"
+				      : s->inflight_off ? "off" : "vnicd";
 			o->mtu = ep->cfg.mtu ? ep->cfg.mtu : SUP_MTU_DEFAULT;
 		}
 		n++;

@@ -98,6 +98,11 @@ static Vnic__Handover__VuConn *conn_save(struct ho_arena *a, const struct vu_con
 	m->log_fd = c->log_fd;
 	m->log_size = c->log_size;
 	m->log_offset = c->log_offset;
+	m->inflight_fd = c->inflight_fd;
+	m->inflight_size = c->inflight_size;
+	m->inflight_offset = c->inflight_offset;
+	m->inflight_queues = c->inflight_nq;
+	m->inflight_queue_size = c->inflight_qsize;
 	return a->oom ? NULL : m;
 }
 
@@ -208,6 +213,19 @@ static int ep_check(const Vnic__Handover__Handover *m, size_t i, char *err, size
 		snprintf(err, errlen, "endpoint %s: a field out of range", cfg.id);
 		return -EINVAL;
 	}
+	/* The front end's inflight region: as h_set_inflight_fd took it. */
+	if (c && c->inflight_fd > 0 &&
+	    vu_inflight_geometry(c->inflight_queues, c->inflight_queue_size, (unsigned)c->n_rings,
+				 sub, sizeof(sub)) < 0) {
+		snprintf(err, errlen, "endpoint %s: inflight region: %s", cfg.id, sub);
+		return -EINVAL;
+	}
+	if (c && c->inflight_fd > 0 &&
+	    c->inflight_size != vu_inflight_size(c->inflight_queues, c->inflight_queue_size)) {
+		snprintf(err, errlen, "endpoint %s: inflight region of %llu bytes", cfg.id,
+			 (unsigned long long)c->inflight_size);
+		return -EINVAL;
+	}
 	for (size_t j = 0; c && j < c->n_rings; j++)
 		if (c->rings[j]->num > 32768 || c->rings[j]->next_avail > 0xffff) {
 			snprintf(err, errlen, "endpoint %s: ring %zu out of range", cfg.id, j);
@@ -313,6 +331,13 @@ static int conn_restore(struct vu_endpoint *ep, const Vnic__Handover__VuConn *m)
 	c->log_fd = m->log_fd;
 	c->log_size = m->log_size;
 	c->log_offset = m->log_offset;
+	if (m->inflight_fd > 0) {
+		c->inflight_fd = m->inflight_fd;
+		c->inflight_size = m->inflight_size;
+		c->inflight_offset = m->inflight_offset;
+		c->inflight_nq = (uint16_t)m->inflight_queues;
+		c->inflight_qsize = (uint16_t)m->inflight_queue_size;
+	}
 	return 0;
 }
 

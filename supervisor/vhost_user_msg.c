@@ -25,7 +25,7 @@
 
 /* What a well-formed message of each request we know looks like. A
  * request not in this table (or not offered: packed rings, SET_LOG_FD, IOTLB,
- * config space, inflight fds, back-end requests) is refused as
+ * config space, back-end requests) is refused as
  * vu_unrowed_refusal says.
  * A request vnicd accepts is one with a row; a row is a handler. */
 static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
@@ -62,6 +62,13 @@ static const struct vu_row_spec rows[VU_REQUEST_MAX] = {
 	    0, 1, VU_PROTO_CONFIGURE_MEM_SLOTS, N),
 	ROW(SET_STATUS, h_set_status, 8, 8, 0, 0, VU_PROTO_STATUS, 0),
 	ROW(GET_STATUS, h_get_status, 0, 8, 0, 0, VU_PROTO_STATUS, R),
+	/* Issue 16: the region a front end keeps for its back end. GET
+	 * takes no fd (one sent is closed unread, as any extra fd:
+	 * CVE-2022-0669); SET exactly one. */
+	ROW(GET_INFLIGHT_FD, h_get_inflight_fd, VU_INFLIGHT_MIN_SIZE, sizeof(struct vu_inflight),
+	    0, 0, VU_PROTO_INFLIGHT_SHMFD, N | R),
+	ROW(SET_INFLIGHT_FD, h_set_inflight_fd, VU_INFLIGHT_MIN_SIZE, sizeof(struct vu_inflight),
+	    1, 1, VU_PROTO_INFLIGHT_SHMFD, N),
 };
 
 #undef N
@@ -77,7 +84,6 @@ static const uint8_t unrowed[VU_REQUEST_MAX] = {
 	[VU_CREATE_CRYPTO_SESSION] = VU_REFUSE_CLOSE, /* a session id */
 	[VU_POSTCOPY_ADVISE] = VU_REFUSE_CLOSE,   /* a userfaultfd */
 	[VU_POSTCOPY_END] = VU_REFUSE_U64,        /* "an error indication; 0 is success" */
-	[VU_GET_INFLIGHT_FD] = VU_REFUSE_CLOSE,   /* an inflight description and its fd */
 	[VU_GET_SHARED_OBJECT] = VU_REFUSE_CLOSE, /* a dma-buf fd */
 	[VU_SET_DEVICE_STATE_FD] = VU_REFUSE_U64, /* error code in bits 0-7 */
 	[VU_CHECK_DEVICE_STATE] = VU_REFUSE_U64,  /* 0 success, non-zero failure */
@@ -217,10 +223,19 @@ int vu_recv(int fd, struct vu_rx *rx)
 
 int vu_send_reply(int fd, const struct vu_hdr *req, const void *payload, uint32_t size)
 {
+	return vu_send_reply_fd(fd, req, payload, size, -1);
+}
+
+int vu_send_reply_fd(int fd, const struct vu_hdr *req, const void *payload, uint32_t size,
+		     int send_fd)
+{
 	struct vu_hdr h = { .request = req->request, .flags = VU_VERSION | VU_FLAG_REPLY,
 			    .size = size };
 	uint8_t buf[VU_HDR_SIZE + 64];
 	size_t total = VU_HDR_SIZE + size;
+	struct iovec iov = { .iov_base = buf, .iov_len = total };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	union fdpass_cbuf cbuf;
 	ssize_t r;
 
 	if (size > sizeof(buf) - VU_HDR_SIZE)
@@ -228,8 +243,12 @@ int vu_send_reply(int fd, const struct vu_hdr *req, const void *payload, uint32_
 	memcpy(buf, &h, VU_HDR_SIZE);
 	if (size)
 		memcpy(buf + VU_HDR_SIZE, payload, size);
+	/* The fd rides with the header's bytes, as the front end reads it. */
+	r = fdpass_cmsg_build(&mh, &cbuf, &send_fd, send_fd >= 0 ? 1 : 0);
+	if (r < 0)
+		return (int)r;
 	do
-		r = send(fd, buf, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+		r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;

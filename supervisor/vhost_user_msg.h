@@ -81,6 +81,7 @@ enum vu_request {
 #define VU_PROTO_RARP 2
 #define VU_PROTO_REPLY_ACK 3
 #define VU_PROTO_NET_MTU 4
+#define VU_PROTO_INFLIGHT_SHMFD 12
 #define VU_PROTO_CONFIGURE_MEM_SLOTS 15
 #define VU_PROTO_STATUS 16
 
@@ -142,6 +143,19 @@ struct vu_log {
 	uint64_t mmap_offset;
 };
 
+/* GET_INFLIGHT_FD's payload and answer, SET_INFLIGHT_FD's payload
+ * (INFLIGHT_SHMFD): the region is [mmap_offset, mmap_offset + mmap_size)
+ * of the fd, made for num_queues rings of queue_size entries. 24 bytes as
+ * QEMU sends it (its struct is padded to 8); 20 carry every field. */
+struct vu_inflight {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
+	uint16_t num_queues;
+	uint16_t queue_size;
+	uint32_t padding;
+};
+#define VU_INFLIGHT_MIN_SIZE 20u
+
 /* One received message: header, payload (size bytes), fds (owned). */
 struct vu_msg {
 	struct vu_hdr hdr;
@@ -152,6 +166,7 @@ struct vu_msg {
 		struct vu_mem_table mem;
 		struct vu_mem_single mreg;
 		struct vu_log log;
+		struct vu_inflight inflight;
 		uint8_t bytes[VU_PAYLOAD_MAX];
 	} p;
 	int fds[VU_MAX_FDS];
@@ -208,6 +223,8 @@ int h_add_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 int h_rem_mem_reg(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_set_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 int h_get_status(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_get_inflight_fd(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
+int h_set_inflight_fd(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen);
 
 /* vu_request_spec - the row for a request, or NULL: not one vnicd knows. */
 const struct vu_row_spec *vu_request_spec(uint32_t request);
@@ -255,7 +272,10 @@ void vu_rx_reset(struct vu_rx *rx);
  */
 int vu_recv(int fd, struct vu_rx *rx);
 
-/* vu_send_reply - answer m's request with payload (size bytes), no fds. */
+/* vu_send_reply - answer m's request with payload (size bytes), no fds;
+ * vu_send_reply_fd with send_fd too (not consumed; -1: none). */
 int vu_send_reply(int fd, const struct vu_hdr *req, const void *payload, uint32_t size);
+int vu_send_reply_fd(int fd, const struct vu_hdr *req, const void *payload, uint32_t size,
+		     int send_fd);
 
 #endif

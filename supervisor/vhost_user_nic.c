@@ -273,11 +273,6 @@ static bool vu_ring_ready(const struct vu_conn *c, const struct vu_ring *r)
 	       (r->enabled || !need_enable);
 }
 
-static int dup_cloexec(int fd)
-{
-	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
-}
-
 /* A pair's tap queue: pair 0's was opened with the endpoint; another's
  * is added to the multi-queue tap the first time the pair runs. */
 static int vu_pair_tap(struct vu_endpoint *ep, struct vu_pair *p, char *err, size_t errlen)
@@ -309,7 +304,7 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	int rc = -1;
 
 	memset(&spec, 0, sizeof(spec));
-	total = c->nreg + 2 * NIC_NUM_QUEUES + 1 + vu_logging(c);
+	total = c->nreg + 2 * NIC_NUM_QUEUES + 1 + vu_logging(c) + (c->inflight_fd >= 0);
 	spec.regions = calloc(c->nreg, sizeof(*spec.regions));
 	dups = calloc(total, sizeof(*dups));
 	if (!spec.regions || !dups) {
@@ -402,6 +397,16 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 		spec.log_offset = c->log_offset;
 		if (spec.log_fd < 0)
 			goto out_errno;
+	}
+
+	/* The front end's inflight region (INFLIGHT_SHMFD), if it keeps one. */
+	rc = vu_inflight_for_pair(c, k, &spec, err, sizeof(err));
+	if (spec.inflight_len)
+		dups[ndups++] = spec.inflight_fd;
+	if (rc) {
+		vu_errorf(ep, "pair %u: inflight region: %s", k, err);
+		refused = true;
+		goto out_log;
 	}
 
 	rc = validate_nic_spec(&spec, err, sizeof(err));

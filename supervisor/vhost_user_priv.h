@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/queue.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +66,12 @@ struct vu_conn {
 	 * starts on, a NIC that exhausted its restarts). SET_STATUS 0 clears it. */
 	bool needs_reset;
 	uint32_t mtu;                 /* NET_SET_MTU, 0: the endpoint's */
+	/* The inflight region the front end keeps (GET/SET_INFLIGHT_FD;
+	 * vhost_user_inflight.c): fd owned, -1 none; [inflight_offset,
+	 * + inflight_size) of it, made for inflight_nq rings of inflight_qsize. */
+	int inflight_fd;
+	uint64_t inflight_size, inflight_offset;
+	uint16_t inflight_nq, inflight_qsize;
 	/* The dirty log (SET_LOG_BASE; issue 14): fd owned, -1 none. A
 	 * worker logs into it while VHOST_F_LOG_ALL is acked (vu_logging). */
 	int log_fd;
@@ -186,6 +193,12 @@ struct vu_state {
 
 extern struct log_ratelimit vu_rl;
 
+/* A close-on-exec copy of fd at 3 or above (the NIC owns its own). */
+static inline int dup_cloexec(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
 static inline void close_fd(int *fd)
 {
 	if (*fd >= 0) {
@@ -243,6 +256,19 @@ void vu_conn_forget_log(struct vu_conn *c);
 int vu_reconfigure(struct vu_conn *c, const struct vu_msg *m, const char *why);
 int vu_reconfigure_pair(struct vu_conn *c, const struct vu_msg *m, unsigned k, const char *why);
 void vu_conn_forget_device(struct vu_conn *c);
+
+/* vhost_user_inflight.c */
+/* vu_inflight_geometry - num_queues and queue_size of an inflight region
+ * in range for a connection of nrings rings; -EINVAL with err filled. */
+int vu_inflight_geometry(unsigned nq, unsigned qsize, unsigned nrings, char *err, size_t errlen);
+/* vu_inflight_size - bytes of a region for nq rings of qsize (geometry ok). */
+uint64_t vu_inflight_size(unsigned nq, unsigned qsize);
+/* vu_inflight_for_pair - pair k's block of the front end's region in spec
+ * (inflight_fd a copy, to close on failure; inflight_len 0 when the pair
+ * has none: vnicd's own region), initialised if the front end cleared it.
+ * Returns 0, or a negative errno with err filled (the pair cannot start). */
+int vu_inflight_for_pair(struct vu_conn *c, unsigned k, struct nic_spec *spec, char *err,
+			 size_t errlen);
 
 /* vhost_user_state.c */
 void vu_state_path(const struct sup *s, const char *id, char *buf, size_t len);

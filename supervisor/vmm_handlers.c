@@ -756,6 +756,8 @@ static void fill_status(struct nic *n, struct nic_status_buf *b)
 	b->ns.restart_us = n->restart_us;
 	admin_fill_status(n, &b->ns, &b->admin);
 	b->ns.policy_switches = n->policy_switches;
+	b->ns.inflight = (char *)(uintptr_t)(n->inflight_fd >= 0 ? "front end"
+					     : n->inflight_len ? "vnicd" : "off");
 	b->ns.n_queues = 0;
 	b->ns.n_pairs = 0;
 	fill_queues(n, b);
@@ -779,6 +781,7 @@ static void fill_vhost_status(const struct vu_status *v, struct nic_status_buf *
 		b->ns.mac.data = b->admin.mac;
 		b->ns.mac.len = sizeof(b->admin.mac);
 		b->ns.mtu = v->mtu;
+		b->ns.inflight = (char *)(uintptr_t)v->inflight;
 	}
 	/* The endpoint opened the tap, not the NIC (a tap fd backend). */
 	snprintf(b->admin.tap_name, sizeof(b->admin.tap_name), "%s", v->tap);

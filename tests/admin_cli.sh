@@ -93,6 +93,7 @@ for n in o["nics"]:
     assert re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", n["mac"]) and n["mac"] != "00:00:00:00:00:00", n
     assert n["features"] & (1 << 32) and "VERSION_1" in n["feature_names"], n
     assert n["mtu"] > 0 and n["policy"] == "bh", n
+    assert n["inflight"] == "vnicd", n   # vnicd's own region (issue 16)
     assert sum(q["packets"] for q in n["queues"]) > 0, n
 pp = [n["policy_params"] for n in o["nics"]]
 assert pp[0]["budget_packets"] == 64 and pp[0]["budget_bytes"] == 65536, pp   # vnicctl set-policy

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inflight.h"
 #include "libvnic.h"
 #include "suptest.h"
 #include "testutil.h"
@@ -70,7 +71,7 @@
 #define PROTO_ALL ((1ull << VU_PROTO_MQ) | (1ull << VU_PROTO_REPLY_ACK) | \
 		   (1ull << VU_PROTO_NET_MTU) | (1ull << VU_PROTO_CONFIGURE_MEM_SLOTS) | \
 		   (1ull << VU_PROTO_STATUS) | (1ull << VU_PROTO_RARP) | \
-		   (1ull << VU_PROTO_LOG_SHMFD))
+		   (1ull << VU_PROTO_LOG_SHMFD) | (1ull << VU_PROTO_INFLIGHT_SHMFD))
 #define F_LOG_ALL (1ull << VU_F_LOG_ALL)
 #define FE_RINGS 4         /* the front end's rings: two queue pairs */
 #define PAIRS_SERVED 8     /* an endpoint's queue pairs (VU_PAIRS_DEFAULT) */
@@ -1086,18 +1087,26 @@ struct ns_socks {
 	int tx;    /* sends to 198.18.0.2:7777 (the guest, by a static neighbour) */
 };
 
-static void netns_setup(struct ns_socks *s)
+/* The netns side of tap: its address, up, the guest as a neighbour. */
+static void netns_addr(const char *tap)
 {
-	char cmd[400], path[96];
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd),
+		 "ip -n %s addr replace 198.18.0.1/24 dev %s && ip -n %s link set %s up && "
+		 "ip -n %s neigh replace 198.18.0.2 lladdr 52:54:00:12:34:56 dev %s", netns, tap,
+		 netns, tap, netns, tap);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void netns_setup_tap(struct ns_socks *s, const char *tap)
+{
+	char path[96];
 	int self, ns;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9999) };
 	struct timeval tv = { 3, 0 };
 
-	snprintf(cmd, sizeof(cmd),
-		 "ip -n %s addr add 198.18.0.1/24 dev vut0 && ip -n %s link set vut0 up && "
-		 "ip -n %s neigh replace 198.18.0.2 lladdr 52:54:00:12:34:56 dev vut0", netns,
-		 netns, netns);
-	ck_assert_int_eq(system(cmd), 0);
+	netns_addr(tap);
 	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/run/netns/%s", netns);
 	ns = open(path, O_RDONLY | O_CLOEXEC);
@@ -1111,6 +1120,11 @@ static void netns_setup(struct ns_socks *s)
 	inet_pton(AF_INET, "198.18.0.1", &a.sin_addr);
 	ck_assert_int_eq(bind(s->rx, (struct sockaddr *)&a, sizeof(a)), 0);
 	setsockopt(s->rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+static void netns_setup(struct ns_socks *s)
+{
+	netns_setup_tap(s, "vut0");
 }
 
 static uint16_t ip_csum(const uint8_t *p, size_t n)
@@ -1344,6 +1358,12 @@ END_TEST
  * pass after each, the counters only grow, and GET_VRING_BASE is still
  * answered after the reap. vnicd re-executes its own file here (nothing
  * was installed over it): what is tested is the handover. */
+static int64_t fe_get_inflight(int sock, uint16_t nq, uint16_t qs, const int *fds, unsigned nfds,
+			       int *fd);
+static int64_t fe_set_inflight(int sock, const int *fds, unsigned nfds, uint64_t size,
+			       uint64_t offset, uint16_t nq, uint16_t qs);
+static int inflight_memfds(pid_t pid);
+
 START_TEST(t_upgrade_mid_session)
 {
 	struct vnic_upgrade_result u;
@@ -1351,14 +1371,23 @@ START_TEST(t_upgrade_mid_session)
 	struct ns_socks s;
 	struct fe f;
 	unsigned slot = 0;
-	int pid;
+	int pid, ifd;
+	int64_t isize;
+	const struct inflight_queue *tx;
+	uint8_t *reg;
 
 	NEED_PREREQS();
 	netns_setup(&s);
 	fe_mem_init(&f, true);
 	fe_negotiate(&f);
+	/* The front end keeps an inflight region (issue 16): the upgrades
+	 * hand it over too, and the worker goes on writing it. */
+	isize = fe_get_inflight(f.fd, 2, QS, NULL, 0, &ifd);
+	ck_assert_int_gt(isize, 0);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &ifd, 1, (uint64_t)isize, 0, 2, QS), 0);
 	ck_assert_int_eq(fe_mem_table(&f), 0);
 	ck_assert_int_eq(vnic_upgrade(ctl, &u), 0);
+	ck_assert_int_eq(inflight_memfds(vd.pid), 1);
 	ck_assert_uint_eq(u.pid, (uint32_t)vd.pid);
 	ck_assert_uint_ge(u.endpoints, 1);
 	ck_assert_uint_eq(u.nics, 0);
@@ -1384,6 +1413,15 @@ START_TEST(t_upgrade_mid_session)
 	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid);
 	ck_assert_uint_eq(fe_get_base(&f, 1), 40); /* tx0: 40 chains taken */
 	ck_assert_msg(!st_pid_alive(pid), "worker alive at the GET_VRING_BASE answer");
+	/* Queue 1 (tx) of pair 0's block: all 40 taken and returned. */
+	reg = mmap(NULL, (size_t)isize, PROT_READ, MAP_SHARED, ifd, 0);
+	ck_assert_ptr_ne(reg, MAP_FAILED);
+	tx = (const void *)(reg + sizeof(struct inflight_header) + inflight_queue_size(QS));
+	ck_assert_uint_eq(tx->state, INFLIGHT_QUEUE_LIVE);
+	ck_assert_uint_eq(tx->avail_seq, 40);
+	ck_assert_uint_eq(tx->used_seq, 40);
+	munmap(reg, (size_t)isize);
+	close(ifd);
 	close(f.fd);
 	f.fd = -1;
 	wait_no_worker("vu0");
@@ -1856,11 +1894,28 @@ END_TEST
 
 /* Client mode: vnicd connects to a front end that listens, and the
  * endpoint comes back from the state directory after a vnicd restart. */
+/* A client-mode endpoint's front end: a state directory made from sdir's
+ * template, and a socket listening at fepath in it (accept times out
+ * after tv). */
+static int fe_listen(char *sdir, char *fepath, size_t len, const struct timeval *tv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd;
+
+	ck_assert_ptr_nonnull(mkdtemp(sdir));
+	snprintf(fepath, len, "%s/fe.sock", sdir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fepath);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 2), 0);
+	setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, tv, sizeof(*tv));
+	return lfd;
+}
+
 START_TEST(t_client_and_restart)
 {
 	struct vnicd_proc v2;
 	struct vnic_conn *c2;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char sdir[] = "/tmp/vnicd-vu-state.XXXXXX", fepath[100];
 	struct vnic_vhost_user_config cfg = { .id = "cl0", .tap_name = "vutc0", .mtu = 9000 };
 	char ifname[32], err[256];
@@ -1869,15 +1924,9 @@ START_TEST(t_client_and_restart)
 	struct fe f;
 
 	NEED_PREREQS();
-	ck_assert_ptr_nonnull(mkdtemp(sdir));
-	snprintf(fepath, sizeof(fepath), "%s/fe.sock", sdir);
+	lfd = fe_listen(sdir, fepath, sizeof(fepath), &tv);
 	cfg.path = fepath;
 	cfg.netns = netns;
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fepath);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 2), 0);
-	setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
 	for (int round = 0; round < 2; round++) {
 		st_vnicd_start(&v2, st_worker_path(), "--state-dir", sdir, NULL);
@@ -2642,6 +2691,364 @@ START_TEST(t_call_fd_live)
 }
 END_TEST
 
+/* ------------------------------------- the front end's inflight region */
+
+/* GET_INFLIGHT_FD: the answer's mmap_size (0: refused, then no fd) and the
+ * region's fd in *fd (-1 with none); -1: the connection closed. */
+static int64_t fe_get_inflight(int sock, uint16_t nq, uint16_t qs, const int *fds, unsigned nfds,
+			       int *fd)
+{
+	struct vu_inflight in = { .num_queues = nq, .queue_size = qs }, out;
+	struct vu_hdr h;
+	struct iovec iov[2] = { { &h, sizeof(h) }, { &out, sizeof(out) } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr a;
+	} cm;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *c;
+	ssize_t r;
+
+	*fd = -1;
+	fe_send(sock, VU_GET_INFLIGHT_FD, 0, &in, sizeof(in), fds, nfds);
+	r = recvmsg(sock, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	if (r <= 0)
+		return -1;
+	ck_assert_int_eq(r, (ssize_t)(sizeof(h) + sizeof(out)));
+	ck_assert_uint_eq(h.request, VU_GET_INFLIGHT_FD);
+	ck_assert_uint_eq(h.size, sizeof(out));
+	ck_assert(!(mh.msg_flags & MSG_CTRUNC));
+	c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_type == SCM_RIGHTS) {
+		ck_assert_uint_eq(c->cmsg_len, CMSG_LEN(sizeof(int)));
+		memcpy(fd, CMSG_DATA(c), sizeof(int));
+	}
+	/* An fd exactly when there is a region. */
+	ck_assert_int_eq(out.mmap_size > 0, *fd >= 0);
+	if (out.mmap_size)
+		ck_assert_uint_eq(out.mmap_offset, 0);
+	return (int64_t)out.mmap_size;
+}
+
+static int64_t fe_set_inflight(int sock, const int *fds, unsigned nfds, uint64_t size,
+			       uint64_t offset, uint16_t nq, uint16_t qs)
+{
+	struct vu_inflight in = { .mmap_size = size, .mmap_offset = offset, .num_queues = nq,
+				  .queue_size = qs };
+
+	return fe_ack(sock, VU_SET_INFLIGHT_FD, &in, sizeof(in), fds, nfds);
+}
+
+/* Where status says endpoint id's inflight region lives. */
+static void expect_inflight_status(const char *id, const char *want)
+{
+	struct vnic_status *st = NULL;
+	bool found = false;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned i = 0; i < st->nnics; i++)
+		if (!strcmp(st->nics[i].id, id)) {
+			ck_assert_str_eq(st->inflight[i].where, want);
+			found = true;
+		}
+	vnic_status_free(st);
+	ck_assert(found);
+}
+
+/* How many of vnicd's fds are its inflight memfds ("vnic-inflight"). */
+static int inflight_memfds(pid_t pid)
+{
+	char cmd[160], out[32];
+
+	snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd | grep -c 'memfd:vnic-inflight'", (int)pid);
+	st_run_capture(cmd, out, sizeof(out));
+	return atoi(out);
+}
+
+/* GET_INFLIGHT_FD and SET_INFLIGHT_FD as hostile input (issue 16, the
+ * anchors' CVEs): geometry out of range (CVE-2021-3839's unchecked
+ * num_queues) refused with no region and the connection kept; fds beyond
+ * the one SET takes closed (CVE-2022-0669); a GET flood holding one
+ * memfd, not one per GET (GHSA-whmr-hj5c-pm9g); regions that are not
+ * memfds, unsealed, short, misplaced or not vnicd's layout refused; then
+ * a region the front end zeroed accepted and a worker running on it, and
+ * both requests refused while it runs. vnicd's fds back to the baseline. */
+START_TEST(t_inflight_messages)
+{
+	static const struct { uint16_t nq, qs; } bad[] = {
+		{ 0, QS }, { 1, QS }, { 3, QS }, { 2 * PAIRS_SERVED + 2, QS }, { 0xffff, QS },
+		{ 2, 0 }, { 2, 1000 }, { 2, 0xffff },
+	};
+	struct fe f;
+	struct ns_socks s;
+	unsigned slot = 0;
+	int with_ep, fd, two[2], efd, mfd, zfd, pid;
+	int64_t size;
+	uint8_t *p;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	expect_inflight_status("vu0", "vnicd");
+	/* (Refusals are logged 20 per 5 s: the lines looked for come early.) */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_int_eq(fe_get_inflight(f.fd, bad[i].nq, bad[i].qs, NULL, 0, &fd), 0);
+	ck_assert(log_has("GET_INFLIGHT_FD: num_queues 65535: need an even count"));
+	for (size_t i = 2; i < 8; i += 3)
+		ck_assert_int_eq(fe_set_inflight(f.fd, &f.memfd, 1, 4096, 0, bad[i].nq, bad[i].qs), 1);
+	/* The flood: every answer a region, vnicd holding one. */
+	for (int i = 0; i < 1000; i++) {
+		size = fe_get_inflight(f.fd, 2, QS, NULL, 0, &fd);
+		ck_assert_int_gt(size, 0);
+		close(fd);
+	}
+	ck_assert_int_eq(inflight_memfds(vd.pid), 1);
+	size = fe_get_inflight(f.fd, 2, QS, NULL, 0, &fd);
+	ck_assert_int_eq(size % 4096, 0);
+
+	/* SET: one fd exactly; the others are closed unread. */
+	ck_assert_int_eq(fe_set_inflight(f.fd, NULL, 0, (uint64_t)size, 0, 2, QS), 1);
+	two[0] = fd;
+	two[1] = dup(fd);
+	ck_assert_int_eq(fe_set_inflight(f.fd, two, 2, (uint64_t)size, 0, 2, QS), 1);
+	close(two[1]);
+	efd = eventfd(0, EFD_CLOEXEC);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &efd, 1, (uint64_t)size, 0, 2, QS), 1);
+	close(efd);
+	/* Unsealed: the front end could shrink it under a worker. */
+	mfd = memfd_create("fe-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_eq(ftruncate(mfd, size + 4096), 0);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size, 0, 2, QS), 1);
+	ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	/* Wrong size, offset not a page, offset past the end, overflow. */
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size - 8, 0, 2, QS), 1);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size, 100, 2, QS), 1);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size, 8192, 2, QS), 1);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size, ~0ull << 12, 2, QS), 1);
+	/* Not vnicd's layout: a header of garbage. */
+	p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	memset(p, 0x5a, 64);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size, 0, 2, QS), 1);
+	/* The right geometry with the wrong queue size is not it either. */
+	ck_assert_int_eq(fe_set_inflight(f.fd, &fd, 1, (uint64_t)size, 0, 2, QS / 2), 1);
+	ck_assert(log_has("SET_INFLIGHT_FD: inflight region: the memfd is not sealed"));
+	/* Refused, and still talking. */
+	ck_assert(fe_get_u64(f.fd, VU_GET_FEATURES) & F_V1);
+
+	/* A region the front end cleared (QEMU's reset): zero is fresh. */
+	memset(p, 0, (size_t)size);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &mfd, 1, (uint64_t)size, 0, 2, QS), 0);
+	ck_assert_int_eq(inflight_memfds(vd.pid), 0); /* ours, replaced by the front end's */
+	netns_setup(&s);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	for (int q = 0; q < 2; q++)
+		fe_ring(&f, q, 0);
+	for (int q = 0; q < 2; q++)
+		ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+	pid = wait_worker("vu0");
+	expect_inflight_status("vu0", "front end");
+	guest_tx(&f, "i", 8, &slot);
+	expect_rx_in_ns(&s, "i", 8);
+	/* vnicd initialised it at start: our layout, in the front end's memfd. */
+	ck_assert_uint_eq(*(uint64_t *)(void *)p, 0x544c464e49434e56ull);
+	/* While the device runs neither changes the region. */
+	ck_assert_int_eq(fe_get_inflight(f.fd, 2, QS, NULL, 0, &zfd), 0);
+	ck_assert_int_eq(fe_set_inflight(f.fd, &fd, 1, (uint64_t)size, 0, 2, QS), 1);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), pid); /* the worker untouched */
+	guest_tx(&f, "j", 4, &slot);
+	expect_rx_in_ns(&s, "j", 4);
+	/* A GET with an fd is malformed: closed, the fd with it. */
+	ck_assert_int_eq(fe_get_inflight(f.fd, 2, QS, &fd, 1, &zfd), -1);
+	wait_no_worker("vu0");
+	munmap(p, (size_t)size);
+	close(mfd);
+	close(fd);
+	fe_mem_free(&f);
+	close(s.rx);
+	close(s.tx);
+	assert_no_leak(with_ep);
+	ck_assert(st_pid_alive(vd.pid));
+}
+END_TEST
+
+#ifdef VNIC_FAULT_INJECTION
+/* Is a datagram waiting in the netns? Its text in buf. */
+static bool ns_recv(struct ns_socks *s, char *buf, size_t len, int flags)
+{
+	ssize_t r = recv(s->rx, buf, len - 1, flags);
+
+	if (r <= 0)
+		return false;
+	buf[r] = '\0';
+	return true;
+}
+#endif
+
+/*
+ * Issue 16: a front end that keeps its inflight region gets every TX
+ * chain back exactly once and every frame out at most once across the
+ * death of vnicd AND its worker, with no fd store: the region outlives
+ * both in the front end's hands.
+ *
+ * Forced (fault-injection builds): the worker sleeps right after it sent
+ * the 5th frame and wrote its used element, before it published the used
+ * index (worker.inflight.used_elem=delay@5); vnicd and the worker are
+ * SIGKILLed there. A new vnicd comes back from its state directory and
+ * connects; the front end resumes each ring at its used->idx, as QEMU
+ * does. Round 0 without INFLIGHT_SHMFD: the frame in flight goes out
+ * twice (the test sees it: the forcing works). Round 1 with the region
+ * kept and sent back with SET_INFLIGHT_FD: no frame twice, every chain
+ * returned once.
+ */
+START_TEST(t_inflight_survives_vnicd)
+{
+#ifndef VNIC_FAULT_INJECTION
+	NEED_PREREQS();
+	fprintf(stderr, "t_inflight_survives_vnicd: needs a fault-injection build, not run\n");
+#else
+	char sdir[] = "/tmp/vnicd-vu-inflight.XXXXXX", fepath[100];
+	struct vnic_vhost_user_config cfg = { .id = "if0", .tap_name = "vuti0" };
+	struct timeval tv = { 10, 0 };
+	int lfd;
+
+	NEED_PREREQS();
+	lfd = fe_listen(sdir, fepath, sizeof(fepath), &tv);
+	cfg.path = fepath;
+	cfg.netns = netns;
+
+	for (int keep = 0; keep < 2; keep++) {
+		struct vnicd_proc v[2];
+		struct vnic_conn *c2, *save = ctl;
+		struct ns_socks s;
+		struct fe f;
+		unsigned slot = 0;
+		int ifd = -1, pid;
+		int64_t isize = 0;
+		uint16_t used1;
+		char buf[128], err[256], ifname[32], want[64];
+		void *ck;
+		uint32_t len;
+		int got;
+
+		fe_mem_init(&f, true);
+		for (int life = 0; life < 2; life++) {
+			uint64_t proto = PROTO_ALL & ~(keep ? 0 : 1ull << VU_PROTO_INFLIGHT_SHMFD);
+
+			if (life == 0)
+				setenv("VNIC_FAULT", "worker.inflight.used_elem=delay:20000@5", 1);
+			st_vnicd_start(&v[life], st_worker_path(), "--state-dir", sdir, NULL);
+			unsetenv("VNIC_FAULT");
+			c2 = st_connect(&v[life]);
+			ctl = c2;
+			if (life == 0)
+				ck_assert_msg(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err,
+								  sizeof(err)) == 0, "%s", err);
+			/* vnicd connects to us (life 1: from its state file). */
+			f.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			ck_assert_int_ge(f.fd, 0);
+			setsockopt(f.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			ck_assert(fe_get_u64(f.fd, VU_GET_FEATURES) & F_V1);
+			fe_send(f.fd, VU_SET_OWNER, 0, NULL, 0, NULL, 0);
+			fe_send(f.fd, VU_SET_PROTOCOL_FEATURES, 0, &proto, 8, NULL, 0);
+			ck_assert_int_eq(fe_ack_u64(f.fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
+			if (keep && life == 0) {
+				isize = fe_get_inflight(f.fd, 2, QS, NULL, 0, &ifd);
+				ck_assert_int_gt(isize, 0);
+			}
+			if (keep)
+				ck_assert_int_eq(fe_set_inflight(f.fd, &ifd, 1, (uint64_t)isize, 0, 2,
+								 QS), 0);
+			ck_assert_int_eq(fe_mem_table(&f), 0);
+			/* Each ring where the guest saw it: its used->idx. */
+			used1 = *(volatile uint16_t *)(void *)(f.mem + ring_off(1, 2) + 2);
+			fe_ring(&f, 0, 0);
+			fe_ring(&f, 1, used1);
+			for (int q = 0; q < 2; q++)
+				ck_assert_int_eq(fe_ack_state(f.fd, VU_SET_VRING_ENABLE, (uint32_t)q,
+							      1), 0);
+			pid = wait_worker("if0");
+			if (life == 0) {
+				netns_setup_tap(&s, "vuti0");
+				guest_tx(&f, "x", 5, &slot);
+				/* All five sent: the fifth's used index never came. */
+				expect_rx_in_ns(&s, "x", 5);
+				for (int i = 0; i < 500 && !log_file_has(v[0].log,
+					"point worker.inflight.used_elem fired"); i++)
+					msleep(10);
+				ck_assert_msg(log_file_has(v[0].log,
+					"point worker.inflight.used_elem fired"), "no fault (log %s)",
+					v[0].log);
+				ck_assert_uint_lt(*(volatile uint16_t *)(void *)(f.mem + ring_off(1, 2) + 2), 5);
+				/* vnicd first: the sleeping worker cannot notice it. */
+				kill(v[0].pid, SIGKILL);
+				waitpid(v[0].pid, NULL, 0);
+				kill(pid, SIGKILL);
+				for (int i = 0; i < 300 && st_pid_alive(pid); i++)
+					msleep(10);
+				ck_assert(!st_pid_alive(pid));
+				vnic_close(c2);
+				unlink(v[0].sock);
+				st_rmdir(v[0].dir);
+				close(f.fd);
+				f.fd = -1;
+				continue;
+			}
+			netns_addr("vuti0");
+			guest_tx(&f, "y", 5, &slot);
+			got = ns_recv(&s, buf, sizeof(buf), 0);
+			ck_assert_msg(got, "nothing reached the netns after the restart");
+			if (!keep) {
+				/* The forcing works: without the region a frame goes twice. */
+				ck_assert_msg(!strncmp(buf, "x-", 2), "round without the region: "
+					      "\"%s\" first, a repeated x- frame expected", buf);
+				while (ns_recv(&s, buf, sizeof(buf), 0) && strncmp(buf, "y-4", 4))
+					;
+			} else {
+				ck_assert_str_eq(buf, "y-0");
+				for (int i = 1; i < 5; i++) {
+					ck_assert(ns_recv(&s, buf, sizeof(buf), 0));
+					snprintf(want, sizeof(want), "y-%d", i);
+					ck_assert_str_eq(buf, want);
+				}
+				ck_assert(!ns_recv(&s, buf, sizeof(buf), MSG_DONTWAIT));
+				/* Every chain back exactly once: none twice (-EIO), none
+				 * missing. */
+				for (int i = 0; i < 300 && f.drv[1].num_free != QS; i++) {
+					int r;
+
+					while ((r = vring_drv_get_used(&f.drv[1], &ck, &len)) == 1)
+						;
+					ck_assert_int_eq(r, 0);
+					msleep(10);
+				}
+				ck_assert_uint_eq(f.drv[1].num_free, QS);
+				snprintf(want, sizeof(want), "%u chain(s) left in flight completed",
+					 5u - used1);
+				ck_assert_msg(log_file_has(v[1].log, want), "no \"%s\" (log %s)", want,
+					      v[1].log);
+			}
+			ck_assert_int_eq(vnic_remove_endpoint(c2, "if0", 0, NULL), 0);
+			vnic_close(c2);
+			st_vnicd_stop(&v[1]);
+			st_rmdir(v[1].dir);
+		}
+		ctl = save;
+		if (ifd >= 0)
+			close(ifd);
+		close(s.rx);
+		close(s.tx);
+		fe_mem_free(&f);
+	}
+	close(lfd);
+	unlink(fepath);
+	st_rmdir(sdir);
+#endif
+}
+END_TEST
+
 /* One table, one row per request vnicd accepts, the handler in the row:
  * no row without a handler, each row's ranges sane, and a request with no
  * row is one vu_msg_check refuses before any handler (ENOSYS). */
@@ -2665,8 +3072,8 @@ START_TEST(t_every_row_has_a_handler)
 		ck_assert_uint_le(row->min_fds, row->max_fds);
 		ck_assert_uint_le(row->max_fds, VU_MAX_FDS);
 	}
-	/* The 24 requests of vhost_user_msg.h that vnicd serves. */
-	ck_assert_uint_eq(rows, 24);
+	/* The 26 requests of vhost_user_msg.h that vnicd serves. */
+	ck_assert_uint_eq(rows, 26);
 }
 END_TEST
 
@@ -2712,6 +3119,8 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_log_all_live);
 	tcase_add_test(t, t_dirty_log_e2e);
 	tcase_add_test(t, t_call_fd_live);
+	tcase_add_test(t, t_inflight_messages);
+	tcase_add_test(t, t_inflight_survives_vnicd);
 	suite_add_tcase(s, t);
 	return s;
 }

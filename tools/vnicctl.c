@@ -93,7 +93,8 @@ static void jadd(json_object *o, const char *k, json_object *v)
 	json_object_object_add(o, k, v);
 }
 
-static json_object *json_nic(const struct vnic_nic_status *n, const struct vnic_nic_pairs *pr)
+static json_object *json_nic(const struct vnic_nic_status *n, const struct vnic_nic_pairs *pr,
+			     const char *inflight)
 {
 	json_object *o = json_object_new_object(), *qs = json_object_new_array();
 	json_object *ps = json_object_new_array();
@@ -117,6 +118,7 @@ static json_object *json_nic(const struct vnic_nic_status *n, const struct vnic_
 	jadd(pol, "tx_irq_frames", json_object_new_int64(n->policy.tx_irq_frames));
 	jadd(o, "policy_params", pol);
 	jadd(o, "policy_switches", json_object_new_int64(n->policy_switches));
+	jadd(o, "inflight", json_object_new_string(inflight));
 	jadd(o, "restarts", json_object_new_int64(n->restarts));
 	jadd(o, "uptime_s", json_object_new_uint64(n->uptime_s));
 	jadd(o, "last_error", json_object_new_string(n->last_error));
@@ -216,7 +218,8 @@ static void print_json(const struct vnic_hello_info *hi, const struct vnic_statu
 	json_object *o = json_envelope(hi), *nics = json_object_new_array();
 
 	for (unsigned i = 0; i < st->nnics; i++)
-		json_object_array_add(nics, json_nic(&st->nics[i], st->pairs ? &st->pairs[i] : NULL));
+		json_object_array_add(nics, json_nic(&st->nics[i], st->pairs ? &st->pairs[i] : NULL,
+						     st->inflight ? st->inflight[i].where : ""));
 	jadd(o, "nics", nics);
 	json_print(o);
 }
@@ -289,7 +292,7 @@ static double rate(uint64_t now, uint64_t before, double secs)
 }
 
 /* With one NIC asked for by id: its owner and device lines too. */
-static void print_detail(const struct vnic_nic_status *n)
+static void print_detail(const struct vnic_nic_status *n, const char *inflight)
 {
 	char b[140], mac[24];
 	size_t used = 0;
@@ -305,6 +308,7 @@ static void print_detail(const struct vnic_nic_status *n)
 			used += (size_t)snprintf(b + used, sizeof(b) - used, "%s%s", used ? " " : "",
 						 feature_names[i].name);
 	printf("  features 0x%" PRIx64 " (%s)\n", n->features, b);
+	printf("  inflight region: %s\n", inflight[0] ? clean(inflight, b, 16) : "-");
 }
 
 /* The queue table is made from libvnic.h's VNIC_QUEUE_COUNTERS: one
@@ -394,7 +398,7 @@ static void print_table(const struct vnic_status *st, const struct vnic_status *
 		       n->pid == 0 ? "-" : n->sandboxed ? "yes" : "NO(OFF)", n->uptime_s, n->restarts,
 		       n->last_error[0] ? clean(n->last_error, b2, sizeof(b2)) : "-");
 		if (detail)
-			print_detail(n);
+			print_detail(n, st->inflight[i].where);
 		/* Several queue pairs: a line per pair's worker. */
 		for (unsigned j = 0; st->pairs && st->pairs[i].npairs > 1 && j < st->pairs[i].npairs;
 		     j++) {

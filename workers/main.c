@@ -136,7 +136,8 @@ static void worker_fault_step(struct vring *vq, enum vring_inflight_step step)
 #endif
 
 /* Step 4, last part: the inflight region (shm/inflight.h), created by the
- * supervisor in the stats page's memfd at inflight_offset and kept across
+ * supervisor in the stats page's memfd at inflight_offset (or, with
+ * inflight_own_fd, in a vhost-user front end's memfd) and kept across
  * restarts. Checked as a whole here (C8); the
  * in-flight records of a LIVE queue are checked by the recovery at Start,
  * which reads guest memory and so runs inside the sandbox. */
@@ -152,11 +153,13 @@ static int configure_inflight(struct worker *w, const Vnic__Worker__Config *c, i
 
 	for (unsigned j = 0; j < w->nqueues; j++)
 		qsize[j] = c->queues[j]->size;
-	/* Page-aligned (mmap), past the stats page (never both views of one
-	 * byte), and the offset bounded before any sum, so nothing wraps. */
-	if (off % page || off < c->stats_size || off > ((uint64_t)1 << 40)) {
-		snprintf(err, errlen, "inflight region: offset %llu is not a page boundary past the "
-			 "stats page", (unsigned long long)off);
+	/* Page-aligned (mmap), past the stats page when it shares its memfd
+	 * (never both views of one byte), and the offset bounded before any
+	 * sum, so nothing wraps. */
+	if (off % page || (!c->inflight_own_fd && off < c->stats_size) ||
+	    off > ((uint64_t)1 << 40)) {
+		snprintf(err, errlen, "inflight region: offset %llu is not a page boundary%s",
+			 (unsigned long long)off, c->inflight_own_fd ? "" : " past the stats page");
 		return -EINVAL;
 	}
 	/* The memfd must hold what Config says, or mapping it could fault
@@ -447,7 +450,7 @@ static int configure(struct worker *w, const Vnic__Worker__Config *c, struct wir
 		return r;
 	w->restarts = c->restarts;
 	if (c->inflight_size > 0)
-		r = configure_inflight(w, c, fds->fd[lay.stats], err, errlen);
+		r = configure_inflight(w, c, fds->fd[lay.inflight], err, errlen);
 	if (r == 0 && w->log)
 		net_log_used_rings(w->net); /* the set-up's stores, a predecessor's */
 	return r;
