@@ -199,6 +199,9 @@ extern volatile sig_atomic_t tr_stop;
 /* tr_worker_gone - the worker process pid has ended: no such process, or
  * a zombie (which holds no fd and no memory any more). */
 bool tr_worker_gone(pid_t pid);
+/* tr_worker_gone_soon - the same, allowing a task that vnicd saw end
+ * through its pidfd 100 ms to become the zombie it is about to be. */
+bool tr_worker_gone_soon(pid_t pid);
 void tr_fail(struct tr_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double tr_cpu_seconds(pid_t pid);
 bool tr_sending(const struct tr_run *r, uint64_t now);

