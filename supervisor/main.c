@@ -75,7 +75,8 @@ static void usage(FILE *f)
 		"  --max-queue-pairs N  queue pairs a vhost-user endpoint serves, each with a\n"
 		"                    worker of its own, 1..%u (default %u)\n"
 		"  --state-dir DIR   vhost-user endpoints are saved there and re-created at start\n"
-		"                    (default: \"endpoints\" beside the socket; \"\": not saved)\n"
+		"                    (default: \"endpoints\" beside the socket; \"\": not saved);\n"
+		"                    on tmpfs, with their inflight regions (without --fd-store)\n"
 		"  --print-capabilities  vhost-user back-end capabilities (JSON), then exit\n"
 		"  --fd-store        under systemd (FileDescriptorStoreMax=): keep every fd\n"
 		"                    and the state in systemd's fd store, so that a vnicd\n"
@@ -790,6 +791,7 @@ int main(int argc, char **argv)
 	}
 	sigprocmask(SIG_UNBLOCK, &stop_sigs, NULL);
 
+	s.fd_store = a.fd_store;
 	if (a.fd_store)
 		fdstore_setup(&s, h);
 	if (h) {

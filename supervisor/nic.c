@@ -336,8 +336,14 @@ void nic_close_vmm_fds(struct nic *n)
  * mapped, so memory the front end shrank gives a short read, not SIGBUS. */
 static int nic_read_guest_u16(const struct nic *n, uint64_t gpa, uint16_t *v)
 {
-	for (unsigned i = 0; i < nic_nregions(n); i++) {
-		const struct memtable_region_desc *d = &nic_regions(n)[i];
+	return sup_read_guest_u16(nic_regions(n), nic_nregions(n), gpa, v);
+}
+
+int sup_read_guest_u16(const struct memtable_region_desc *r, unsigned nr, uint64_t gpa,
+		       uint16_t *v)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		const struct memtable_region_desc *d = &r[i];
 		ssize_t k;
 
 		if (d->fd < 0 || d->size < 2 || gpa < d->gpa || gpa - d->gpa > d->size - 2)

@@ -403,6 +403,7 @@ struct sup {
 	unsigned restart_max;         /* --restart-max; 0: never restart */
 	unsigned max_pairs;           /* --max-queue-pairs: a vhost-user endpoint's pairs */
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
+	bool fd_store;                /* --fd-store: systemd's store keeps every fd */
 	/* Upgrade in place (handover.h): set by handover_set_exec; NULL: this
 	 * vnicd cannot (the fuzz targets). upgrades: so far in this process. */
 	int (*upgrade)(struct sup *s, struct vmm_conn *c, uint64_t request_id, char *err,
@@ -495,6 +496,12 @@ void nic_policy_resolve(struct vnic_policy *p);
 int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint64_t request_id,
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen);
+/* sup_read_guest_u16 - the little-endian u16 at gpa of the guest memory
+ * r[0..nr) describes, with pread (nothing mapped, so memory a front end
+ * shrank is a short read, not SIGBUS). 0, -EIO, or -EFAULT: not in r. */
+int sup_read_guest_u16(const struct memtable_region_desc *r, unsigned nr, uint64_t gpa,
+		       uint16_t *v);
+
 /* nic_set_dirty_log - live migration (issue 14): adopt fd as the NIC's
  * dirty log (size and offset already checked by validate_dirty_log), or
  * stop logging with fd -1. A running worker gets SetDirtyLog, and the

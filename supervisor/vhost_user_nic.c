@@ -304,7 +304,8 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 	int rc = -1;
 
 	memset(&spec, 0, sizeof(spec));
-	total = c->nreg + 2 * NIC_NUM_QUEUES + 1 + vu_logging(c) + (c->inflight_fd >= 0);
+	/* + 1: an inflight region of its own (the front end's, or a file). */
+	total = c->nreg + 2 * NIC_NUM_QUEUES + 1 + vu_logging(c) + 1;
 	spec.regions = calloc(c->nreg, sizeof(*spec.regions));
 	dups = calloc(total, sizeof(*dups));
 	if (!spec.regions || !dups) {

@@ -2888,20 +2888,23 @@ static bool ns_recv(struct ns_socks *s, char *buf, size_t len, int flags)
 #endif
 
 /*
- * Issue 16: a front end that keeps its inflight region gets every TX
- * chain back exactly once and every frame out at most once across the
- * death of vnicd AND its worker, with no fd store: the region outlives
- * both in the front end's hands.
+ * Issue 16: every TX chain back exactly once and every frame out at most
+ * once across the death of vnicd AND its worker, with no fd store: the
+ * inflight region outlives both, in a file of vnicd's state directory on
+ * tmpfs, or in the hands of a front end that keeps it (INFLIGHT_SHMFD).
  *
  * Forced (fault-injection builds): the worker sleeps right after it sent
  * the 5th frame and wrote its used element, before it published the used
  * index (worker.inflight.used_elem=delay@5); vnicd and the worker are
  * SIGKILLed there. A new vnicd comes back from its state directory and
  * connects; the front end resumes each ring at its used->idx, as QEMU
- * does. Round 0 without INFLIGHT_SHMFD: the frame in flight goes out
- * twice (the test sees it: the forcing works). Round 1 with the region
- * kept and sent back with SET_INFLIGHT_FD: no frame twice, every chain
- * returned once.
+ * does. Round 0 with no state directory (the endpoint added again): the
+ * region, a memfd, died with vnicd and the frame in flight goes out twice
+ * (the test sees it: the forcing works). Round 1:
+ * vnicd's region in its state directory (/dev/shm: tmpfs), the front end
+ * without INFLIGHT_SHMFD. Round 2: the front end's region, sent back with
+ * SET_INFLIGHT_FD. Rounds 1 and 2: no frame twice, every chain returned
+ * once.
  */
 START_TEST(t_inflight_survives_vnicd)
 {
@@ -2909,7 +2912,7 @@ START_TEST(t_inflight_survives_vnicd)
 	NEED_PREREQS();
 	fprintf(stderr, "t_inflight_survives_vnicd: needs a fault-injection build, not run\n");
 #else
-	char sdir[] = "/tmp/vnicd-vu-inflight.XXXXXX", fepath[100];
+	char sdir[] = "/dev/shm/vnicd-vu-inflight.XXXXXX", fepath[100];
 	struct vnic_vhost_user_config cfg = { .id = "if0", .tap_name = "vuti0" };
 	struct timeval tv = { 10, 0 };
 	int lfd;
@@ -2919,7 +2922,8 @@ START_TEST(t_inflight_survives_vnicd)
 	cfg.path = fepath;
 	cfg.netns = netns;
 
-	for (int keep = 0; keep < 2; keep++) {
+	for (int round = 0; round < 3; round++) {
+		bool none = round == 0, keep = round == 2;
 		struct vnicd_proc v[2];
 		struct vnic_conn *c2, *save = ctl;
 		struct ns_socks s;
@@ -2939,14 +2943,16 @@ START_TEST(t_inflight_survives_vnicd)
 
 			if (life == 0)
 				setenv("VNIC_FAULT", "worker.inflight.used_elem=delay:20000@5", 1);
-			st_vnicd_start(&v[life], st_worker_path(), "--state-dir", sdir, NULL);
+			st_vnicd_start(&v[life], st_worker_path(), "--state-dir", none ? "" : sdir,
+				       NULL);
 			unsetenv("VNIC_FAULT");
 			c2 = st_connect(&v[life]);
 			ctl = c2;
-			if (life == 0)
+			if (life == 0 || none)
 				ck_assert_msg(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err,
 								  sizeof(err)) == 0, "%s", err);
-			/* vnicd connects to us (life 1: from its state file). */
+			/* vnicd connects to us (life 1: from its state file, or
+			 * added again when it has no state directory). */
 			f.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 			ck_assert_int_ge(f.fd, 0);
 			setsockopt(f.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -3000,9 +3006,9 @@ START_TEST(t_inflight_survives_vnicd)
 			guest_tx(&f, "y", 5, &slot);
 			got = ns_recv(&s, buf, sizeof(buf), 0);
 			ck_assert_msg(got, "nothing reached the netns after the restart");
-			if (!keep) {
-				/* The forcing works: without the region a frame goes twice. */
-				ck_assert_msg(!strncmp(buf, "x-", 2), "round without the region: "
+			if (none) {
+				/* The forcing works: without a region a frame goes twice. */
+				ck_assert_msg(!strncmp(buf, "x-", 2), "round without a region: "
 					      "\"%s\" first, a repeated x- frame expected", buf);
 				while (ns_recv(&s, buf, sizeof(buf), 0) && strncmp(buf, "y-4", 4))
 					;
@@ -3029,6 +3035,9 @@ START_TEST(t_inflight_survives_vnicd)
 					 5u - used1);
 				ck_assert_msg(log_file_has(v[1].log, want), "no \"%s\" (log %s)", want,
 					      v[1].log);
+				if (!keep)
+					ck_assert(log_file_has(v[1].log, "pair 0 resumes on the inflight "
+							       "region the previous vnicd left"));
 			}
 			ck_assert_int_eq(vnic_remove_endpoint(c2, "if0", 0, NULL), 0);
 			vnic_close(c2);
