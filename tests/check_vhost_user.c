@@ -109,18 +109,24 @@ static uint64_t ring_off(int q, int part) /* part 0 desc, 1 avail, 2 used */
 	return (uint64_t)q * 0x4000u + (uint64_t)part * 0x1000u;
 }
 
-static int fe_connect(void)
+/* A front end's connection to a server endpoint listening at path. */
+static int fe_connect_to(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { 10, 0 };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockpath);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s: %s",
-		      sockpath, strerror(errno));
+		      path, strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
+}
+
+static int fe_connect(void)
+{
+	return fe_connect_to(sockpath);
 }
 
 static void fe_send(int fd, uint32_t req, uint32_t flags, const void *p, uint32_t size,
@@ -2892,6 +2898,8 @@ static bool ns_recv(struct ns_socks *s, char *buf, size_t len, int flags)
  * once across the death of vnicd AND its worker, with no fd store: the
  * inflight region outlives both, in a file of vnicd's state directory on
  * tmpfs, or in the hands of a front end that keeps it (INFLIGHT_SHMFD).
+ * Both vhost-user modes: the file's round in server mode (the front end
+ * reconnects), the others in client mode (vnicd does).
  *
  * Forced (fault-injection builds): the worker sleeps right after it sent
  * the 5th frame and wrote its used element, before it published the used
@@ -2912,18 +2920,21 @@ START_TEST(t_inflight_survives_vnicd)
 	NEED_PREREQS();
 	fprintf(stderr, "t_inflight_survives_vnicd: needs a fault-injection build, not run\n");
 #else
-	char sdir[] = "/dev/shm/vnicd-vu-inflight.XXXXXX", fepath[100];
+	char sdir[] = "/dev/shm/vnicd-vu-inflight.XXXXXX", fepath[100], srvpath[100];
 	struct vnic_vhost_user_config cfg = { .id = "if0", .tap_name = "vuti0" };
 	struct timeval tv = { 10, 0 };
 	int lfd;
 
 	NEED_PREREQS();
 	lfd = fe_listen(sdir, fepath, sizeof(fepath), &tv);
-	cfg.path = fepath;
+	snprintf(srvpath, sizeof(srvpath), "%s/vnicd.sock", sdir);
 	cfg.netns = netns;
 
 	for (int round = 0; round < 3; round++) {
 		bool none = round == 0, keep = round == 2;
+
+		cfg.server = round == 1;
+		cfg.path = cfg.server ? srvpath : fepath;
 		struct vnicd_proc v[2];
 		struct vnic_conn *c2, *save = ctl;
 		struct ns_socks s;
@@ -2951,9 +2962,10 @@ START_TEST(t_inflight_survives_vnicd)
 			if (life == 0 || none)
 				ck_assert_msg(vnic_add_vhost_user(c2, &cfg, ifname, sizeof(ifname), err,
 								  sizeof(err)) == 0, "%s", err);
-			/* vnicd connects to us (life 1: from its state file, or
-			 * added again when it has no state directory). */
-			f.fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			/* vnicd connects to us, or we to it (life 1: from its
+			 * state file, or added again with no state directory). */
+			f.fd = cfg.server ? fe_connect_to(srvpath) : accept4(lfd, NULL, NULL,
+									    SOCK_CLOEXEC);
 			ck_assert_int_ge(f.fd, 0);
 			setsockopt(f.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 			ck_assert(fe_get_u64(f.fd, VU_GET_FEATURES) & F_V1);
