@@ -657,6 +657,7 @@ static Vnic__Handover__Nic *nic_save(struct sup *s, struct ho_arena *a, struct n
 	m->inflight_off = n->inflight_off;
 	m->inflight_len = n->inflight_len;
 	m->inflight_fd = n->inflight_fd;
+	m->inflight_file = n->inflight_file;
 	m->log_fd = n->log_fd;
 	m->log_size = n->log_size;
 	m->log_offset = n->log_offset;
@@ -1172,6 +1173,7 @@ static int nic_restore(struct sup *s, const Vnic__Handover__Handover *hm, size_t
 	n->inflight_off = m->inflight_off;
 	n->inflight_len = m->inflight_len;
 	n->inflight_fd = m->inflight_fd > 0 ? m->inflight_fd : -1;
+	n->inflight_file = n->inflight_fd >= 0 && m->inflight_file;
 	n->log_fd = m->log_fd;
 	n->log_size = m->log_size;
 	n->log_offset = m->log_offset;

@@ -93,7 +93,8 @@ static unsigned nic_fds(const struct nic *n)
 	unsigned mem = n->mem && n->mem->counted == n ? n->mem->n : 0;
 
 	/* The backend (the VMM's, or a tap) is one of SUP_NIC_OWN_FDS. */
-	return mem + 2 * NIC_NUM_QUEUES + SUP_NIC_OWN_FDS;
+	/* + the inflight region's own fd (a front end's, or a file). */
+	return mem + 2 * NIC_NUM_QUEUES + SUP_NIC_OWN_FDS + (n->inflight_fd >= 0);
 }
 
 int sup_budget_check(struct sup *s, const struct vmm_conn *c, unsigned nnics, unsigned nfds,

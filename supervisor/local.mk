@@ -16,6 +16,7 @@ libvnicsup_la_SOURCES = \
 	supervisor/vhost_user.c supervisor/vhost_user.h supervisor/vhost_user_priv.h \
 	supervisor/vhost_user_handlers.c supervisor/vhost_user_mem.c supervisor/vhost_user_nic.c \
 	supervisor/vhost_user_endpoint.c supervisor/vhost_user_state.c supervisor/vhost_user_inflight.c \
+	supervisor/inflight_file.c supervisor/inflight_file.h \
 	supervisor/vhost_user_msg.c supervisor/vhost_user_msg.h \
 	supervisor/uidrange.c supervisor/uidrange.h \
 	supervisor/nic_log.c \

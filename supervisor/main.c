@@ -38,6 +38,7 @@
 #include "fault.h"
 #include "fdstore.h"
 #include "handover.h"
+#include "inflight_file.h"
 #include "sdnotify.h"
 #include "supervisor.h"
 #include "version.h"
@@ -76,7 +77,7 @@ static void usage(FILE *f)
 		"                    worker of its own, 1..%u (default %u)\n"
 		"  --state-dir DIR   vhost-user endpoints are saved there and re-created at start\n"
 		"                    (default: \"endpoints\" beside the socket; \"\": not saved);\n"
-		"                    on tmpfs, with their inflight regions (without --fd-store)\n"
+		"                    on tmpfs, with every NIC's inflight region (no --fd-store)\n"
 		"  --print-capabilities  vhost-user back-end capabilities (JSON), then exit\n"
 		"  --fd-store        under systemd (FileDescriptorStoreMax=): keep every fd\n"
 		"                    and the state in systemd's fd store, so that a vnicd\n"
@@ -801,6 +802,7 @@ int main(int argc, char **argv)
 		if (from_store)
 			fdstore_adopted(&s);
 	} else {
+		inflight_files_age(&s);
 		vu_init(&s);
 	}
 	sdnotify_ready(&s);

@@ -48,6 +48,7 @@
 
 #include "fault.h"
 #include "inflight.h"
+#include "inflight_file.h"
 #include "pbconv.h"
 #include "sandbox.h"
 #include "sealed_memfd.h"
@@ -403,6 +404,8 @@ static struct nic *nic_free(struct nic *n)
 	if (n->ev_timer)
 		event_free(n->ev_timer);
 	nic_close_vmm_fds(n);
+	if (n->inflight_file)
+		inflight_file_unlink(n->sup, n->id, n->pair);
 	/* The uid goes back to the range with the last NIC that runs as it
 	 * (the NIC's last pair). Any NIC, not only a sibling by id and owner:
 	 * an owner's detach unlinks its pairs one at a time. */
@@ -809,7 +812,24 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 	 * index once and in range. */
 	for (unsigned j = 0; j < spec->nqueues; j++)
 		nic_vq(n, spec->queues[j].index)->size = spec->queues[j].size;
-	rc = worker_memfd_create(n, !n->sup->inflight_off && !spec->inflight_len, err, errlen);
+	/* Without the fd store, vnicd's own region is a file of the state
+	 * directory when it can be (issue 16), else in the stats memfd. */
+	if (!spec->inflight_len) {
+		size_t flen;
+		int ffd;
+
+		rc = inflight_file_open(n->sup, spec, &ffd, &flen, err, errlen);
+		if (rc)
+			return rc;
+		if (ffd >= 0) {
+			n->inflight_fd = ffd;
+			n->inflight_off = 0;
+			n->inflight_len = flen;
+			n->inflight_file = true;
+		}
+	}
+	rc = worker_memfd_create(n, !n->sup->inflight_off && !spec->inflight_len &&
+				 n->inflight_fd < 0, err, errlen);
 	if (rc)
 		return rc;
 	if (spec->inflight_len) {

@@ -239,8 +239,11 @@ struct nic {
 	 * restarted worker returns exactly once every chain its predecessor
 	 * popped. Length 0 with --inflight=off. vnicd never maps it after the
 	 * initialisation. With inflight_fd >= 0 (owned) the region is in that
-	 * memfd instead: a vhost-user front end's (GET/SET_INFLIGHT_FD). */
+	 * memfd instead: a vhost-user front end's (GET/SET_INFLIGHT_FD), or
+	 * with inflight_file a file of the state directory (inflight_file.h),
+	 * which the NIC removes when it ends. */
 	int inflight_fd;
+	bool inflight_file;
 	uint64_t inflight_off;
 	size_t inflight_len;
 

@@ -412,7 +412,6 @@ void vu_finish_remove(struct vu_endpoint *ep)
 	if (s->state_dir) {
 		vu_state_path(s, ep->cfg.id, path, sizeof(path));
 		unlink(path);
-		vu_inflight_unlink(ep);
 	}
 	TAILQ_REMOVE(&s->vu->eps, ep, link);
 	if (ep->p[0].tap_fd >= 0)

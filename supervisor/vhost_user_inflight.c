@@ -29,14 +29,9 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "inflight.h"
@@ -238,152 +233,6 @@ int h_set_inflight_fd(struct vu_conn *c, struct vu_msg *m, char *err, size_t err
 	return 0;
 }
 
-/* ---------------------------------- vnicd's own region, in a file */
-
-static void vu_inflight_path(const struct vu_endpoint *ep, unsigned k, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s.pair%u.inflight", ep->sup->state_dir, ep->cfg.id, k);
-}
-
-void vu_inflight_unlink(struct vu_endpoint *ep)
-{
-	char path[PATH_MAX];
-
-	for (unsigned k = 0; k < ep->max_pairs; k++) {
-		vu_inflight_path(ep, k, path, sizeof(path));
-		unlink(path);
-	}
-}
-
-/* Queue j's ring as the region file records it (reserved words, which no
- * worker writes): desc, avail and used guest-physical addresses. */
-#define IF_RING_DESC 0
-#define IF_RING_AVAIL 1
-#define IF_RING_USED 2
-
-/*
- * May the first worker after vnicd's restart resume on the region the
- * previous vnicd's worker left in this file? Only when it was written for
- * these very rings (same size and guest-physical addresses) and what the
- * guest shows agrees with it: the guest's used->idx at or ahead of the
- * committed used position by no more than was in flight. A front end that
- * reset the device while vnicd was down fails one of these (its rings are
- * new, its used index 0), and then the region starts fresh. The region is
- * the last worker's (hostile): only read here, every value bounded.
- */
-static bool vu_inflight_file_matches(void *p, size_t len, const struct nic_spec *spec,
-				     const unsigned *qs, char *why, size_t whylen)
-{
-	struct inflight_queue *q[NIC_NUM_QUEUES];
-	char sub[100];
-
-	if (inflight_region_check(p, len, NIC_NUM_QUEUES, qs, q, sub, sizeof(sub)) < 0) {
-		snprintf(why, whylen, "%s", sub);
-		return false;
-	}
-	for (unsigned j = 0; j < NIC_NUM_QUEUES; j++) {
-		const struct nic_queue_spec *r = &spec->queues[j];
-		uint64_t avail = q[j]->avail_seq, used = q[j]->used_seq;
-		uint16_t guest_used;
-
-		if (q[j]->reserved[IF_RING_DESC] != r->desc ||
-		    q[j]->reserved[IF_RING_AVAIL] != r->avail ||
-		    q[j]->reserved[IF_RING_USED] != r->used) {
-			snprintf(why, whylen, "queue %u's ring is not the one it was written for", j);
-			return false;
-		}
-		if (q[j]->state != INFLIGHT_QUEUE_LIVE)
-			continue;
-		if (used > avail || avail - used > qs[j] ||
-		    sup_read_guest_u16(spec->regions, spec->nregions, r->used + 2, &guest_used) < 0 ||
-		    (uint16_t)(guest_used - (uint16_t)used) > avail - used) {
-			snprintf(why, whylen, "queue %u: the guest's used index is not where the "
-				 "region left it", j);
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * Without the fd store, vnicd's own region for pair k lives in a file of
- * the state directory on tmpfs, so that it outlives vnicd (issue 16):
- * <state-dir>/<id>.pair<k>.inflight, opened for this NIC (spec takes the
- * fd). The first worker after vnicd's restart resumes on it when it
- * matches the rings (vu_inflight_file_matches); any other start begins it
- * afresh, as the memfd would. Returns 0 with spec->inflight_len 0 when
- * there is no such file to use (no state directory, not tmpfs, the fd
- * store, --inflight=off): vnicd's memfd region then.
- */
-static int vu_inflight_file(struct vu_endpoint *ep, unsigned k, struct nic_spec *spec,
-			    char *err, size_t errlen)
-{
-	struct sup *s = ep->sup;
-	unsigned qs[NIC_NUM_QUEUES] = { spec->queues[0].size, spec->queues[1].size };
-	size_t len = inflight_region_size(NIC_NUM_QUEUES, qs);
-	uint64_t block = (len + page_size() - 1) / page_size() * page_size();
-	bool resume = ep->p[k].resume_file;
-	char path[PATH_MAX], why[160] = "";
-	struct statfs sfs;
-	struct stat st;
-	void *p;
-	int fd;
-
-	ep->p[k].resume_file = false;
-	if (!s->state_dir || s->fd_store || s->inflight_off || len == 0)
-		return 0;
-	vu_inflight_path(ep, k, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || fstatfs(fd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC ||
-	    fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		static struct log_ratelimit rl = LOG_RATELIMIT_INIT(3600000, 1);
-
-		log_ratelimited(&rl, LOG_LEVEL_INFO, "vhost-user: inflight regions stay in memory: "
-				"%s is %s", s->state_dir, fd < 0 ? strerror(errno)
-				: "not on tmpfs (they would not outlive vnicd)");
-		if (fd >= 0)
-			close(fd);
-		return 0;
-	}
-	if ((uint64_t)st.st_size != block) {
-		resume = false;
-		if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)block) < 0) {
-			snprintf(err, errlen, "inflight region %s: %s", path, strerror(errno));
-			close(fd);
-			return -EIO;
-		}
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		snprintf(err, errlen, "inflight region %s: mmap: %s", path, strerror(errno));
-		close(fd);
-		return -EIO;
-	}
-	if (resume && vu_inflight_file_matches(p, len, spec, qs, why, sizeof(why))) {
-		log_info("vhost-user %s: pair %u resumes on the inflight region the previous vnicd "
-			 "left (%s)", ep->cfg.id, k, path);
-	} else {
-		struct inflight_queue *q[NIC_NUM_QUEUES];
-		char sub[100];
-
-		if (resume)
-			log_info("vhost-user %s: pair %u: the inflight region the previous vnicd left "
-				 "is not used: %s", ep->cfg.id, k, why);
-		inflight_region_init(p, len, NIC_NUM_QUEUES, qs);
-		inflight_region_check(p, len, NIC_NUM_QUEUES, qs, q, sub, sizeof(sub));
-		for (unsigned j = 0; j < NIC_NUM_QUEUES; j++) {
-			q[j]->reserved[IF_RING_DESC] = spec->queues[j].desc;
-			q[j]->reserved[IF_RING_AVAIL] = spec->queues[j].avail;
-			q[j]->reserved[IF_RING_USED] = spec->queues[j].used;
-		}
-	}
-	munmap(p, len);
-	spec->inflight_fd = fd;
-	spec->inflight_off = 0;
-	spec->inflight_len = len;
-	return 0;
-}
-
 int vu_inflight_for_pair(struct vu_conn *c, unsigned k, struct nic_spec *spec, char *err,
 			 size_t errlen)
 {
@@ -392,7 +241,7 @@ int vu_inflight_for_pair(struct vu_conn *c, unsigned k, struct nic_spec *spec, c
 
 	spec->inflight_len = 0;
 	if (c->inflight_fd < 0 || k >= c->inflight_nq / NIC_NUM_QUEUES)
-		return vu_inflight_file(c->ep, k, spec, err, errlen);
+		return 0; /* vnicd's own region (nic.c: a memfd, or a state file) */
 	for (unsigned j = 0; j < NIC_NUM_QUEUES; j++)
 		if (c->r[2 * k + j].num != qsize) {
 			snprintf(err, errlen, "ring %u has %u entries, the inflight region was made "

@@ -113,10 +113,6 @@ struct vu_pair {
 	int tap_fd;                   /* its tap queue (owned); -1 until first needed */
 	bool detached;                /* its tap queue is out of the kernel's steering */
 	bool log_pending;             /* a dirty log change waits for its worker */
-	/* Restored from its state file at vnicd's start: the first worker may
-	 * resume on the inflight region file the previous vnicd left
-	 * (vu_inflight_for_pair). Cleared at its first start. */
-	bool resume_file;
 	/* Queue counters over the endpoint's life (issue 19): each NIC (a
 	 * worker session: front end, memory table, call fd ...) has its own
 	 * stats page, which a crash restart keeps. The endpoint maps the
@@ -273,8 +269,6 @@ uint64_t vu_inflight_size(unsigned nq, unsigned qsize);
  * Returns 0, or a negative errno with err filled (the pair cannot start). */
 int vu_inflight_for_pair(struct vu_conn *c, unsigned k, struct nic_spec *spec, char *err,
 			 size_t errlen);
-/* vu_inflight_unlink - the endpoint's region files (it is removed). */
-void vu_inflight_unlink(struct vu_endpoint *ep);
 
 /* vhost_user_state.c */
 void vu_state_path(const struct sup *s, const char *id, char *buf, size_t len);

@@ -329,11 +329,6 @@ void vu_init(struct sup *s)
 		if (vu_endpoint_add(s, &cfg, ifname, sizeof(ifname), err, sizeof(err)) < 0) {
 			log_warn("state file %s: endpoint %s not restored: %s", path, cfg.id, err);
 		} else {
-			struct vu_endpoint *ep = vu_find(s, cfg.id);
-
-			/* Its pairs may resume on the region files (issue 16). */
-			for (unsigned k = 0; ep && k < ep->max_pairs; k++)
-				ep->p[k].resume_file = true;
 			log_info("vhost-user %s: restored from %s (%s %s, tap %s)", cfg.id, path,
 				 cfg.server ? "server" : "client", cfg.path, ifname);
 		}

@@ -843,6 +843,116 @@ START_TEST(l3_sigkill_running_worker_restarted)
 }
 END_TEST
 
+#ifdef VNIC_FAULT_INJECTION
+/* Does the log at path hold needle? */
+static bool file_has(const char *path, const char *needle)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "grep -qF '%s' '%s'", needle, path);
+	return system(cmd) == 0;
+}
+#endif
+
+/*
+ * Issue 16 (TESTPLAN L16), the protobuf front door: without the fd store, a NIC's
+ * inflight region is a file of the state directory on tmpfs, so that
+ * when vnicd and its worker die together and the VMM adds the NIC again
+ * on the same rings (resuming TX at the used index it reads, as a VMM
+ * does), every TX chain comes back exactly once and no frame goes twice.
+ * Forced as check_vhost_user t_inflight_survives_vnicd forces it (fault
+ * builds): the worker sleeps after it sent the 5th frame and wrote its
+ * used element, not the used index; vnicd and the worker are SIGKILLed
+ * there. Round 0 without a state directory: the frame goes twice (the
+ * forcing works); round 1 with one on /dev/shm: never.
+ */
+START_TEST(l16_vnicd_killed_nic_resumes_from_state_file)
+{
+#ifndef VNIC_FAULT_INJECTION
+	fprintf(stderr, "l16: needs a fault-injection build, not run\n");
+#else
+	char dir[] = "/dev/shm/vnicd-l16.XXXXXX";
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (int round = 0; round < 2; round++) {
+		struct vnic_conn *c;
+		struct vnic_nic_status n;
+		struct vnic_remove_result rr;
+		struct st_guest g;
+		struct vring_drv tx;
+		unsigned back[32] = { 0 };
+		uint8_t *mem, buf[2048];
+		struct pollfd p;
+		pid_t w;
+
+		setenv("VNIC_FAULT", "worker.inflight.used_elem=delay:20000@5", 1);
+		st_vnicd_start(&lv, st_worker_path(), "--state-dir", round ? dir : "", NULL);
+		unsetenv("VNIC_FAULT");
+		c = st_connect(&lv);
+		st_guest_init(&g, "lazarus");
+		mem = mmap(NULL, ST_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, g.memfd, 0);
+		ck_assert_ptr_ne(mem, MAP_FAILED);
+		ck_assert_int_eq(vring_drv_init(&tx, ST_QSIZE,
+						 mem + (g.q[1].desc_gpa - ST_GPA_BASE),
+						 mem + (g.q[1].avail_gpa - ST_GPA_BASE),
+						 mem + (g.q[1].used_gpa - ST_GPA_BASE), true), 0);
+		st_add_ok(c, &g);
+		ck_assert(nic_status(c, "lazarus", &n));
+		w = n.pid;
+		tx_frames(&tx, mem, g.kick[1], 0, 5);
+		rx_backend(g.backend[1], 0, 5);
+		for (int i = 0; i < 500 && !file_has(lv.log, "point worker.inflight.used_elem fired");
+		     i++)
+			msleep(10);
+		ck_assert_msg(file_has(lv.log, "point worker.inflight.used_elem fired"),
+			      "no fault (log %s)", lv.log);
+		/* vnicd first: the sleeping worker cannot notice it. */
+		kill(lv.pid, SIGKILL);
+		waitpid(lv.pid, NULL, 0);
+		kill(w, SIGKILL);
+		for (int i = 0; i < 300 && st_pid_alive(w); i++)
+			msleep(10);
+		ck_assert(!st_pid_alive(w));
+		vnic_close(c);
+		unlink(lv.sock);
+		st_rmdir(lv.dir);
+
+		/* The VMM adds the NIC again, TX resuming at its used index. */
+		st_vnicd_start(&lv, st_worker_path(), "--state-dir", round ? dir : "", NULL);
+		c = st_connect(&lv);
+		g.q[1].avail_idx = __atomic_load_n(&((struct vring_used *)(void *)(mem +
+					(g.q[1].used_gpa - ST_GPA_BASE)))->idx, __ATOMIC_ACQUIRE);
+		ck_assert_uint_lt(g.q[1].avail_idx, 5);
+		st_add_ok(c, &g);
+		tx_frames(&tx, mem, g.kick[1], 5, 5);
+		p = (struct pollfd){ .fd = g.backend[1], .events = POLLIN };
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		ck_assert_int_eq(recv(g.backend[1], buf, sizeof(buf), MSG_PEEK), 100);
+		if (round == 0) {
+			/* The forcing works: without the file a frame goes twice. */
+			ck_assert_msg(buf[0] != (uint8_t)(5 * 13), "round 0: no frame repeated");
+		} else {
+			rx_backend(g.backend[1], 5, 5);
+			ck_assert_int_eq(poll(&p, 1, 200), 0); /* nothing twice */
+			tx_reclaim(&tx, back, 32, 10);
+			ck_assert(file_has(lv.log, "pair 0 resumes on the inflight region the "
+					   "previous vnicd left"));
+		}
+		ck_assert_int_eq(vnic_remove_nic(c, "lazarus", 3000, &rr), 0);
+		vnic_close(c);
+		ck_assert_int_eq(st_vnicd_stop(&lv), 0);
+		st_rmdir(lv.dir);
+		lv.pid = 0;
+		vring_drv_fini(&tx);
+		munmap(mem, ST_MEM_SIZE);
+		st_guest_free(&g);
+	}
+	/* The NIC removed its file. */
+	ck_assert_int_eq(rmdir(dir), 0);
+#endif
+}
+END_TEST
+
 START_TEST(s_sandbox_off_visible)
 {
 	struct vnic_conn *c;
@@ -1023,6 +1133,7 @@ static Suite *lifecycle_suite(void)
 		tcase_add_checked_fixture(tr, NULL, rw_teardown);
 		tcase_set_timeout(tr, 120);
 		tcase_add_test(tr, l3_sigkill_running_worker_restarted);
+		tcase_add_test(tr, l16_vnicd_killed_nic_resumes_from_state_file);
 		tcase_add_test(tr, s_sandbox_off_visible);
 		tcase_add_test(tr, measure_worker_start_and_memory);
 		tcase_add_test(tr, measure_restart_and_unplug);

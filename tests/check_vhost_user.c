@@ -2894,7 +2894,7 @@ static bool ns_recv(struct ns_socks *s, char *buf, size_t len, int flags)
 #endif
 
 /*
- * Issue 16: every TX chain back exactly once and every frame out at most
+ * Issue 16 (TESTPLAN L16): every TX chain back exactly once and every frame out at most
  * once across the death of vnicd AND its worker, with no fd store: the
  * inflight region outlives both, in a file of vnicd's state directory on
  * tmpfs, or in the hands of a front end that keeps it (INFLIGHT_SHMFD).
