@@ -233,7 +233,7 @@ static int place(int *fd, const int *num, const enum kind *kind, int n, int hi,
 struct handover *fdstore_take(int *nlisten, bool enabled)
 {
 	const char *names = getenv("LISTEN_FDNAMES");
-	int n = *nlisten, hi = 3 + n, best = -1, nsock = 0, nours = 0;
+	int n = *nlisten, hi = 3 + n, best = -1, bi = -1, nsock = 0, nours = 0;
 	Vnic__Handover__Handover *bm = NULL;
 	uint64_t best_gen = 0;
 	struct handover *h = NULL;
@@ -275,6 +275,7 @@ struct handover *fdstore_take(int *nlisten, bool enabled)
 
 		if (m && m->store_generation > best_gen) {
 			best_gen = m->store_generation;
+			bi = i;
 			vnic__handover__handover__free_unpacked(bm, NULL);
 			bm = m;
 		} else {
@@ -290,13 +291,9 @@ struct handover *fdstore_take(int *nlisten, bool enabled)
 			hi = a + 1;
 		}
 	}
-	for (int i = 0; bm && i < n; i++) {
-		Vnic__Handover__Handover *m = kind[i] == K_STATE ? state_load(fd[i]) : NULL;
-
-		if (m && m->store_generation == best_gen)
-			best = fd[i];
-		vnic__handover__handover__free_unpacked(m, NULL);
-	}
+	/* The newest state's fd, where the moves left it (decoded once). */
+	if (bm)
+		best = fd[bi];
 	if (!enabled)
 		snprintf(err, sizeof(err), "vnicd runs without --fd-store");
 	else if (best < 0)
