@@ -156,6 +156,16 @@ start_unit() {
 	e2e_wait_for 10 "$1's socket" up
 }
 
+# kill_main UNIT WHAT: SIGKILL UNIT's vnicd (its pid before: P0) and wait
+# until systemd has started another that answers.
+kill_main() {
+	KM_UNIT=$1
+	P0=$(main_pid "$1")
+	sd systemctl kill -s KILL --kill-who=main "$1"
+	e2e_wait_for 10 "vnicd restarted by systemd ($2)" km_restarted
+}
+km_restarted() { p=$(main_pid "$KM_UNIT"); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
+
 # --- under traffic --------------------------------------------------------
 start_unit vnicd-store
 # vnic-bench runs in the namespace too: the worker pids it checks are
@@ -181,9 +191,7 @@ for i in 1 2 reload 3; do
 		sleep 0.5
 		continue
 	fi
-	sd systemctl kill -s KILL --kill-who=main vnicd-store
-	restarted() { p=$(main_pid vnicd-store); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
-	e2e_wait_for 10 "vnicd restarted by systemd (kill $i)" restarted
+	kill_main vnicd-store "kill $i"
 	e2e_log "kill $i: vnicd pid $P0 -> $(main_pid vnicd-store)"
 	[ "$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")" = "$i" ] ||
 		e2e_die "kill $i: the new vnicd did not take over from the store"
@@ -221,11 +229,8 @@ except socket.timeout:
 	ctl add vs1 --vhost-user "$E2E_TMP/vs1.sock" --server --tap vfs1 >/dev/null || e2e_die "add vs1"
 	sleep 0.5
 	[ ! -s "$E2E_TMP/stall.out" ] || e2e_die "the stalled front end was answered or closed: $(cat "$E2E_TMP/stall.out")"
-	P0=$(main_pid vnicd-store)
 	N0=$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")
-	sd systemctl kill -s KILL --kill-who=main vnicd-store
-	restarted() { p=$(main_pid vnicd-store); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
-	e2e_wait_for 10 "vnicd restarted by systemd (stall)" restarted
+	kill_main vnicd-store stall
 	[ "$(grep -c "restarted from the fd store" "$E2E_TMP/vnicd-store.log")" = $((N0 + 1)) ] ||
 		e2e_die "stall: the new vnicd did not take over from the store"
 	tail -n 30 "$E2E_TMP/vnicd-store.log" | grep -q "took over .* 2 endpoint(s)" ||
@@ -248,10 +253,7 @@ BENCH=$!
 two_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 2 ]; }
 e2e_wait_for 20 "2 queue pairs running (socket-activated)" two_running
 W0=$(workers)
-P0=$(main_pid vnicd-sock)
-sd systemctl kill -s KILL --kill-who=main vnicd-sock
-restarted() { p=$(main_pid vnicd-sock); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$P0" ] && up; }
-e2e_wait_for 10 "the socket-activated vnicd restarted by systemd" restarted
+kill_main vnicd-sock "socket activation"
 grep -q "restarted from the fd store" "$E2E_TMP/vnicd-sock.log" ||
 	e2e_die "socket activation: the new vnicd did not take over from the store"
 [ "$(workers)" = "$W0" ] || e2e_die "socket activation: workers changed: [$W0] -> [$(workers)]"

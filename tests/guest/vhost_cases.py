@@ -222,12 +222,7 @@ class Group:
         doubled, the worst gap under 300 ms (issue 16's goal), the TCP
         stream alive. Then a vnicd of this pid namespace takes the endpoint
         over again, as before."""
-        self.b.v.stop()
-        self.b.v = vmlib.SystemdVnicd(self.builddir, self.dir)
-        self.b.v.start()
-        self.b.wait_running()
-        self.tap_up()
-        self.ping_both()
+        self.switch_vnicd(vmlib.SystemdVnicd)
         self.g.iperf3_server()
         n0 = self.b.nic()
         r = self.pings_across("sigkill", 3)
@@ -247,8 +242,14 @@ class Group:
             raise Fail("the TCP stream died across vnicd's deaths")
         # Back to a vnicd of this pid namespace for the cases after this
         # one (they check worker pids; systemd's vnicd reports its own).
+        self.switch_vnicd(vmlib.Vnicd)
+
+    def switch_vnicd(self, kind):
+        """Stop this vnicd (the endpoint stays in its state file) and
+        start one of `kind` (vmlib.Vnicd or vmlib.SystemdVnicd), which
+        takes the endpoint up again; the NIC runs and answers pings."""
         self.b.v.stop()
-        self.b.v = vmlib.Vnicd(self.builddir, self.dir)
+        self.b.v = kind(self.builddir, self.dir)
         self.b.v.start()
         self.b.wait_running()
         self.tap_up()
