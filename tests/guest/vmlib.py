@@ -1077,10 +1077,11 @@ def iperf3(netns, server_ip, seconds=5, reverse=False, extra=""):
                 time.sleep(1)
                 continue
             # The guest's iperf3 -s, still tearing down the test before
-            # (16 streams), can reset the next control connection before
-            # any test data moved: the same "busy" moment, if the NIC
-            # still carries pings.
-            if attempt < 9 and "unable to receive control message" in str(e):
+            # (16 streams, or the other direction's), can reset or close
+            # the next control connection before any test data moved: the
+            # same "busy" moment, if the NIC still carries pings.
+            if attempt < 9 and re.search(r"unable to receive control message|"
+                                         r"control socket has closed unexpectedly", str(e)):
                 if netns.ping(server_ip, 5).returncode != 0:
                     raise Fail("%s, and the guest no longer answers pings" % e)
                 log("iperf3's control connection was reset before the test (%s); the NIC "
