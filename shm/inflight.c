@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "inflight.h"
 
@@ -30,6 +31,13 @@ size_t inflight_region_size(unsigned nqueues, const unsigned *qsize)
 		total += inflight_queue_size(qsize[j]);
 	}
 	return total;
+}
+
+size_t inflight_region_pages(unsigned nqueues, const unsigned *qsize)
+{
+	size_t len = inflight_region_size(nqueues, qsize), page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (len + page - 1) / page * page;
 }
 
 int inflight_region_init(void *p, size_t len, unsigned nqueues, const unsigned *qsize)

@@ -90,6 +90,14 @@ static inline size_t inflight_queue_size(unsigned num)
 size_t inflight_region_size(unsigned nqueues, const unsigned *qsize);
 
 /*
+ * inflight_region_pages - inflight_region_size() rounded up to a whole
+ * page: the bytes of a file or memfd that holds such a region (mmap maps
+ * whole pages; a front end's region gives each pair a page-aligned block).
+ * Returns: the size, or 0 when nqueues or a size is out of range.
+ */
+size_t inflight_region_pages(unsigned nqueues, const unsigned *qsize);
+
+/*
  * inflight_region_init - write a fresh region into p (len bytes, exactly
  * inflight_region_size()): every queue FRESH, nothing in flight.
  * Returns: 0 or -EINVAL.

@@ -138,7 +138,7 @@ int inflight_file_open(struct sup *s, const struct nic_spec *spec, int *ret_fd, 
 		       char *err, size_t errlen)
 {
 	unsigned qs[NIC_NUM_QUEUES];
-	size_t len, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len, flen;
 	char path[PATH_MAX], prev[PATH_MAX], why[160] = "";
 	bool resume;
 	struct statfs sfs;
@@ -154,6 +154,7 @@ int inflight_file_open(struct sup *s, const struct nic_spec *spec, int *ret_fd, 
 	for (unsigned j = 0; j < NIC_NUM_QUEUES; j++)
 		qs[spec->queues[j].index % NIC_NUM_QUEUES] = spec->queues[j].size;
 	len = inflight_region_size(NIC_NUM_QUEUES, qs);
+	flen = inflight_region_pages(NIC_NUM_QUEUES, qs);
 	if (len == 0 || if_path(s, spec->id, spec->pair, IF_SUFFIX, path, sizeof(path)) ||
 	    if_path(s, spec->id, spec->pair, IF_PREV_SUFFIX, prev, sizeof(prev)))
 		return 0;
@@ -174,9 +175,9 @@ int inflight_file_open(struct sup *s, const struct nic_spec *spec, int *ret_fd, 
 		}
 		return 0;
 	}
-	if ((uint64_t)st.st_size != (len + page - 1) / page * page) {
+	if ((uint64_t)st.st_size != flen) {
 		resume = false;
-		if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)((len + page - 1) / page * page)) < 0) {
+		if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)flen) < 0) {
 			snprintf(err, errlen, "inflight region %s: %s", path, strerror(errno));
 			close(fd);
 			return -EIO;

@@ -64,9 +64,8 @@ int vu_inflight_geometry(unsigned nq, unsigned qsize, unsigned nrings, char *err
 static uint64_t vu_inflight_block(unsigned qsize)
 {
 	unsigned qs[NIC_NUM_QUEUES] = { qsize, qsize };
-	uint64_t len = inflight_region_size(NIC_NUM_QUEUES, qs), page = page_size();
 
-	return (len + page - 1) / page * page;
+	return inflight_region_pages(NIC_NUM_QUEUES, qs);
 }
 
 uint64_t vu_inflight_size(unsigned nq, unsigned qsize)

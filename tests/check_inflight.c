@@ -820,6 +820,11 @@ START_TEST(c8_region_header_checks)
 	ck_assert_uint_eq(inflight_region_size(65, sz), 0);
 	ck_assert_uint_eq(inflight_region_size(2, (unsigned[]){ 8, 6 }), 0);
 	ck_assert_uint_eq(inflight_region_size(1, (unsigned[]){ 65536 }), 0);
+	/* Whole (4 KiB x86-64) pages: 448 bytes take one, two 256-entry rings
+	 * (4288 bytes) two. */
+	ck_assert_uint_eq(inflight_region_pages(2, sz), 4096);
+	ck_assert_uint_eq(inflight_region_pages(2, (unsigned[]){ 256, 256 }), 8192);
+	ck_assert_uint_eq(inflight_region_pages(2, (unsigned[]){ 8, 6 }), 0);
 	ck_assert_int_eq(inflight_region_init(p, len - 1, 2, sz), -EINVAL);
 	ck_assert_int_eq(inflight_region_init(p, len, 2, sz), 0);
 	ck_assert_int_eq(inflight_region_check(p, len, 2, sz, q, err, sizeof(err)), 0);
