@@ -262,12 +262,16 @@ class Group:
         stopped and started again, testpmd; None: nothing, to compare with)
         happens `times` times, 1 s apart. Returns the ping summary (lost,
         dup, gap_ms ...) with "iperf3_bytes" (None: the stream died),
-        "events" (what each event returned) and "event_ms" (how long each
-        took until the back end ran again)."""
+        "events" (what each event returned), "event_ms" (how long each
+        took until the back end ran again) and "event_gap_ms" (the worst
+        gap within 0.3 s of an event; no event: of the moment 1.5 s in, for
+        comparison)."""
         ping = vmlib.GuestPing(self.g, HOST, 0.01, count=6000, deadline=90)
+        t_ping = time.monotonic()
         iperf = vmlib.iperf3_bg(self.ns, GUEST, seconds)
         time.sleep(1.5)
         evs, ms = [], []
+        spans = [] if event else [(time.monotonic() - t_ping,) * 2]  # none: the same moment
         for _ in range(times if event else 0):
             t0 = time.monotonic()
             if event == "upgrade":
@@ -292,6 +296,7 @@ class Group:
                 evs.append(self.b.wait_running())
                 self.tap_up()
             ms.append((time.monotonic() - t0) * 1000.0)
+            spans.append((t0 - t_ping, time.monotonic() - t_ping))
             time.sleep(1)
         time.sleep(max(0.5, seconds - 1.5 - sum(ms) / 1000.0 - len(ms)))
         r = ping.result()
@@ -301,10 +306,12 @@ class Group:
             log("iperf3 across %s: %s" % (event, e))
             r["iperf3_bytes"] = None
         r["events"], r["event_ms"] = evs, ms
-        log("%s: pings %d replies, %d lost, %d doubled, worst gap %.1f ms (after seq %d); "
-            "iperf3 %s%s"
+        r["event_gap_ms"] = max(vmlib.GuestPing.gap_near(r, a, b) for a, b in spans)
+        log("%s: pings %d replies, %d lost, %d doubled, worst gap %.1f ms (after seq %d), "
+            "%.1f ms within 0.3 s of the event%s; iperf3 %s%s"
             % ("%d x %s" % (times, event) if event else "no event", r["replies"], r["lost"],
-               r["dup"], r["gap_ms"], r["gap_after"],
+               r["dup"], r["gap_ms"], r["gap_after"], r["event_gap_ms"],
+               " (no event: 1.5 s in)" if not event else "",
                "%d bytes" % r["iperf3_bytes"] if r["iperf3_bytes"] is not None else "died",
                "; event took %s ms" % ", ".join("%.0f" % x for x in ms) if ms else ""))
         if event == "upgrade":
