@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -345,6 +347,10 @@ static int handover_check(const Vnic__Handover__Handover *m, char *err, size_t e
 	}
 	if (m->listen_fd < 0 || m->n_conns > SUP_MAX_CONNS || m->n_nics > SUP_MAX_NICS) {
 		snprintf(err, errlen, "handover: no control socket, or too many entries");
+		return -EINVAL;
+	}
+	if (m->reniced && (m->nice < -20 || m->nice > 19)) {
+		snprintf(err, errlen, "handover: nice %d is not in -20..19", m->nice);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < m->n_conns; i++)
@@ -990,6 +996,46 @@ static int run_check(const char *exe, int fd, char *err, size_t errlen)
 	return -ENOEXEC;
 }
 
+/* Whether this process may set its nice value back to `nice` after
+ * raising it: CAP_SYS_NICE, or RLIMIT_NICE (the shipped unit's
+ * LimitNICE=+0). */
+static bool may_renice_back(int nice)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	struct rlimit rl;
+
+	if (syscall(SYS_capget, &h, d) == 0 &&
+	    (d[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)))
+		return true;
+	return getrlimit(RLIMIT_NICE, &rl) == 0 &&
+	       (rl.rlim_cur == RLIM_INFINITY || (rlim_t)(20 - nice) <= rl.rlim_cur);
+}
+
+/* The upgrade's own CPU (the new binary's check run, its exec and its
+ * restore: about 20 ms here) goes at nice 19, so that on a busy host the
+ * workers and the VMs' vCPUs keep their share (doc/benchmarks.md: a
+ * guest's worst ping gap near an upgrade). Only when the process that
+ * takes over may return to the nice value of now; m says which. */
+static void upgrade_renice(Vnic__Handover__Handover *m)
+{
+	int nice;
+
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, 0);
+	if ((nice == -1 && errno) || nice >= 19 || !may_renice_back(nice))
+		return;
+	m->reniced = true;
+	m->nice = nice;
+}
+
+/* Back to the nice value of before the upgrade (m->reniced). */
+static void upgrade_renice_back(const Vnic__Handover__Handover *m)
+{
+	if (m->reniced && setpriority(PRIO_PROCESS, 0, m->nice) < 0)
+		log_warn("upgrade: cannot return to nice %d: %s", m->nice, strerror(errno));
+}
+
 int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *err,
 		     size_t errlen)
 {
@@ -1018,8 +1064,10 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 		sup_note_io(s, asker->fd);
 	exe_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
 	rc = exe_fd < 0 ? -errno : handover_build(s, &a, asker, req, exe_fd, &m);
-	if (rc == 0)
+	if (rc == 0) {
 		m.stored_fds = fdstore_stored(s, &m.n_stored_fds);
+		upgrade_renice(&m);
+	}
 	if (rc) {
 		snprintf(err, errlen, "building the handover: %s", strerror(-rc));
 		goto out;
@@ -1035,13 +1083,16 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 		goto out;
 	}
 	log_info("upgrade: handing over %u connection(s), %u NIC(s), %zu endpoint(s) "
-		 "(%zu bytes) to %s", s->nconns, s->nnics, m.n_endpoints, len, ho_exe);
+		 "(%zu bytes) to %s%s", s->nconns, s->nnics, m.n_endpoints, len, ho_exe,
+		 m.reniced ? ", at nice 19 until it has taken over" : "");
 	/* The child gets the fds through fork; only the check's exec needs
 	 * them without FD_CLOEXEC. */
 	on = false;
 	rc = handover_each_fd(&m, set_cloexec, &on);
 	if (rc == 0)
 		rc = set_cloexec(fd, "handover", &on);
+	if (rc == 0 && m.reniced && setpriority(PRIO_PROCESS, 0, 19) < 0)
+		m.reniced = false; /* (the packed copy says so too: returning is harmless) */
 	if (rc == 0)
 		rc = run_check(ho_exe, fd, err, errlen);
 	if (rc)
@@ -1067,6 +1118,7 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	sdnotify_ready_again(s);
 restore:
+	upgrade_renice_back(&m);
 	on = true;
 	handover_each_fd(&m, set_cloexec, &on);
 out:
@@ -1283,6 +1335,8 @@ void handover_finish(struct sup *s, struct handover *h)
 	bool on = true;
 
 	handover_each_fd(m, set_cloexec, &on);
+	if (!h->from_store)
+		upgrade_renice_back(m);
 	if (m->old_exe_fd >= 0)
 		close(m->old_exe_fd);
 	close(h->memfd);

@@ -175,6 +175,7 @@ fi
 # --- the unit's hardening, emulated
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1; then
 	caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT" | tr 'A-Z' 'a-z' | sed 's/cap_/+/g; s/ /,/g')
+
 	cat >"$E2E_TMP/harden.sh" <<EOS
 set -eu
 mount --make-rprivate /
@@ -188,14 +189,23 @@ EOS
 	unshare -m sh "$E2E_TMP/harden.sh" >"$E2E_TMP/vnicd.log" 2>&1 &
 	VNICD_PID=$!
 	e2e_wait_for 10 "hardened vnicd" e2e_vnicd_up
+	# An upgrade in place (ExecReload=) under traffic: at nice 19, then
+	# back (the bounding set must keep CAP_SYS_NICE for that).
+	nice0=$(ps -o ni= -p "$VNICD_PID" | tr -d ' ')
 	e2e_bench traffic --nics 1 --backend socket --direction h2g --size 256 --seconds 5 --count 100 \
-		--before-remove "$VNICCTL --socket $E2E_SOCK --json status > $E2E_TMP/h.json; sleep 0.3" >"$E2E_TMP/h.out" || { cat "$E2E_TMP/h.out" >&2;
-		e2e_die "traffic under the unit's hardening"; }
+		--before-remove "$VNICCTL --socket $E2E_SOCK upgrade >/dev/null &&
+			$VNICCTL --socket $E2E_SOCK --json status > $E2E_TMP/h.json; sleep 0.3" >"$E2E_TMP/h.out" || { cat "$E2E_TMP/h.out" >&2;
+		e2e_die "traffic or the upgrade under the unit's hardening"; }
+	grep -q "upgrade: handing over.*at nice 19" "$E2E_TMP/vnicd.log" ||
+		e2e_die "the upgrade did not lower vnicd's priority: $(grep upgrade "$E2E_TMP/vnicd.log")"
+	! grep -q "cannot return to nice" "$E2E_TMP/vnicd.log" || e2e_die "$(grep nice "$E2E_TMP/vnicd.log")"
+	[ "$(ps -o ni= -p "$VNICD_PID" | tr -d ' ')" = "$nice0" ] ||
+		e2e_die "vnicd's nice after the upgrade: $(ps -o ni= -p "$VNICD_PID"), before $nice0"
 	grep -q '"sandboxed":true' "$E2E_TMP/h.json" || e2e_die "worker not sandboxed under the hardening"
 	grep -q "^NoNewPrivs:[[:space:]]*1" /proc/$VNICD_PID/status || e2e_die "vnicd runs without no_new_privs"
 	[ "$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/$VNICD_PID/status)" != "$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)" ] ||
 		e2e_die "vnicd runs with the full bounding set"
 	e2e_stop_vnicd
-	e2e_log "hardening (bounding set $caps, no_new_privs, read-only /): a sandboxed NIC runs"
+	e2e_log "hardening (bounding set $caps, no_new_privs, read-only /): a sandboxed NIC runs, an upgrade in place at nice 19 returns to $nice0"
 fi
 e2e_log "PASS"

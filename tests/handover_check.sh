@@ -10,9 +10,9 @@
 # varints and lengths), so the test needs no protobuf library:
 #   garbage bytes, an empty memfd, a format from the future, no control
 #   socket, a control socket that is not open, fd 0 as the socket, one fd
-#   named twice, a NIC whose owner is not in the handover, a NIC in a
-#   state that cannot be handed over, a NIC whose policy is out of range,
-#   an endpoint pair with no NIC.
+#   named twice, a nice value to return to out of range, a NIC whose
+#   owner is not in the handover, a NIC in a state that cannot be handed
+#   over, a NIC whose policy is out of range, an endpoint pair with no NIC.
 set -u
 . "$(dirname "$0")/e2e_lib.sh"
 
@@ -64,6 +64,8 @@ cases = [
     ("empty", b"", "not a handover"),
     ("future format", f_int(1, 99) + f_int(3, L), "handover format 99"),
     ("no control socket", f_int(1, 1) + f_int(3, -1), "no control socket"),
+    ("nice out of range", f_int(1, 1) + f_int(3, L) + f_int(13, -1) + f_int(20, 1) +
+     f_int(21, 40), "nice 40 is not in -20..19"),
     ("socket not open", f_int(1, 1) + f_int(3, 987), "fd 987 is not open"),
     ("fd 0 as the socket", f_int(1, 1) + f_int(3, 0), "not a handed-over fd"),
     ("fd named twice", f_int(1, 1) + f_int(3, L) + f_int(13, -1) +

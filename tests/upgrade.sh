@@ -13,13 +13,16 @@
 #                  the same vnicd pid, every worker the same pid with no
 #                  restart, the VMM's connection kept; vnicd runs the new
 #                  file (/proc/PID/exe not "(deleted)"); its fd count is
-#                  the same before and after
+#                  the same before and after; its nice value (2, set by
+#                  the test) is 2 again after each upgrade
 #   endpoints      a vhost-user endpoint in server mode and one in client
 #                  mode, no front end yet, are taken over: the server's
 #                  socket still accepts, both are listed
 #   bad binary     a new "vnicd" that exits 3, and one that cannot be
 #                  executed: the upgrade is refused with the reason, the
-#                  old vnicd serves on (traffic passes)
+#                  old vnicd serves on (traffic passes); the check ran at
+#                  nice 19 (the script says its nice) and vnicd is back
+#                  at 2
 #   failed NIC     a NIC whose worker died with --restart-max 0 (FAILED, no
 #                  worker) is taken over as it is, beside a running one
 #   exit           SIGTERM: vnicd exits 0 (under LSan in ASan builds)
@@ -51,18 +54,24 @@ fds() { ls "/proc/$VNICD_PID/fd" | wc -l; }
 # fd_list FILE: vnicd's fds and what each is, for the message of a failure.
 fd_list() { for f in /proc/"$VNICD_PID"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n >"$1"; }
 workers() { e2e_workers; }
-json_field() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+nice_of() { ps -o ni= -p "$VNICD_PID" | tr -d ' '; }
+json_field() { python3 -c 'import json, sys; j = json.load(sys.stdin); print(*(j[k] for k in sys.argv[1:]))' "$@"; }
 
 # --- under traffic --------------------------------------------------------
 E2E_BENCH_TIMEOUT=60
 # The traffic outlasts the upgrades by far (they take about 3 s), and
-# the test checks that it still runs when they are done.
+# the test checks that it still runs when they are done. The NICs stay
+# until the checks after the upgrades are done (the file "checked").
+T0=${EPOCHREALTIME/./}
 e2e_bench traffic --nics 2 --queue-pairs 2 --seconds 12 --direction both \
+	--before-remove "i=0; while [ ! -e $E2E_TMP/checked ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done" \
 	--id-prefix up >"$E2E_TMP/bench.log" 2>&1 &
 BENCH=$!
 four_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 4 ]; }
 e2e_wait_for 20 "4 queue pairs running" four_running
 sleep 0.5
+# An upgrade runs at nice 19 and returns to what vnicd had.
+renice -n 2 -p "$VNICD_PID" >/dev/null || e2e_die "renice vnicd"
 W0=$(workers)
 NFD0=$(fds)
 fd_list "$E2E_TMP/fds0"
@@ -72,17 +81,19 @@ for i in 1 2 3; do
 	case $(exe) in *"(deleted)") ;; *) e2e_die "round $i: the old binary is not replaced: $(exe)";; esac
 	OUT=$(ctl --json upgrade --wait 10) || e2e_die "upgrade $i failed: $OUT"
 	e2e_log "upgrade $i: $OUT"
-	[ "$(echo "$OUT" | json_field pid)" = "$VNICD_PID" ] || e2e_die "upgrade $i: another pid"
-	[ "$(echo "$OUT" | json_field nics)" = 4 ] || e2e_die "upgrade $i: not 4 NICs taken over"
-	[ "$(echo "$OUT" | json_field upgrades)" = "$i" ] || e2e_die "upgrade $i: upgrades count"
+	[ "$(echo "$OUT" | json_field pid nics upgrades)" = "$VNICD_PID 4 $i" ] ||
+		e2e_die "upgrade $i: not the same pid, 4 NICs taken over and upgrade $i"
 	kill -0 "$VNICD_PID" || e2e_die "vnicd is gone after upgrade $i"
 	case $(exe) in *"(deleted)") e2e_die "upgrade $i: vnicd still runs the old file";; esac
+	[ "$(nice_of)" = 2 ] || e2e_die "upgrade $i: vnicd's nice is $(nice_of), not 2 as before"
 	sleep 0.5
 done
-kill -0 $BENCH 2>/dev/null || e2e_die "the traffic ended before the upgrades did: too slow a machine?"
+[ $(( (${EPOCHREALTIME/./} - T0) / 1000000 )) -lt 12 ] ||
+	e2e_die "the traffic ended before the upgrades did: too slow a machine?"
 W1=$(workers)
 NFD1=$(fds)
 fd_list "$E2E_TMP/fds1"
+touch "$E2E_TMP/checked"
 [ "$W0" = "$W1" ] || e2e_die "workers changed across the upgrades: before [$W0] after [$W1]"
 [ "$NFD0" = "$NFD1" ] || e2e_die "vnicd's fd count changed across the upgrades: $NFD0 -> $NFD1:
 $(diff "$E2E_TMP/fds0" "$E2E_TMP/fds1")"
@@ -112,13 +123,15 @@ fi
 
 # --- a new binary that fails its check, or cannot run ---------------------
 E0=$(exe_inode)
-printf '#!/bin/sh\necho "this is not vnicd" >&2\nexit 3\n' >"$VNICD.new" && chmod 755 "$VNICD.new" && mv -f "$VNICD.new" "$VNICD"
+printf '#!/bin/sh\necho "this is not vnicd (nice $(nice))" >&2\nexit 3\n' >"$VNICD.new" && chmod 755 "$VNICD.new" && mv -f "$VNICD.new" "$VNICD"
 e2e_bench traffic --nics 1 --seconds 8 --direction both --id-prefix bad >"$E2E_TMP/bench.log" 2>&1 &
 BENCH=$!
 sleep 1
 if OUT=$(ctl upgrade --wait 5 2>&1); then e2e_die "a binary that exits 3 was accepted: $OUT"; fi
 echo "$OUT" | grep -q "exited with status 3: this is not vnicd" ||
 	e2e_die "the refusal does not say why: $OUT"
+echo "$OUT" | grep -q "(nice 19)" || e2e_die "the check did not run at nice 19: $OUT"
+[ "$(nice_of)" = 2 ] || e2e_die "after a refused upgrade vnicd's nice is $(nice_of), not 2"
 e2e_log "refused as it should be: $OUT"
 rm -f "$VNICD"
 if OUT=$(ctl upgrade --wait 5 2>&1); then e2e_die "a missing binary was accepted: $OUT"; fi
