@@ -997,8 +997,8 @@ static int run_check(const char *exe, int fd, char *err, size_t errlen)
 }
 
 /* Whether this process may set its nice value back to `nice` after
- * raising it: CAP_SYS_NICE, or RLIMIT_NICE (the shipped unit's
- * LimitNICE=+0). */
+ * raising it: CAP_SYS_NICE (the shipped unit keeps it), or an
+ * RLIMIT_NICE that allows `nice`. */
 static bool may_renice_back(int nice)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
@@ -1013,17 +1013,19 @@ static bool may_renice_back(int nice)
 }
 
 /* The upgrade's own CPU (the new binary's check run, its exec and its
- * restore: about 20 ms here) goes at nice 19, so that on a busy host the
- * workers and the VMs' vCPUs keep their share (doc/benchmarks.md: a
- * guest's worst ping gap near an upgrade). Only when the process that
- * takes over may return to the nice value of now; m says which. */
-static void upgrade_renice(Vnic__Handover__Handover *m)
+ * restore: about 20 ms here) goes at --upgrade-nice (default 19), so that
+ * on a busy host the workers and the VMs' vCPUs keep their share
+ * (doc/benchmarks.md: a guest's worst ping gap near an upgrade). Only
+ * when the process that takes over may return to the nice value of now;
+ * m says which. */
+static void upgrade_renice(const struct sup *s, Vnic__Handover__Handover *m)
 {
 	int nice;
 
 	errno = 0;
 	nice = getpriority(PRIO_PROCESS, 0);
-	if ((nice == -1 && errno) || nice >= 19 || !may_renice_back(nice))
+	if (s->upgrade_nice == 0 || (nice == -1 && errno) || nice >= s->upgrade_nice ||
+	    !may_renice_back(nice))
 		return;
 	m->reniced = true;
 	m->nice = nice;
@@ -1041,7 +1043,7 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 {
 	Vnic__Handover__Handover m;
 	struct ho_arena a = { 0 };
-	char busy[256], fdarg[32];
+	char busy[256], fdarg[32], at[48] = "";
 	const char *why;
 	char **argv = NULL;
 	uint8_t *buf = NULL;
@@ -1066,7 +1068,7 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 	rc = exe_fd < 0 ? -errno : handover_build(s, &a, asker, req, exe_fd, &m);
 	if (rc == 0) {
 		m.stored_fds = fdstore_stored(s, &m.n_stored_fds);
-		upgrade_renice(&m);
+		upgrade_renice(s, &m);
 	}
 	if (rc) {
 		snprintf(err, errlen, "building the handover: %s", strerror(-rc));
@@ -1082,16 +1084,17 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 		snprintf(err, errlen, "writing the handover: %s", strerror(errno));
 		goto out;
 	}
+	if (m.reniced)
+		snprintf(at, sizeof(at), ", at nice %d until it has taken over", s->upgrade_nice);
 	log_info("upgrade: handing over %u connection(s), %u NIC(s), %zu endpoint(s) "
-		 "(%zu bytes) to %s%s", s->nconns, s->nnics, m.n_endpoints, len, ho_exe,
-		 m.reniced ? ", at nice 19 until it has taken over" : "");
+		 "(%zu bytes) to %s%s", s->nconns, s->nnics, m.n_endpoints, len, ho_exe, at);
 	/* The child gets the fds through fork; only the check's exec needs
 	 * them without FD_CLOEXEC. */
 	on = false;
 	rc = handover_each_fd(&m, set_cloexec, &on);
 	if (rc == 0)
 		rc = set_cloexec(fd, "handover", &on);
-	if (rc == 0 && m.reniced && setpriority(PRIO_PROCESS, 0, 19) < 0)
+	if (rc == 0 && m.reniced && setpriority(PRIO_PROCESS, 0, s->upgrade_nice) < 0)
 		m.reniced = false; /* (the packed copy says so too: returning is harmless) */
 	if (rc == 0)
 		rc = run_check(ho_exe, fd, err, errlen);

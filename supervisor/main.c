@@ -57,7 +57,7 @@ static void usage(FILE *f)
 		"             [--user USER] [--sandbox=on|off] [--restart-max N]\n"
 		"             [--inflight=on|off] [--state-dir DIR] [--print-capabilities]\n"
 		"             [--config PATH] [--uid-range FIRST-LAST|FIRST:COUNT]\n"
-		"             [--max-queue-pairs N] [--fd-store]\n"
+		"             [--max-queue-pairs N] [--fd-store] [--upgrade-nice N]\n"
 		"  --socket PATH     control socket (default %s)\n"
 		"  --foreground      do not daemonize; log to stderr\n"
 		"  --group NAME      members of NAME may connect (root always may)\n"
@@ -82,12 +82,14 @@ static void usage(FILE *f)
 		"  --fd-store        under systemd (FileDescriptorStoreMax=): keep every fd\n"
 		"                    and the state in systemd's fd store, so that a vnicd\n"
 		"                    restarted after a crash takes over with nothing stopped\n"
+		"  --upgrade-nice N  nice value of an upgrade in place until the new binary has\n"
+		"                    taken over, 0..19; 0: vnicd's own (default %d)\n"
 		"  --config PATH     configuration file, read at start and on SIGHUP\n"
 		"                    (default %s when it exists)\n"
 		"  --version         print the version and exit\n",
 		VNICD_DEFAULT_SOCKET, VNICD_WORKER_PATH, UIDRANGE_DEFAULT, SUP_RESTART_WINDOW_MS / 1000,
 		SUP_RESTART_MAX_LIMIT, SUP_RESTART_MAX_DEFAULT, NIC_MAX_PAIRS, SUP_PAIRS_DEFAULT,
-		DAEMON_CONF_DEFAULT);
+		SUP_UPGRADE_NICE_DEFAULT, DAEMON_CONF_DEFAULT);
 }
 
 /* Socket activation: systemd (vnicd.socket) or systemd-socket-activate
@@ -420,6 +422,19 @@ static int opt_restart_max(struct sup *s, const char *arg)
 	return SUP_GO_ON;
 }
 
+static int opt_upgrade_nice(struct sup *s, const char *arg)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (!arg[0] || *end || v > 19) {
+		fprintf(stderr, "vnicd: --upgrade-nice %s: use 0..19\n", arg);
+		return 2;
+	}
+	s->upgrade_nice = (int)v;
+	return SUP_GO_ON;
+}
+
 /* One option of getopt_long's. Returns: SUP_GO_ON or the exit status. */
 static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
 {
@@ -469,6 +484,7 @@ static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
 		break;
 	case 'R': return opt_restart_max(s, arg);
 	case 'Q': return opt_max_pairs(s, arg);
+	case 'N': return opt_upgrade_nice(s, arg);
 	case 'D': a->state_dir_set = true; s->state_dir = arg[0] ? arg : NULL; break;
 	case 'P': vu_print_capabilities(); return 0;
 	case 'h': usage(stdout); return 0;
@@ -502,6 +518,7 @@ static int parse_args(int argc, char **argv, struct sup *s, struct sup_args *a)
 		{ "uid-range", required_argument, NULL, 'U' },
 		{ "max-queue-pairs", required_argument, NULL, 'Q' },
 		{ "fd-store", no_argument, NULL, 'F' },
+		{ "upgrade-nice", required_argument, NULL, 'N' },
 		/* Upgrade in place (handover.h): given by vnicd to itself. */
 		{ "handover-fd", required_argument, NULL, 'H' },
 		{ "handover-check", no_argument, NULL, 'K' },
@@ -727,6 +744,7 @@ int main(int argc, char **argv)
 	s.listen_fd = -1;
 	s.restart_max = SUP_RESTART_MAX_DEFAULT;
 	s.max_pairs = SUP_PAIRS_DEFAULT;
+	s.upgrade_nice = SUP_UPGRADE_NICE_DEFAULT;
 	s.worker_path = getenv("VNICD_WORKER");
 	if (!s.worker_path || !s.worker_path[0])
 		s.worker_path = VNICD_WORKER_PATH;

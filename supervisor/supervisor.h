@@ -94,6 +94,9 @@ struct sup_limits {
  * is a death like any other and counts. */
 #define SUP_RESTART_MAX_DEFAULT 5
 #define SUP_RESTART_MAX_LIMIT 64        /* largest --restart-max */
+/* --upgrade-nice: the nice value an upgrade in place runs at (handover.c;
+ * doc/design.md "Upgrade in place"); 0: vnicd's own. */
+#define SUP_UPGRADE_NICE_DEFAULT 10
 /* Queue pairs a vhost-user endpoint serves unless --max-queue-pairs says
  * (doc/multiqueue.md): a pair costs nothing until its rings are set up. */
 #define SUP_PAIRS_DEFAULT 8u
@@ -405,6 +408,7 @@ struct sup {
 	struct uidrange uids;
 	unsigned restart_max;         /* --restart-max; 0: never restart */
 	unsigned max_pairs;           /* --max-queue-pairs: a vhost-user endpoint's pairs */
+	int upgrade_nice;             /* --upgrade-nice: 0..19, 0: no change */
 	bool inflight_off;            /* --inflight=off: no region (for measuring its cost) */
 	bool fd_store;                /* --fd-store: systemd's store keeps every fd */
 	/* Upgrade in place (handover.h): set by handover_set_exec; NULL: this

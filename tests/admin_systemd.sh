@@ -189,14 +189,14 @@ EOS
 	unshare -m sh "$E2E_TMP/harden.sh" >"$E2E_TMP/vnicd.log" 2>&1 &
 	VNICD_PID=$!
 	e2e_wait_for 10 "hardened vnicd" e2e_vnicd_up
-	# An upgrade in place (ExecReload=) under traffic: at nice 19, then
+	# An upgrade in place (ExecReload=) under traffic: at nice 10, then
 	# back (the bounding set must keep CAP_SYS_NICE for that).
 	nice0=$(ps -o ni= -p "$VNICD_PID" | tr -d ' ')
 	e2e_bench traffic --nics 1 --backend socket --direction h2g --size 256 --seconds 5 --count 100 \
 		--before-remove "$VNICCTL --socket $E2E_SOCK upgrade >/dev/null &&
 			$VNICCTL --socket $E2E_SOCK --json status > $E2E_TMP/h.json; sleep 0.3" >"$E2E_TMP/h.out" || { cat "$E2E_TMP/h.out" >&2;
 		e2e_die "traffic or the upgrade under the unit's hardening"; }
-	grep -q "upgrade: handing over.*at nice 19" "$E2E_TMP/vnicd.log" ||
+	grep -q "upgrade: handing over.*at nice 10" "$E2E_TMP/vnicd.log" ||
 		e2e_die "the upgrade did not lower vnicd's priority: $(grep upgrade "$E2E_TMP/vnicd.log")"
 	! grep -q "cannot return to nice" "$E2E_TMP/vnicd.log" || e2e_die "$(grep nice "$E2E_TMP/vnicd.log")"
 	[ "$(ps -o ni= -p "$VNICD_PID" | tr -d ' ')" = "$nice0" ] ||
@@ -206,6 +206,6 @@ EOS
 	[ "$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/$VNICD_PID/status)" != "$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status)" ] ||
 		e2e_die "vnicd runs with the full bounding set"
 	e2e_stop_vnicd
-	e2e_log "hardening (bounding set $caps, no_new_privs, read-only /): a sandboxed NIC runs, an upgrade in place at nice 19 returns to $nice0"
+	e2e_log "hardening (bounding set $caps, no_new_privs, read-only /): a sandboxed NIC runs, an upgrade in place at nice 10 returns to $nice0"
 fi
 e2e_log "PASS"

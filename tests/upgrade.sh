@@ -21,10 +21,12 @@
 #   bad binary     a new "vnicd" that exits 3, and one that cannot be
 #                  executed: the upgrade is refused with the reason, the
 #                  old vnicd serves on (traffic passes); the check ran at
-#                  nice 19 (the script says its nice) and vnicd is back
+#                  nice 10 (the script says its nice) and vnicd is back
 #                  at 2
 #   failed NIC     a NIC whose worker died with --restart-max 0 (FAILED, no
-#                  worker) is taken over as it is, beside a running one
+#                  worker) is taken over as it is, beside a running one;
+#                  that vnicd has --upgrade-nice 0 and does not renice
+#                  (--upgrade-nice 20 is refused)
 #   exit           SIGTERM: vnicd exits 0 (under LSan in ASan builds)
 #   rollback       (fault builds) the new binary passes its check but fails
 #                  to take over (sup.handover.restore=fail): the old binary
@@ -70,7 +72,7 @@ BENCH=$!
 four_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 4 ]; }
 e2e_wait_for 20 "4 queue pairs running" four_running
 sleep 0.5
-# An upgrade runs at nice 19 and returns to what vnicd had.
+# An upgrade runs at nice 10 (--upgrade-nice) and returns to what vnicd had.
 renice -n 2 -p "$VNICD_PID" >/dev/null || e2e_die "renice vnicd"
 W0=$(workers)
 NFD0=$(fds)
@@ -130,7 +132,7 @@ sleep 1
 if OUT=$(ctl upgrade --wait 5 2>&1); then e2e_die "a binary that exits 3 was accepted: $OUT"; fi
 echo "$OUT" | grep -q "exited with status 3: this is not vnicd" ||
 	e2e_die "the refusal does not say why: $OUT"
-echo "$OUT" | grep -q "(nice 19)" || e2e_die "the check did not run at nice 19: $OUT"
+echo "$OUT" | grep -q "(nice 10)" || e2e_die "the check did not run at nice 10: $OUT"
 [ "$(nice_of)" = 2 ] || e2e_die "after a refused upgrade vnicd's nice is $(nice_of), not 2"
 e2e_log "refused as it should be: $OUT"
 rm -f "$VNICD"
@@ -152,10 +154,13 @@ stop_clean() {
 }
 stop_clean "after the upgrades"
 
-# --- a FAILED NIC beside a running one ---------------------------------------
+# --- a FAILED NIC beside a running one (and --upgrade-nice 0) ----------------
+if OUT=$("$VNICD" --upgrade-nice 20 2>&1); then e2e_die "--upgrade-nice 20 was accepted"; fi
+echo "$OUT" | grep -q "use 0..19" || e2e_die "--upgrade-nice 20: $OUT"
 rm -f "$E2E_SOCK"
+LOG_AT=$(wc -l <"$E2E_TMP/vnicd.log")
 "$VNICD" --socket "$E2E_SOCK" --foreground --worker "$VNICD_WORKER" --restart-max 0 \
-	>>"$E2E_TMP/vnicd.log" 2>&1 &
+	--upgrade-nice 0 >>"$E2E_TMP/vnicd.log" 2>&1 &
 VNICD_PID=$!
 e2e_wait_for 10 "vnicd's socket" e2e_vnicd_up
 e2e_bench traffic --nics 2 --seconds 8 --direction both --id-prefix fl --fault-nic 0 \
@@ -173,7 +178,11 @@ OUT=$(ctl --json upgrade) || e2e_die "upgrade with a FAILED NIC: $OUT"
 [ "$(workers)" = "$W0" ] || e2e_die "NICs changed across the upgrade: [$W0] -> [$(workers)]"
 kill -0 $BENCH 2>/dev/null || e2e_die "the traffic ended before the upgrade did: too slow a machine?"
 wait $BENCH || { cat "$E2E_TMP/bench.log"; e2e_die "traffic with a FAILED NIC across the upgrade"; }
-e2e_log "ok failed NIC: [$(echo "$W0" | tr '\n' ';')] taken over as it was"
+tail -n +"$((LOG_AT + 1))" "$E2E_TMP/vnicd.log" | grep -q "handing over" ||
+	e2e_die "no upgrade in the log of the --upgrade-nice 0 vnicd"
+! tail -n +"$((LOG_AT + 1))" "$E2E_TMP/vnicd.log" | grep "handing over" | grep -q "at nice" ||
+	e2e_die "--upgrade-nice 0: the upgrade changed vnicd's priority"
+e2e_log "ok failed NIC: [$(echo "$W0" | tr '\n' ';')] taken over as it was (--upgrade-nice 0: no renice)"
 stop_clean "after the upgrade with a FAILED NIC"
 if grep -E "ERROR|LeakSanitizer|runtime error" "$E2E_TMP/vnicd.log"; then
 	e2e_die "vnicd's log has errors"
