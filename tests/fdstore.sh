@@ -171,7 +171,7 @@ start_unit vnicd-store
 # vnic-bench runs in the namespace too: the worker pids it checks are
 # that namespace's.
 bench() { sd timeout -k 3 60 "$VNIC_BENCH" --socket "$E2E_SOCK" "$@"; }
-bench traffic --nics 2 --queue-pairs 2 --seconds 10 --direction both \
+bench traffic --nics 2 --queue-pairs 2 --seconds 20 --direction both \
 	--id-prefix fs >"$E2E_TMP/bench.log" 2>&1 &
 BENCH=$!
 four_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 4 ]; }
@@ -247,7 +247,7 @@ fi
 sd systemctl start vnicd-sock.socket || e2e_die "vnicd-sock.socket did not start"
 E2E_SOCK=$E2E_TMP/vnicd-sock.sock
 e2e_wait_for 10 "the socket-activated vnicd" up
-bench traffic --nics 1 --queue-pairs 2 --seconds 5 --direction both --id-prefix sa \
+bench traffic --nics 1 --queue-pairs 2 --seconds 10 --direction both --id-prefix sa \
 	>"$E2E_TMP/bench4.log" 2>&1 &
 BENCH=$!
 two_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 2 ]; }
