@@ -396,42 +396,20 @@ static int opt_user(struct sup *s, const char *name)
 	return SUP_GO_ON;
 }
 
-static int opt_max_pairs(struct sup *s, const char *arg)
+/* A whole decimal number in lo..hi for option `name` into *out.
+ * Returns: SUP_GO_ON, or 2 with the range on stderr. */
+static int opt_uint(const char *name, const char *arg, unsigned lo, unsigned hi, unsigned *out)
 {
 	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
+	unsigned long v;
 
-	if (!arg[0] || *end || v < 1 || v > NIC_MAX_PAIRS) {
-		fprintf(stderr, "vnicd: --max-queue-pairs %s: use 1..%u\n", arg, NIC_MAX_PAIRS);
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (!arg[0] || *end || arg[0] == '-' || errno || v < lo || v > hi) {
+		fprintf(stderr, "vnicd: --%s %s: use %u..%u\n", name, arg, lo, hi);
 		return 2;
 	}
-	s->max_pairs = (unsigned)v;
-	return SUP_GO_ON;
-}
-
-static int opt_restart_max(struct sup *s, const char *arg)
-{
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
-
-	if (!arg[0] || *end || v > SUP_RESTART_MAX_LIMIT) {
-		fprintf(stderr, "vnicd: --restart-max %s: use 0..%d\n", arg, SUP_RESTART_MAX_LIMIT);
-		return 2;
-	}
-	s->restart_max = (unsigned)v;
-	return SUP_GO_ON;
-}
-
-static int opt_upgrade_nice(struct sup *s, const char *arg)
-{
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
-
-	if (!arg[0] || *end || v > 19) {
-		fprintf(stderr, "vnicd: --upgrade-nice %s: use 0..19\n", arg);
-		return 2;
-	}
-	s->upgrade_nice = (int)v;
+	*out = (unsigned)v;
 	return SUP_GO_ON;
 }
 
@@ -482,9 +460,16 @@ static int parse_option(struct sup *s, struct sup_args *a, int opt, char *arg)
 		}
 		s->inflight_off = !strcmp(arg, "off");
 		break;
-	case 'R': return opt_restart_max(s, arg);
-	case 'Q': return opt_max_pairs(s, arg);
-	case 'N': return opt_upgrade_nice(s, arg);
+	case 'R': return opt_uint("restart-max", arg, 0, SUP_RESTART_MAX_LIMIT, &s->restart_max);
+	case 'Q': return opt_uint("max-queue-pairs", arg, 1, NIC_MAX_PAIRS, &s->max_pairs);
+	case 'N': {
+		unsigned nice;
+
+		if (opt_uint("upgrade-nice", arg, 0, 19, &nice) != SUP_GO_ON)
+			return 2;
+		s->upgrade_nice = (int)nice; /* int: compared with getpriority()'s */
+		break;
+	}
 	case 'D': a->state_dir_set = true; s->state_dir = arg[0] ? arg : NULL; break;
 	case 'P': vu_print_capabilities(); return 0;
 	case 'h': usage(stdout); return 0;
@@ -795,8 +780,10 @@ int main(int argc, char **argv)
 
 			daemon_wait_orphans(SUP_ORPHAN_WAIT_MS, keep, nkeep, &found, &killed);
 		}
-		if (main_handover(&s, &a, h))
+		if (main_handover(&s, &a, h)) {
+			uidrange_fini(&s.uids);
 			return 1;
+		}
 	} else {
 		unsigned found, killed;
 
@@ -804,8 +791,10 @@ int main(int argc, char **argv)
 		 * rings must not reach a worker while an earlier vnicd's
 		 * worker still runs them. */
 		daemon_wait_orphans(SUP_ORPHAN_WAIT_MS, NULL, 0, &found, &killed);
-		if (open_listener(&s, nlisten, a.foreground) < 0)
+		if (open_listener(&s, nlisten, a.foreground) < 0) {
+			uidrange_fini(&s.uids);
 			return 1;
+		}
 		events_setup(&s);
 	}
 	sigprocmask(SIG_UNBLOCK, &stop_sigs, NULL);

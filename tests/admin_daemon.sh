@@ -16,6 +16,8 @@ expect_fail() {
 	timeout 10 "$VNICD" "$@" >"$E2E_TMP/out" 2>"$E2E_TMP/err" || _rc=$?
 	[ $_rc -ne 0 ] || e2e_die "$_what: vnicd exited 0"
 	[ $_rc -ne 124 ] || e2e_die "$_what: vnicd did not exit"
+	# An exit, not a signal (ASan's abort on a leak is 134).
+	[ $_rc -lt 124 ] || e2e_die "$_what: vnicd exited $_rc: $(tail -n 20 "$E2E_TMP/err")"
 	grep -q "$_pat" "$E2E_TMP/err" || e2e_die "$_what: stderr lacks '$_pat': $(cat "$E2E_TMP/err")"
 	# One line says it (warnings, e.g. --sandbox=off's, may come first).
 	[ "$(grep -c ': error: \|^vnicd: ' "$E2E_TMP/err")" -eq 1 ] ||
@@ -35,6 +37,12 @@ expect_fail "worker not executable" "is not an executable file" \
 	--socket "$E2E_SOCK" --worker "$E2E_TMP/notexec" $sandbox
 expect_fail "bad configuration" "unknown key \"colour\"" \
 	--socket "$E2E_SOCK" --worker "$VNICD_WORKER" $sandbox --config "$(printf 'colour = red\n' >"$E2E_TMP/bad.conf"; echo "$E2E_TMP/bad.conf")"
+# Numeric options: out of range, negative, too large for any integer, empty.
+expect_fail "--restart-max -1" "use 0..64" --restart-max -1 --socket "$E2E_SOCK" $sandbox
+expect_fail "--restart-max 2^70" "use 0..64" --restart-max 1180591620717411303424 \
+	--socket "$E2E_SOCK" $sandbox
+expect_fail "--max-queue-pairs 0" "use 1..8" --max-queue-pairs 0 --socket "$E2E_SOCK" $sandbox
+expect_fail "--upgrade-nice ''" "use 0..19" --upgrade-nice '' --socket "$E2E_SOCK" $sandbox
 expect_fail "missing configuration" "$E2E_TMP/none.conf: No such file" \
 	--socket "$E2E_SOCK" --worker "$VNICD_WORKER" $sandbox --config "$E2E_TMP/none.conf"
 
