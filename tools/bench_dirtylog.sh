@@ -19,20 +19,10 @@ if [ $# -lt 1 ] || [ $# -gt 3 ]; then
 fi
 build=$1 runs=${2:-5} secs=${3:-2}
 vnicd=$build/supervisor/vnicd worker=$build/workers/vnicd-worker bench=$build/tools/vnic-bench
-for b in "$vnicd" "$worker" "$bench"; do
-	[ -x "$b" ] || { echo "$0: $b missing: build first" >&2; exit 1; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnic-dirtylog.XXXXXX")
-pid=
-cleanup() {
-	if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-"$vnicd" --socket "$tmp/vnicd.sock" --foreground --worker "$worker" >"$tmp/vnicd.log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [ -S "$tmp/vnicd.sock" ] && break; sleep 0.1; done
+. "$(dirname "$0")/bench_lib.sh"
+bench_need "$vnicd" "$worker" "$bench"
+bench_setup dirtylog
+bench_vnicd "$tmp/vnicd.sock" "$tmp/vnicd.log"
 
 # one MODE SIZE DIR ROUND: a run, its Gbit/s as "SIZE DIR ROUND MODE GBPS".
 one() {

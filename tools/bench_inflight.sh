@@ -15,24 +15,11 @@ if [ $# -lt 1 ] || [ $# -gt 3 ]; then
 fi
 build=$1 runs=${2:-5} secs=${3:-2}
 vnicd=$build/supervisor/vnicd worker=$build/workers/vnicd-worker bench=$build/tools/vnic-bench
-for b in "$vnicd" "$worker" "$bench"; do
-	[ -x "$b" ] || { echo "$0: $b missing: build first" >&2; exit 1; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnic-inflight.XXXXXX")
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
+. "$(dirname "$0")/bench_lib.sh"
+bench_need "$vnicd" "$worker" "$bench"
+bench_setup inflight
 for mode in on off; do
-	"$vnicd" --socket "$tmp/$mode.sock" --foreground --worker "$worker" --inflight="$mode" \
-		>"$tmp/vnicd-$mode.log" 2>&1 &
-	pids+=($!)
-done
-for mode in on off; do
-	for _ in $(seq 100); do [ -S "$tmp/$mode.sock" ] && break; sleep 0.1; done
+	bench_vnicd "$tmp/$mode.sock" "$tmp/vnicd-$mode.log" --inflight="$mode"
 done
 for size in 60 1500; do
 	for run in $(seq "$runs"); do

@@ -37,10 +37,17 @@ bench_bg() {
 	bench_pids+=("$bench_pid")
 }
 
-# bench_stop PID...: SIGTERM each PID and wait for it (gone: no error).
+# bench_stop PID...: SIGTERM each PID and wait for it (gone: no error);
+# off the list, so that the cleanup never signals a reused pid.
 bench_stop() {
-	local p
-	for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	local p q keep
+	for p in "$@"; do
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+		keep=()
+		for q in "${bench_pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
+		bench_pids=("${keep[@]}")
+	done
 }
 
 # bench_vnicd SOCKET LOG ARGS...: vnicd ($vnicd, --worker $worker) on

@@ -19,26 +19,13 @@ fi
 build=$1 runs=${2:-5} secs=${3:-3}
 [ "$(id -u)" = 0 ] && [ -c /dev/net/tun ] || { echo "$0: needs root and /dev/net/tun" >&2; exit 1; }
 vnicd=$build/supervisor/vnicd worker=$build/workers/vnicd-worker bench=$build/tools/vnic-bench
-for b in "$vnicd" "$worker" "$bench"; do
-	[ -x "$b" ] || { echo "$0: $b missing: build first" >&2; exit 1; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnic-matrix.XXXXXX")
+. "$(dirname "$0")/bench_lib.sh"
+bench_need "$vnicd" "$worker" "$bench"
+bench_setup matrix
+bench_vnicd "$tmp/c.sock" "$tmp/vnicd.log"
 netns=vnicmatrix$$
-vnicd_pid=
-cleanup() {
-	if [ -n "$vnicd_pid" ]; then
-		kill -TERM "$vnicd_pid" 2>/dev/null || true
-		wait "$vnicd_pid" 2>/dev/null || true
-	fi
-	ip netns del "$netns" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-"$vnicd" --socket "$tmp/c.sock" --foreground --worker "$worker" >"$tmp/vnicd.log" 2>&1 &
-vnicd_pid=$!
-for _ in $(seq 100); do [ -S "$tmp/c.sock" ] && break; sleep 0.1; done
 ip netns add "$netns"
+bench_netns=$netns
 
 backends=${VNIC_MATRIX_BACKENDS:-tap} sizes=${VNIC_MATRIX_SIZES:-1024 16384 65535}
 for dir in g2h h2g; do

@@ -17,24 +17,10 @@ if [ $# -lt 1 ] || [ $# -gt 3 ]; then
 fi
 build=$1 runs=${2:-5} secs=${3:-3}
 vnicd=$build/supervisor/vnicd worker=$build/workers/vnicd-worker bench=$build/tools/vnic-bench
-for b in "$vnicd" "$worker" "$bench"; do
-	[ -x "$b" ] || { echo "$0: $b missing: build first" >&2; exit 1; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnic-mq.XXXXXX")
-vnicd_pid=
-cleanup() {
-	if [ -n "$vnicd_pid" ]; then
-		kill -TERM "$vnicd_pid" 2>/dev/null || true
-		wait "$vnicd_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
-"$vnicd" --socket "$tmp/c.sock" --foreground --worker "$worker" >"$tmp/vnicd.log" 2>&1 &
-vnicd_pid=$!
-for _ in $(seq 100); do [ -S "$tmp/c.sock" ] && break; sleep 0.1; done
-[ -S "$tmp/c.sock" ] || { echo "$0: vnicd did not start:" >&2; cat "$tmp/vnicd.log" >&2; exit 1; }
+. "$(dirname "$0")/bench_lib.sh"
+bench_need "$vnicd" "$worker" "$bench"
+bench_setup mq
+bench_vnicd "$tmp/c.sock" "$tmp/vnicd.log"
 
 for dir in g2h h2g; do
 	for size in 1500 65535; do

@@ -25,31 +25,20 @@ worker=$build/workers/vnicd-worker
 # would be part of what is measured).
 export LD_LIBRARY_PATH=$build/.libs
 ctl=$build/tools/.libs/vnicctl bench=$build/tools/.libs/vnic-bench
-for b in "$build/supervisor/vnicd" "$worker" "$ctl" "$bench"; do
-	[ -x "$b" ] || { echo "$0: $b missing: build first" >&2; exit 1; }
-done
+. "$(dirname "$0")/bench_lib.sh"
+bench_need "$build/supervisor/vnicd" "$worker" "$ctl" "$bench"
 [ "$ups" -ge 1 ] && [ "$ups" -le 50 ] || { echo "$0: UPGRADES: 1..50" >&2; exit 2; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vnic-uppause.XXXXXX")
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' HUP INT TERM
+bench_setup uppause
+vnicd=$tmp/vnicd  # upgraded in place: a copy of the build's
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in "${nices[@]}"; do
 	install -m 755 "$build/supervisor/vnicd" "$tmp/vnicd"
-	"$tmp/vnicd" --socket "$tmp/c.sock" --foreground --worker "$worker" --state-dir "" \
-		--upgrade-nice "$n" >"$tmp/vnicd.log" 2>&1 &
-	vp=$!
-	pids=("$vp")
-	for _ in $(seq 100); do [ -S "$tmp/c.sock" ] && break; sleep 0.05; done
+	bench_vnicd "$tmp/c.sock" "$tmp/vnicd.log" --state-dir "" --upgrade-nice "$n"
+	vp=$bench_pid
 	# Long enough for the slowest upgrades; stopped when they are done.
-	"$bench" --socket "$tmp/c.sock" traffic --nics 2 --policy poll --poll-us 0 \
-		--seconds $((2 + ups * 5)) >"$tmp/bench.log" 2>&1 &
-	bp=$!
-	pids+=("$bp")
+	bench_bg "$bench" --socket "$tmp/c.sock" traffic --nics 2 --policy poll --poll-us 0 \
+		--seconds $((2 + ups * 5)) >"$tmp/bench.log" 2>&1
+	bp=$bench_pid
 	sleep 2
 	row=""
 	for _ in $(seq "$ups"); do
@@ -62,11 +51,10 @@ for n in "${nices[@]}"; do
 		row="$row $((us / 1000))/$(((t1 - t0) / 1000000))"
 		sleep 1
 	done
-	kill -TERM "$bp" 2>/dev/null || true
-	wait "$bp" 2>/dev/null || true
+	bench_stop "$bp"
 	reniced=$(grep -c "until it has taken over" "$tmp/vnicd.log" || true)
-	kill -TERM "$vp"; wait "$vp" || true
-	pids=()
+	bench_stop "$vp"
+	rm -f "$tmp/c.sock"
 	echo "RESULT upgrade_pause nice=$n reniced=$reniced/$ups pause_ms/vnicctl_ms=$row"
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

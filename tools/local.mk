@@ -23,7 +23,7 @@ tools_vnic_bench_SOURCES += tools/bench_hostile.c tools/traffic.h tools/traffic_
 	tools/traffic_dirtylog.c
 tools_vnic_bench_LDADD += libvnic.la libvnicproto.la
 EXTRA_DIST += tools/README.md
-EXTRA_DIST += tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh tools/bench_dirtylog.sh tools/bench_mq.sh
+EXTRA_DIST += tools/bench_lib.sh tools/bench_matrix.sh tools/bench_inflight.sh tools/bench_scale.sh tools/bench_dirtylog.sh tools/bench_mq.sh
 EXTRA_DIST += tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring.sh
 # Real clients (issue 8): a Linux guest under QEMU and DPDK testpmd.
 EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py
