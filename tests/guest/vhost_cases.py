@@ -298,7 +298,12 @@ class Group:
             ms.append((time.monotonic() - t0) * 1000.0)
             spans.append((t0 - t_ping, time.monotonic() - t_ping))
             time.sleep(1)
-        time.sleep(max(0.5, seconds - 1.5 - sum(ms) / 1000.0 - len(ms)))
+        # At least 3 s of pings after the last event (1 s above and 2 s
+        # here), however long it took: a vnicd start that first waits for
+        # orphaned workers (up to 5 s, other tests' too), then the guest's
+        # ARP after the link-down, must still leave the pings time to
+        # show that they resumed.
+        time.sleep(max(2.0, seconds - 1.5 - sum(ms) / 1000.0 - len(ms)))
         r = ping.result()
         try:
             r["iperf3_bytes"] = vmlib.iperf3_result(iperf, seconds)[1]
