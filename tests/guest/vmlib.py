@@ -1160,18 +1160,24 @@ class Testpmd:
         self.proc.stdin.flush()
 
     def stats(self):
-        """{port: {"rx": packets, "tx": packets, "rxb": bytes, "txb": bytes}}."""
+        """{port: {"rx": packets, "tx": packets, "rxb": bytes, "txb": bytes}}
+        of every port, from "show port stats all"."""
         mark = len(self.text())
         self.cmd("show port stats all")
         n = self.nports()
-        wait_for("port stats", 10, lambda: self.text()[mark:].count("#####") >= 2 * n, 0.1)
-        t = self.text()[mark:]
-        out = {}
-        for m in re.finditer(r"statistics for port (\d+)[\s\S]*?RX-packets: *(\d+)[\s\S]*?RX-bytes: *"
-                             r"(\d+)[\s\S]*?TX-packets: *(\d+)[\s\S]*?TX-bytes: *(\d+)", t):
-            out[int(m.group(1))] = {"rx": int(m.group(2)), "rxb": int(m.group(3)),
-                                    "tx": int(m.group(4)), "txb": int(m.group(5))}
-        return out
+
+        def parsed():
+            # Whole blocks only: testpmd's output arrives in pieces, and
+            # a block's "####" header alone (or the forward statistics a
+            # "stop" just before still prints) says nothing of its counts.
+            out = {}
+            for m in re.finditer(r"NIC statistics for port (\d+)[\s\S]*?RX-packets: *(\d+)"
+                                 r"[\s\S]*?RX-bytes: *(\d+)[\s\S]*?TX-packets: *(\d+)"
+                                 r"[\s\S]*?TX-bytes: *(\d+)", self.text()[mark:]):
+                out[int(m.group(1))] = {"rx": int(m.group(2)), "rxb": int(m.group(3)),
+                                        "tx": int(m.group(4)), "txb": int(m.group(5))}
+            return out if len(out) >= n else None
+        return wait_for("port stats of %d port(s)" % n, 10, parsed, 0.1)
 
     def nports(self):
         return max(1, len(re.findall(r"Port \d+: [0-9A-F]{2}:", self.text())) or 1)
