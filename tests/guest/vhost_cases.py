@@ -30,6 +30,7 @@ import vmlib
 from vmlib import Fail, log
 
 GUEST, HOST = "198.18.0.2", "198.18.0.1"
+GUEST_MAC = "52:54:00:12:34:56"  # QEMU's default for the first NIC
 
 
 class Group:
@@ -56,6 +57,10 @@ class Group:
             self.b = backends.VnicdBackend(b, self.ns, self.sock, mode, mtu=self.mtu,
                                            workdir=self.dir)
         self.passed = []
+        # pings_across watches the tap for the guest's echoes, to tell a
+        # doubled request from a doubled reply (off for benchmarks: the
+        # capture's python costs the host some CPU).
+        self.watch_tap = True
 
     def case(self, name, fn, *a):
         t = time.monotonic()
@@ -266,6 +271,8 @@ class Group:
         took until the back end ran again) and "event_gap_ms" (the worst
         gap within 0.3 s of an event; no event: of the moment 1.5 s in, for
         comparison)."""
+        watch = vmlib.AnnounceWatch(self.ns, self.b.tap, GUEST_MAC, seconds + 30, True) \
+            if self.watch_tap and self.kind == "vnicd" else None
         ping = vmlib.GuestPing(self.g, HOST, 0.01, count=6000, deadline=90)
         t_ping = time.monotonic()
         iperf = vmlib.iperf3_bg(self.ns, GUEST, seconds)
@@ -311,17 +318,35 @@ class Group:
             log("iperf3 across %s: %s" % (event, e))
             r["iperf3_bytes"] = None
         r["events"], r["event_ms"] = evs, ms
+        if watch:
+            self.tap_view(r, watch.result())
         r["event_gap_ms"] = max(vmlib.GuestPing.gap_near(r, a, b) for a, b in spans)
-        log("%s: pings %d replies, %d lost, %d doubled, worst gap %.1f ms (after seq %d), "
+        log("%s: pings %d replies, %d lost, %d doubled%s, worst gap %.1f ms (after seq %d), "
             "%.1f ms within 0.3 s of the event%s; iperf3 %s%s"
             % ("%d x %s" % (times, event) if event else "no event", r["replies"], r["lost"],
-               r["dup"], r["gap_ms"], r["gap_after"], r["event_gap_ms"],
+               r["dup"], " (and %d line(s) ping printed twice, see vmlib._PING_AWK)"
+               % r["repeated"] if r.get("repeated") else "", r["gap_ms"], r["gap_after"],
+               r["event_gap_ms"],
                " (no event: 1.5 s in)" if not event else "",
                "%d bytes" % r["iperf3_bytes"] if r["iperf3_bytes"] is not None else "died",
                "; event took %s ms" % ", ".join("%.0f" % x for x in ms) if ms else ""))
         if event == "upgrade":
             log("vnicd paused %s ms" % ", ".join("%.1f" % (u["pause_us"] / 1000.0) for u in evs))
         return r
+
+    @staticmethod
+    def tap_view(r, w):
+        """r["dup_tap"]: for each doubled reply of r, what the tap saw of
+        that sequence number: (echo requests from the guest, replies to
+        it). (2, 2): the request went out twice (TX); (1, 1): one reply,
+        received twice (RX); (1, 2): the host answered twice."""
+        seqs = [int(x.split(":")[0]) for x in r.get("dup_seqs", "").split(",") if x]
+        r["dup_tap"] = {q: (sum(1 for _, d, t, s in w["icmp"] if s == q and d == "from" and t == 8),
+                            sum(1 for _, d, t, s in w["icmp"] if s == q and d == "to" and t == 0))
+                        for q in seqs}
+        if seqs:
+            log("doubled replies %s: the tap saw (requests from the guest, replies to it) %s"
+                % (r["dup_seqs"], r["dup_tap"]))
 
     def upgrade_under_ping(self):
         """Upgrade in place (issue 16) three times under 10 ms pings and an

@@ -818,9 +818,16 @@ class Guest:
 # The guest's pings, each reply time-stamped by the guest's shell as it
 # reads ping's line ($EPOCHREALTIME: busybox ash, the guest's clock), and
 # summed up by awk in the guest (the serial command loop is slow).
+# A doubled reply is one busybox ping marks "(DUP!)": it keeps a table of
+# the sequence numbers it received. A line printed twice without the mark
+# is ping's own output, not the network's: its SIGINT handler (result()
+# stops it so) flushes stdio, and when the signal lands inside the
+# flush of the last reply's line, that line is written again (seen: the
+# last reply twice, 4 ms apart, the tap showing one request and one
+# reply). Those are counted apart, as "repeated".
 _PING_AWK = " ".join(r"""
 / seq=/ { match($0, /seq=[0-9]+/); q = substr($0, RSTART + 4, RLENGTH - 4) + 0; t = $1;
-  if (q in seen) { dup++; next; };
+  if (q in seen) { if (/DUP!/) { dup++; if (dup <= 10) dl = dl "," q ":" int((t - last) * 1000); } else rep++; next; };
   seen[q] = 1; n++; if (q > mx) mx = q;
   if (n > 1 && t - last > gap) { gap = t - last; ga = lq; gb = q; };
   if (n > 1 && t - last > 0.012 && ng < 300) { gl = gl "," q ":" int((t - last) * 10000); ng++; };
@@ -828,7 +835,7 @@ _PING_AWK = " ".join(r"""
 /packets transmitted/ { sent = $2; }
 END { miss = 0; ml = "";
   for (i = 0; i <= mx; i++) if (!(i in seen)) { miss++; if (miss <= 30) ml = ml "," i; };
-  printf "@@PING replies=%d maxseq=%d missing=%d gap_ms=%.1f gap_after=%d gap_before=%d dup=%d sent=%d missing_seqs=%s gaps=%s\n", n, mx, miss, gap * 1000, ga, gb, dup, sent, substr(ml, 2), substr(gl, 2); }
+  printf "@@PING replies=%d maxseq=%d missing=%d gap_ms=%.1f gap_after=%d gap_before=%d dup=%d repeated=%d sent=%d missing_seqs=%s dup_seqs=%s gaps=%s\n", n, mx, miss, gap * 1000, ga, gb, dup, rep, sent, substr(ml, 2), substr(dl, 2), substr(gl, 2); }
 """.split())  # one line: the command loop reads lines
 
 
@@ -864,7 +871,8 @@ class GuestPing:
     that got no answer: the tail cut by the stop is not a loss) and the
     worst gap between two replies in the guest's clock; "gaps": every gap
     over 12 ms (the first 300) as (seq of the reply that ended it, ms), for
-    gap_near()."""
+    gap_near(); "dup_seqs": the first 10 doubled replies as "seq:ms after
+    the reply before it"."""
 
     def __init__(self, guest, addr, interval=0.01, count=6000, deadline=90,
                  log="/tmp/tping.log"):
@@ -896,7 +904,8 @@ class GuestPing:
                 r[k] = [(int(q), int(t) / 10.0) for q, t in (x.split(":") for x in v.split(",")
                                                              if x)]
             else:
-                r[k] = v if k == "missing_seqs" else float(v) if "." in v else int(v)
+                r[k] = v if k in ("missing_seqs", "dup_seqs") else \
+                    float(v) if "." in v else int(v)
         if r["replies"] < 10:
             raise Fail("the guest's ping got %d replies: %s" % (
                 r["replies"], g.run("tail -n 5 %s" % self.log, check=False)[1]))
@@ -923,6 +932,15 @@ def stop(*a):
     raise Stop()
 signal.signal(signal.SIGTERM, stop)
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+if len(sys.argv) > 4 and sys.argv[4] == "icmp":
+    # IPv4 ICMP only (classic BPF: ethertype 0x800, protocol 1), so that
+    # a stream beside the pings costs this capture nothing.
+    import ctypes
+    code = [(0x28, 0, 0, 12), (0x15, 0, 3, 0x0800), (0x30, 0, 0, 23), (0x15, 0, 1, 1),
+            (0x06, 0, 0, 0x40000), (0x06, 0, 0, 0)]
+    prog = b"".join(struct.pack("HBBI", *c) for c in code)
+    buf = ctypes.create_string_buffer(prog)
+    s.setsockopt(socket.SOL_SOCKET, 26, struct.pack("HL", len(code), ctypes.addressof(buf)))
 s.bind((sys.argv[1], 0))
 mac = bytes.fromhex(sys.argv[2].replace(":", ""))
 end = time.monotonic() + float(sys.argv[3])
@@ -971,8 +989,10 @@ class AnnounceWatch:
     of its first frame at all; and every ICMP echo to or from the guest
     (where a lost ping went)."""
 
-    def __init__(self, netns, dev, mac, seconds):
-        self.proc = netns.popen(["python3", "-c", _ANNOUNCE_PY, dev, mac, str(seconds)],
+    def __init__(self, netns, dev, mac, seconds, icmp_only=False):
+        # icmp_only: the ICMP echoes alone (a socket filter in the kernel)
+        self.proc = netns.popen(["python3", "-c", _ANNOUNCE_PY, dev, mac, str(seconds)] +
+                                (["icmp"] if icmp_only else []),
                                 stdout=subprocess.PIPE, text=True)
         self.seconds = seconds
         on_exit(lambda: kill_tree(self.proc, 1))
