@@ -1013,7 +1013,7 @@ static bool may_renice_back(int nice)
 }
 
 /* The upgrade's own CPU (the new binary's check run, its exec and its
- * restore: about 20 ms here) goes at --upgrade-nice (default 19), so that
+ * restore: about 20 ms here) goes at --upgrade-nice (SUP_UPGRADE_NICE_DEFAULT), so that
  * on a busy host the workers and the VMs' vCPUs keep their share
  * (doc/benchmarks.md: a guest's worst ping gap near an upgrade). Only
  * when the process that takes over may return to the nice value of now;

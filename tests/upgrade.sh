@@ -59,6 +59,12 @@ workers() { e2e_workers; }
 nice_of() { ps -o ni= -p "$VNICD_PID" | tr -d ' '; }
 json_field() { python3 -c 'import json, sys; j = json.load(sys.stdin); print(*(j[k] for k in sys.argv[1:]))' "$@"; }
 
+# hold_until FILE: a --before-remove hook that keeps vnic-bench's NICs
+# until FILE exists (60 s at most), so the checks after an upgrade see them.
+hold_until() {
+	echo "i=0; while [ ! -e $1 ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done"
+}
+
 # --- under traffic --------------------------------------------------------
 E2E_BENCH_TIMEOUT=60
 # The traffic outlasts the upgrades by far (they take 3-12 s: each runs
@@ -67,7 +73,7 @@ E2E_BENCH_TIMEOUT=60
 # checks after the upgrades are done (the file "checked").
 T0=${EPOCHREALTIME/./}
 e2e_bench traffic --nics 2 --queue-pairs 2 --seconds 30 --direction both \
-	--before-remove "i=0; while [ ! -e $E2E_TMP/checked ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done" \
+	--before-remove "$(hold_until "$E2E_TMP/checked")" \
 	--id-prefix up >"$E2E_TMP/bench.log" 2>&1 &
 BENCH=$!
 four_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 4 ]; }
@@ -166,7 +172,7 @@ VNICD_PID=$!
 e2e_wait_for 10 "vnicd's socket" e2e_vnicd_up
 # The NICs stay until the checks are done (the file "checked-fl").
 e2e_bench traffic --nics 2 --seconds 8 --direction both --id-prefix fl --fault-nic 0 \
-	--before-remove "i=0; while [ ! -e $E2E_TMP/checked-fl ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done" \
+	--before-remove "$(hold_until "$E2E_TMP/checked-fl")" \
 	>"$E2E_TMP/bench.log" 2>&1 &
 BENCH=$!
 two_running() { [ "$(workers | grep -c ' RUNNING$')" -ge 2 ]; }
@@ -195,7 +201,7 @@ fi
 if grep -q '^#define VNIC_FAULT_INJECTION 1' "$VNIC_TOP_BUILDDIR/config.h"; then
 	VNIC_FAULT=sup.handover.restore=fail e2e_start_vnicd
 	e2e_bench traffic --nics 1 --queue-pairs 2 --seconds 8 --direction both --id-prefix rb \
-		--before-remove "i=0; while [ ! -e $E2E_TMP/checked-rb ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done" \
+		--before-remove "$(hold_until "$E2E_TMP/checked-rb")" \
 		>"$E2E_TMP/bench.log" 2>&1 &
 	BENCH=$!
 	e2e_wait_for 20 "2 queue pairs running" two_running
