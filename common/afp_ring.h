@@ -42,6 +42,9 @@
  * the kernel's default without PACKET_TX_HAS_OFF). */
 #define AFP_TX_DATA_OFF 48u
 #define AFP_TX_MAX_FRAME (AFP_TX_FRAME_SIZE - AFP_TX_DATA_OFF - AFP_VNET_HDR_LEN)
+/* TX frames up to this length go into the skb's linear buffer whole (the
+ * header's hdr_len; net_afp.c): one order-0 allocation, no ring pages. */
+#define AFP_TX_LINEAR_MAX 2048u
 #define AFP_RX_RING_BYTES ((size_t)AFP_RX_BLOCK_SIZE * AFP_RX_BLOCKS)
 #define AFP_TX_RING_BYTES ((size_t)AFP_TX_FRAME_SIZE * AFP_TX_FRAMES)
 

@@ -367,6 +367,16 @@ int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *i
 	}
 	/* The checked copy of the guest's header, without num_buffers. */
 	memcpy(slot + AFP_TX_DATA_OFF, vh, AFP_VNET_HDR_LEN);
+	if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE && frame_len <= AFP_TX_LINEAR_MAX) {
+		/* hdr_len is how much the kernel copies into the skb's own
+		 * buffer; the rest it attaches as pages of this ring, which
+		 * a veth or any local receiver then copies again into a page
+		 * allocated for it (skb_copy_ubufs). A small frame is
+		 * cheaper copied whole, once. */
+		struct virtio_net_hdr_v1 *sh = (void *)(slot + AFP_TX_DATA_OFF);
+
+		sh->hdr_len = htole16((uint16_t)frame_len);
+	}
 	if (iov_to_buf(iov + 1, niov - 1, 0, slot + AFP_TX_DATA_OFF + AFP_VNET_HDR_LEN, frame_len) !=
 	    frame_len)
 		return -EMSGSIZE;
