@@ -187,7 +187,13 @@ static void ring_relax(unsigned *idle)
 	if (++*idle % RING_YIELD_EVERY == 0)
 		sched_yield();
 	else
+#if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield" ::: "memory");
+#else
+		__asm__ __volatile__("" ::: "memory");
+#endif
 }
 
 static int ring_device(struct ring_env *e)
