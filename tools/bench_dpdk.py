@@ -21,7 +21,9 @@ g2h: virtio-user txonly; received packets are counted where they land
 dpdk-tap); counted at virtio-user's rx.  Sizes: 64 B and 1518 B (Mpps) and
 64 KiB (Gbit/s; multi-segment mbufs; g2h only through a tap).  Each
 measurement is --seconds after a 1 s warm-up; --runs rounds alternate the
-back ends; min/median/max.  Every testpmd runs under timeout and is killed
+back ends; min/median/max, then (with more than one back end) the ratio of
+each pair's packet rates within each round, the earlier in --backends over
+the later.  Every testpmd runs under timeout and is killed
 at the end.  Needs root and dpdk (and vnicd with vhost-user for vnicd)."""
 import os
 import statistics
@@ -194,6 +196,23 @@ def fmt(xs, scale):
     return "%.3g/%.3g/%.3g" % (xs[0], statistics.median(xs), xs[-1])
 
 
+def round_ratios(res, kinds, runs):
+    """Lines of 'A / B' ratios within each round (min/median/max over the
+    rounds where both ran), for every pair of back ends, packet rates at
+    64 and 1518 B: on a shared machine the fairest figure."""
+    out = []
+    for i, x in enumerate(kinds):
+        for y in kinds[i + 1:]:
+            cells = []
+            for d in ("g2h", "h2g"):
+                for s in SIZES[:2]:
+                    r = [res[(x, d, s)][n][0] / res[(y, d, s)][n][0] for n in range(runs)
+                         if res[(x, d, s)][n] and res[(y, d, s)][n]]
+                    cells.append(fmt(r, 1))
+            out.append("| %s / %s | %s |" % (x, y, " | ".join(cells)))
+    return out
+
+
 def main():
     p = vmlib.bench_args(__doc__, 3)
     p.add_argument("--backends", default="vnicd,dpdk,dpdk-tap")
@@ -237,6 +256,12 @@ def main():
             cells.append(fmt([x and x[1] for x in res[(k, d, SIZES[2])]], 1e-9))
             print("| %s | %s | %s |" % (k, d, " | ".join(cells)))
     print("(min/median/max over %d runs)" % a.runs)
+    if len(kinds) > 1:
+        print("\nPacket-rate ratios within each round, min/median/max:\n")
+        print("| pair | g2h 64 B | g2h 1518 B | h2g 64 B | h2g 1518 B |")
+        print("|---|---|---|---|---|")
+        for line in round_ratios(res, kinds, a.runs):
+            print(line)
 
 
 if __name__ == "__main__":
