@@ -425,26 +425,19 @@ static int ring_guest(struct ring_env *e, struct ring_sample *out)
 		 * driver makes each buffer visible as it adds it: a device
 		 * still draining sees the refill and keeps going without a
 		 * kick, instead of running dry while the guest writes a whole
-		 * ring's worth. */
+		 * ring's worth. Notify-all publishes and kicks every buffer;
+		 * the last of a refill (the ring full) is always published. */
 		while (!stopping && d.num_free > 0) {
 			if (ring_add(e, &d, (unsigned)((done + inflight) % num)) < 0)
 				goto out;
 			inflight++;
 			added++;
-			if (all) {
+			if (all || added % RING_FLUSH_EVERY == 0 || d.num_free == 0) {
 				vring_drv_publish(&d);
-				if (ring_kick(e, &kicks) < 0)
-					goto out;
-			} else if (added % RING_FLUSH_EVERY == 0) {
-				vring_drv_publish(&d);
-				if (!spin && vring_drv_kick_needed(&d) && ring_kick(e, &kicks) < 0)
+				if (!spin && (all || vring_drv_kick_needed(&d)) &&
+				    ring_kick(e, &kicks) < 0)
 					goto out;
 			}
-		}
-		if (added && !all) {
-			vring_drv_publish(&d);
-			if (!spin && vring_drv_kick_needed(&d) && ring_kick(e, &kicks) < 0)
-				goto out;
 		}
 		if (got || added) {
 			last_progress = now;
