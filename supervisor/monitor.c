@@ -190,10 +190,18 @@ static int mon_dirty_log_set(struct nic *n, const Vnic__Worker__WorkerMessage *m
 	return 0;
 }
 
-/* CallFdSet: only as the answer to our SetCallFd (n->call_sent), for the
- * queue we named. STOPPING too, as DirtyLogSet. */
+/* CallFdSet: only as the answer to our SetCallFd (n->call_early, or
+ * n->call_sent for the queue we named). STOPPING too, as DirtyLogSet. */
 static int mon_call_fd_set(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 {
+	/* The answers to SetCallFds sent before READY come first: the
+	 * worker reads its channel in order (nic_set_call_fd). */
+	if (n->call_early > 0) {
+		n->call_early--;
+		log_debug("nic %s: queue %u: new call eventfd in use (sent before READY)", n->id,
+			  m->call_fd_set->queue);
+		return 0;
+	}
 	if (!n->call_sent || m->call_fd_set->queue != n->call_queue) {
 		snprintf(n->last_error, sizeof(n->last_error),
 			 "worker sent CallFdSet that does not answer our SetCallFd");

@@ -719,6 +719,7 @@ static int nic_launch(struct nic *n)
 	int rc;
 
 	n->ready_seen = n->stopped_seen = n->kill_sent = n->ctrl_closed = false;
+	n->call_early = 0;
 	n->mon_once = 0;
 	n->sandboxed = false;
 	/* A sandbox violation record is this worker's or none. */
@@ -1302,23 +1303,28 @@ int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, cha
 	return 0;
 }
 
-/* SetCallFd to the running worker: the pending queue's call fd (the NIC
- * keeps its own; the worker gets a copy through SCM_RIGHTS). */
-static int nic_send_call_fd(struct nic *n)
+/* SetCallFd for virtqueue index: its call fd (the NIC keeps its own; the
+ * worker gets a copy through SCM_RIGHTS). Returns 0 or a negative errno. */
+static int nic_write_call_fd(struct nic *n, uint32_t index)
 {
 	Vnic__Worker__WorkerMessage m;
 	Vnic__Worker__SetCallFd scf;
-	struct nic_queue *q = nic_vq(n, n->call_queue);
-	int fd = q->call_fd;
-	int rc;
+	int fd = nic_vq(n, index)->call_fd;
 
 	vnic__worker__worker_message__init(&m);
 	vnic__worker__set_call_fd__init(&scf);
-	scf.queue = n->call_queue;
+	scf.queue = index;
 	m.msg_case = VNIC__WORKER__WORKER_MESSAGE__MSG_SET_CALL_FD;
 	m.set_call_fd = &scf;
 	sup_note_io(n->sup, n->w.ctrl_fd);
-	rc = wire_worker_send(n->w.ctrl_fd, &m, &fd, 1);
+	return wire_worker_send(n->w.ctrl_fd, &m, &fd, 1);
+}
+
+/* SetCallFd to the running worker, for the pending swap. */
+static int nic_send_call_fd(struct nic *n)
+{
+	int rc = nic_write_call_fd(n, n->call_queue);
+
 	if (rc) {
 		/* The worker is gone or going: the next worker's Config
 		 * carries the fd, its READY answers the owner. */
@@ -1372,8 +1378,23 @@ int nic_set_call_fd(struct nic *n, uint32_t index, int fd, char *err, size_t err
 		nic_notify_call_fd_set(n, NIC_RES_OK, NULL);
 		return 0;
 	}
-	/* Before READY: SetCallFd follows its Start (nic_call_fd_ready).
-	 * Stopping or being killed: its reap resolves the change. */
+	if ((n->state == NIC_STARTING || n->state == NIC_RESTARTING) && !n->ready_seen &&
+	    !n->kill_sent) {
+		/* Launched, not READY: its Config went out with the old fd and
+		 * its Start waits for READY. SetCallFd now comes between the
+		 * two on the channel, so the worker swaps before it runs a
+		 * ring or signals anything: done at once, and the VMM is not
+		 * held for the worker's start (a migration's destination
+		 * resumes the guest meanwhile). The CallFdSet it answers
+		 * with later is expected (call_early). A worker that never
+		 * reads it is reaped, and the next Config has the new fd. */
+		if (nic_write_call_fd(n, index) == 0)
+			n->call_early++;
+		nic_notify_call_fd_set(n, NIC_RES_OK, NULL);
+		return 0;
+	}
+	/* READY seen but not RUNNING, stopping or being killed: its reap
+	 * resolves the change. */
 	if (n->state == NIC_RUNNING && n->ready_seen && nic_send_call_fd(n) < 0) {
 		log_warn("nic %s: %s: killing the worker", n->id, n->last_error);
 		n->kill_sent = true;

@@ -265,6 +265,7 @@ struct nic {
 	bool call_sent;             /* SetCallFd sent to this worker, CallFdSet awaited */
 	bool call_in_config;        /* this worker's Config carried the new fd */
 	uint32_t call_queue;        /* the virtqueue index of the pending swap */
+	unsigned call_early;        /* SetCallFds sent before READY, their CallFdSets due */
 
 	/* Worker. pid 0 when there is none. */
 	struct worker_proc w;
@@ -535,7 +536,8 @@ int nic_set_policy(struct nic *n, const struct vnic_policy *p, uint64_t req,
  * index, closing the old one, with no restart. A running worker gets
  * SetCallFd, and the owner's call_fd_set() follows its CallFdSet; with no
  * worker running the next Config carries the fd and call_fd_set() is
- * called at once; a worker not yet READY gets SetCallFd after its Start.
+ * called at once; so it is for a worker not yet READY, which gets
+ * SetCallFd ahead of its Start.
  * Every later worker of the NIC (crash restarts) gets the new fd.
  * Returns: 0 (fd adopted), or -EBUSY (a swap still pending) or -ERANGE
  * (no such queue) with err filled (fd not adopted, nothing changed). */

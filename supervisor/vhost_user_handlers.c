@@ -391,7 +391,9 @@ int h_set_vring_kick(struct vu_conn *c, struct vu_msg *m, char *err, size_t errl
 /* A new call fd for a running ring (QEMU's interrupt mask/unmask, and its
  * device start on a migration's destination): the worker swaps it live,
  * no planned restart; the answer follows its CallFdSet (ev_resume), so
- * messages stay in order. The NIC gets its own copy of fd. */
+ * messages stay in order. A worker still starting swaps before its first
+ * ring run, so the answer comes at once (nic_set_call_fd). The NIC gets
+ * its own copy of fd. */
 static int set_vring_call_live(struct vu_conn *c, struct vu_msg *m, int i, int fd, char *err,
 			       size_t errlen)
 {
@@ -406,8 +408,8 @@ static int set_vring_call_live(struct vu_conn *c, struct vu_msg *m, int i, int f
 		close(fd);
 		return rc;
 	}
-	/* Set before the call: with no worker running, call_fd_set comes
-	 * at once, from inside it. */
+	/* Set before the call: with no worker running, or one not yet
+	 * READY, call_fd_set comes at once, from inside it. */
 	vu_wait(c, m, i / 2, -1);
 	c->wait_call = true;
 	c->call_done = false;

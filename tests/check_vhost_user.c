@@ -1133,6 +1133,18 @@ static void netns_setup(struct ns_socks *s)
 	netns_setup_tap(s, "vut0");
 }
 
+/* The end of a test on vu0 with traffic: the front end goes, vu0's
+ * worker with it; guest memory and the netns sockets are freed. */
+static void fe_end(struct fe *f, struct ns_socks *s)
+{
+	close(f->fd);
+	f->fd = -1;
+	wait_no_worker("vu0");
+	fe_mem_free(f);
+	close(s->rx);
+	close(s->tx);
+}
+
 static uint16_t ip_csum(const uint8_t *p, size_t n)
 {
 	uint32_t s = 0;
@@ -1428,12 +1440,7 @@ START_TEST(t_upgrade_mid_session)
 	ck_assert_uint_eq(tx->used_seq, 40);
 	munmap(reg, (size_t)isize);
 	close(ifd);
-	close(f.fd);
-	f.fd = -1;
-	wait_no_worker("vu0");
-	fe_mem_free(&f);
-	close(s.rx);
-	close(s.tx);
+	fe_end(&f, &s);
 }
 END_TEST
 
@@ -1863,12 +1870,7 @@ START_TEST(t_many_regions)
 	wait_worker("vu0");
 	guest_tx(&f, "o", 5, &slot);
 	expect_rx_in_ns(&s, "o", 5);
-	close(f.fd);
-	f.fd = -1;
-	wait_no_worker("vu0");
-	fe_mem_free(&f);
-	close(s.rx);
-	close(s.tx);
+	fe_end(&f, &s);
 	assert_no_leak(with_ep);
 }
 END_TEST
@@ -2531,6 +2533,22 @@ static void logged_round(struct fe *f, struct ns_socks *s, uint8_t *log, const c
 	memset(log, 0, LOG_SIZE); /* no worker runs: nothing races the clear */
 }
 
+#ifdef VNIC_FAULT_INJECTION
+/* Is id's NIC RUNNING (READY seen) now? */
+static bool nic_running(const char *id)
+{
+	struct vnic_status *st = NULL;
+	bool running = false;
+
+	ck_assert_int_eq(vnic_status(ctl, &st), 0);
+	for (unsigned j = 0; j < st->nnics; j++)
+		if (!strcmp(st->nics[j].id, id) && st->nics[j].state == VNIC_NIC_RUNNING)
+			running = true;
+	vnic_status_free(st);
+	return running;
+}
+#endif
+
 /* The pid of id's worker once its NIC is RUNNING (READY seen). */
 static int wait_running(const char *id)
 {
@@ -2594,12 +2612,7 @@ START_TEST(t_dirty_log_e2e)
 	logged_round(&f, &s, log, "crash");
 	munmap(log, LOG_SIZE);
 	close(logfd);
-	close(f.fd);
-	f.fd = -1;
-	wait_no_worker("vu0");
-	fe_mem_free(&f);
-	close(s.rx);
-	close(s.tx);
+	fe_end(&f, &s);
 }
 END_TEST
 
@@ -2687,13 +2700,79 @@ START_TEST(t_call_fd_live)
 		ck_assert_msg(evfd_signalled(f.call[q]), "ring %d: no interrupt on the new call "
 			      "fd after a crash restart (log %s)", q, vd.log);
 	ck_assert_uint_eq(ep_reconfigs("vu0"), reconf);
-	close(f.fd);
-	f.fd = -1;
-	wait_no_worker("vu0");
-	fe_mem_free(&f);
-	close(s.rx);
-	close(s.tx);
+	fe_end(&f, &s);
 	assert_no_leak(with_ep);
+}
+END_TEST
+
+/* SET_VRING_CALL while the worker is still starting (a migration's
+ * destination: QEMU starts the device, then sends each ring's call fd;
+ * QEMU's guest stays paused until the messages that follow are answered).
+ * vnicd answers at once: the worker swaps before its first ring run, so
+ * the front end is not held for the worker's start; and the interrupts
+ * come on the new fds, never on the ones the worker started with.
+ * Forced (fault-injection builds): the worker sleeps 2 s before READY
+ * (worker.ready.send=delay:2000), and the answers must come while the NIC
+ * is not RUNNING. */
+START_TEST(t_call_fd_during_start)
+{
+#ifndef VNIC_FAULT_INJECTION
+	NEED_PREREQS();
+	fprintf(stderr, "t_call_fd_during_start: needs a fault-injection build, not run\n");
+#else
+	struct fe f;
+	struct ns_socks s;
+	struct timespec t0, t1;
+	unsigned slot = 0;
+	int old[2], nfd[2];
+	char state[32] = "";
+	long ms;
+
+	NEED_PREREQS();
+	/* A vnicd whose workers are slow to start. */
+	vnic_close(ctl);
+	st_vnicd_stop(&vd);
+	st_rmdir(vd.dir);
+	setenv("VNIC_FAULT", "worker.ready.send=delay:2000", 1);
+	st_vnicd_start(&vd, st_worker_path(), "--state-dir", "", NULL);
+	unsetenv("VNIC_FAULT");
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu.sock", vd.dir),
+			 (int)sizeof(sockpath));
+	ctl = st_connect(&vd);
+	add_endpoint("vu0", "vut0", true);
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fe_start(&f); /* ring 1's SET_VRING_CALL follows its KICK: the start */
+	for (int q = 0; q < 2; q++) {
+		uint64_t v = (uint64_t)q;
+
+		old[q] = f.call[q];
+		nfd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		ck_assert_int_ge(nfd[q], 0);
+		ck_assert_int_eq(fe_ack(f.fd, VU_SET_VRING_CALL, &v, sizeof(v), &nfd[q], 1), 0);
+		f.call[q] = nfd[q];
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ck_assert_int_gt(ep_pid("vu0", state, sizeof(state)), 0);
+	ck_assert_msg(!nic_running("vu0"), "every answer waited for the worker's start "
+		      "(%ld ms, vhost state %s; log %s)", ms, state, vd.log);
+	wait_running("vu0");
+	guest_post_rx(&f, 64);
+	guest_tx(&f, "early", 5, &slot);
+	expect_rx_in_ns(&s, "early", 5);
+	host_to_guest(&f, &s, "after-an-early-swap");
+	for (int q = 0; q < 2; q++) {
+		ck_assert_msg(evfd_signalled(nfd[q]), "ring %d: no interrupt on the call fd sent "
+			      "during the start (log %s)", q, vd.log);
+		ck_assert_msg(evfd_drain(old[q]) == 0, "ring %d: an interrupt on the call fd "
+			      "replaced during the start (log %s)", q, vd.log);
+		close(old[q]);
+	}
+	ck_assert_msg(log_has("sent before READY"), "no early CallFdSet in the log %s", vd.log);
+	fe_end(&f, &s);
+#endif
 }
 END_TEST
 
@@ -3140,6 +3219,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_log_all_live);
 	tcase_add_test(t, t_dirty_log_e2e);
 	tcase_add_test(t, t_call_fd_live);
+	tcase_add_test(t, t_call_fd_during_start);
 	tcase_add_test(t, t_inflight_messages);
 	tcase_add_test(t, t_inflight_survives_vnicd);
 	suite_add_tcase(s, t);
