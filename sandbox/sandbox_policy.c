@@ -24,6 +24,8 @@
  *                     and fcntl(F_GET_SEALS) check a received memfd.
  *   misc              futex without PI/requeue ops, clocks (vDSO fallback),
  *                     signal mask and return, exit.
+ *   AF_PACKET         getsockopt only SOL_PACKET PACKET_STATISTICS (the
+ *                     frames the kernel dropped, RX ring full).
  *   tap               ioctl only TUNSETOFFLOAD and TUNSETVNETHDRSZ (set when
  *                     the guest negotiates features) and FIONBIO; the whole
  *                     32-bit request number is compared (the kernel takes
@@ -36,12 +38,14 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "sandbox_policy.h"
 
@@ -108,6 +112,9 @@ const struct sandbox_rule sandbox_policy[] = {
 	ALLOW_IF(fcntl, EQ32(1, F_SETFD)),
 	ALLOW_IF(fcntl, EQ32(1, F_GETFL)),
 	ALLOW_IF(fcntl, EQ32(1, F_SETFL)),
+
+	/* AF_PACKET: the kernel's drop count of a full RX ring */
+	ALLOW_IF(getsockopt, EQ32(1, SOL_PACKET), EQ32(2, PACKET_STATISTICS)),
 
 	/* tap */
 	ALLOW_IF(ioctl, EQ32(1, TUNSETOFFLOAD)),

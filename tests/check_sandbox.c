@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
+#include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <sched.h>
@@ -237,6 +238,23 @@ static void do_process_vm_readv(void *a) { (void)a; syscall(SYS_process_vm_readv
 static void do_keyctl(void *a) { (void)a; syscall(SYS_keyctl, 0, 0, 0, 0, 0); }
 static void do_setuid(void *a) { (void)a; syscall(SYS_setuid, 0); }
 static void do_unshare(void *a) { (void)a; syscall(SYS_unshare, 0); }
+/* getsockopt: only SOL_PACKET PACKET_STATISTICS. */
+static void do_getsockopt_other(void *a)
+{
+	int v;
+	socklen_t l = sizeof(v);
+
+	(void)a;
+	getsockopt(0, SOL_SOCKET, SO_TYPE, &v, &l);
+}
+static void do_getsockopt_packet_other(void *a)
+{
+	int v;
+	socklen_t l = sizeof(v);
+
+	(void)a;
+	getsockopt(0, SOL_PACKET, PACKET_VERSION, &v, &l);
+}
 
 #define KILL_TEST(tname, fn, nr) \
 	START_TEST(tname) { expect_violation(fn, NULL, nr, #fn); } END_TEST
@@ -271,6 +289,8 @@ KILL_TEST(s1_process_vm_readv_kills, do_process_vm_readv, SYS_process_vm_readv)
 KILL_TEST(s1_keyctl_kills, do_keyctl, SYS_keyctl)
 KILL_TEST(s1_setuid_kills, do_setuid, SYS_setuid)
 KILL_TEST(s1_unshare_kills, do_unshare, SYS_unshare)
+KILL_TEST(s1_getsockopt_other_kills, do_getsockopt_other, SYS_getsockopt)
+KILL_TEST(s1_getsockopt_packet_other_kills, do_getsockopt_packet_other, SYS_getsockopt)
 
 /* The x32 ABI (and any foreign ABI) is killed at once, without record. */
 static void do_x32(void *a) { (void)a; syscall(0x40000000 /* __X32_SYSCALL_BIT */ | SYS_getpid); }
@@ -516,7 +536,7 @@ START_TEST(s1_allowed_memory)
 }
 END_TEST
 
-START_TEST(s1_allowed_fcntl_and_tap_ioctls)
+START_TEST(s1_allowed_fcntl_tap_ioctls_packet_stats)
 {
 	int p[2], on = 1, hdrsz = 12;
 
@@ -537,6 +557,14 @@ START_TEST(s1_allowed_fcntl_and_tap_ioctls)
 	/* Bits above 32 are ignored by the kernel and by the filter. */
 	ck_assert_int_eq(syscall(SYS_ioctl, p[0], 0xffffffff00000000ull | TUNSETOFFLOAD, 0), -1);
 	ck_assert_int_eq(errno, ENOTTY);
+	/* An AF_PACKET ring's drop count goes through (on a pipe: ENOTSOCK). */
+	{
+		struct tpacket_stats_v3 st;
+		socklen_t l = sizeof(st);
+
+		ck_assert_int_eq(getsockopt(p[0], SOL_PACKET, PACKET_STATISTICS, &st, &l), -1);
+		ck_assert_int_eq(errno, ENOTSOCK);
+	}
 	sandboxed_pass();
 }
 END_TEST
@@ -1093,6 +1121,8 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(kill, s1_keyctl_kills);
 	tcase_add_test(kill, s1_setuid_kills);
 	tcase_add_test(kill, s1_unshare_kills);
+	tcase_add_test(kill, s1_getsockopt_other_kills);
+	tcase_add_test(kill, s1_getsockopt_packet_other_kills);
 	tcase_add_test(kill, s1_x32_abi_kills);
 	tcase_add_test(kill, s1_violation_is_fatal_and_reported_once);
 	tcase_add_test(kill, s1_violation_with_sigsys_blocked_still_kills);
@@ -1103,7 +1133,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(ok, s1_allowed_pipe_and_eventfd_io);
 	tcase_add_test(ok, s1_allowed_sendmsg_recvmsg_scm_rights);
 	tcase_add_test(ok, s1_allowed_memory);
-	tcase_add_test(ok, s1_allowed_fcntl_and_tap_ioctls);
+	tcase_add_test(ok, s1_allowed_fcntl_tap_ioctls_packet_stats);
 	tcase_add_test(ok, s1_allowed_clock_timerfd_futex);
 	tcase_add_test(ok, s1_allowed_libevent_loop);
 	tcase_add_test(ok, s1_allowed_exit_group);

@@ -14,7 +14,9 @@
  * goes back to the kernel (TP_STATUS_KERNEL) after its last frame. A
  * frame stays in the ring until it is delivered or dropped: the ring is
  * the RX hold buffer, and its size is known before any guest buffer is
- * touched.
+ * touched. When it is full (a guest that posts no buffers) the kernel
+ * drops what arrives; the worker reads that count (PACKET_STATISTICS)
+ * when it may have grown and adds it to the queue's drops.
  *
  * TX: frames are copied into consecutive slots (virtio_net_hdr, then the
  * frame), marked TP_STATUS_SEND_REQUEST, and sent by one sendmsg() of no
@@ -43,6 +45,7 @@ struct net_afp {
 	uint8_t *map;          /* RX ring, then TX ring */
 	size_t map_len;
 	unsigned rx_blk;       /* next block to read */
+	bool rx_maybe_lost;    /* the kernel may have dropped frames: read its count */
 	uint8_t *blk;          /* the block being walked, NULL: none */
 	uint32_t blk_left;     /* its frames not yet consumed */
 	uint32_t pkt_off;      /* the next frame's offset in it */
@@ -130,6 +133,7 @@ static struct tpacket3_hdr *afp_rx_cur(struct net_afp *a)
 {
 	for (unsigned i = 0; i < AFP_RX_BLOCKS; i++) {
 		struct tpacket_block_desc *b;
+		uint32_t st;
 
 		if (a->blk) {
 			if (a->blk_left > 0)
@@ -137,8 +141,17 @@ static struct tpacket3_hdr *afp_rx_cur(struct net_afp *a)
 			afp_block_release(a);
 		}
 		b = afp_block(a, a->rx_blk);
-		if (!(__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+		st = __atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
+		if (!(st & TP_STATUS_USER))
 			return NULL;
+		/* The kernel drops what arrives while every block is ours
+		 * (the ring is full: it waits, frozen, for this one) and
+		 * marks the next block it closes TP_STATUS_LOSING. */
+		if ((st & TP_STATUS_LOSING) ||
+		    (__atomic_load_n(&afp_block(a, (a->rx_blk + AFP_RX_BLOCKS - 1) % AFP_RX_BLOCKS)
+					      ->hdr.bh1.block_status, __ATOMIC_RELAXED) &
+		     TP_STATUS_USER))
+			a->rx_maybe_lost = true;
 		a->blk = (uint8_t *)b;
 		a->blk_left = b->hdr.bh1.num_pkts;
 		a->pkt_off = b->hdr.bh1.offset_to_first_pkt;
@@ -149,6 +162,21 @@ static struct tpacket3_hdr *afp_rx_cur(struct net_afp *a)
 			a->blk_left = 0;
 	}
 	return NULL;
+}
+
+unsigned net_afp_rx_lost(struct net_dev *d)
+{
+	struct net_afp *a = d->afp;
+	struct tpacket_stats_v3 st = { 0 };
+	socklen_t l = sizeof(st);
+
+	if (!a->rx_maybe_lost)
+		return 0;
+	a->rx_maybe_lost = false;
+	/* Read and reset: tp_drops counts from the previous read. */
+	if (getsockopt(a->fd, SOL_PACKET, PACKET_STATISTICS, &st, &l) < 0)
+		return 0;
+	return st.tp_drops;
 }
 
 void net_afp_rx_idle(struct net_dev *d)

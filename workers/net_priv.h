@@ -148,6 +148,10 @@ static inline ssize_t net_tap_writev(int fd, const struct iovec *iov, int n)
  * kernel after its last one).
  * net_afp_rx_idle - an RX run that found nothing: read a pending socket
  * error, which would otherwise keep the fd ready.
+ * net_afp_rx_lost - frames the kernel dropped because the RX ring was
+ * full, since the last call; 0 without a system call unless a block
+ * taken since says it may be more (TP_STATUS_LOSING, or the ring found
+ * full).
  * net_afp_tx_put - copy the frame net_tx_frame laid out in iov (the
  * checked header first) into the next TX slot. Returns 0; -EAGAIN the ring
  * is full (what was queued is kicked); -EMSGSIZE longer than a slot.
@@ -169,6 +173,7 @@ int net_afp_rx_peek(struct net_dev *d, struct net_afp_frame *fr, const char **wh
 void net_afp_rx_finish(struct net_afp_frame *fr);
 void net_afp_rx_consume(struct net_dev *d);
 void net_afp_rx_idle(struct net_dev *d);
+unsigned net_afp_rx_lost(struct net_dev *d);
 int net_afp_tx_put(struct net_dev *d, struct net_queue *q, const struct iovec *iov,
 		   unsigned niov, size_t frame_len);
 void net_afp_tx_kick(struct net_dev *d, struct net_queue *q);

@@ -487,7 +487,16 @@ enum net_run net_rx_run(struct net_dev *d, unsigned qidx)
 	}
 	net_rx_commit(d, q);
 	net_flush(d, q);
-	if (ret == NET_IDLE && bytes == 0 && d->afp)
-		net_afp_rx_idle(d);
+	if (d->afp) {
+		unsigned lost = net_afp_rx_lost(d);
+
+		if (lost) {
+			stats_add(&q->st->drops, lost);
+			net_guest_log(d, q, "rx%u: the AF_PACKET ring was full: the kernel dropped "
+				      "%u frames", q->idx / 2, lost);
+		}
+		if (ret == NET_IDLE && bytes == 0)
+			net_afp_rx_idle(d);
+	}
 	return ret;
 }
