@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -2185,6 +2186,36 @@ static uint64_t cf_wait(int fd, int ms)
  * runs sandboxed as root: its NOFILE has room for the incoming fd). Every
  * frame exactly once. A SetCallFd for a queue it lacks is an Error.
  */
+/* A sandboxed worker's NOFILE is one above its highest fd and one more
+ * (the fd a SetCallFd or SetDirtyLog brings): nothing it holds is beyond
+ * it, and it can open nothing else. */
+static void assert_nofile_fits(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long top = 0, soft = 0;
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
+		    strtoul(e->d_name, NULL, 10) + 1 > top)
+			top = strtoul(e->d_name, NULL, 10) + 1;
+	closedir(d);
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Max open files %lu", &soft) == 1)
+			break;
+	fclose(f);
+	ck_assert_uint_gt(top, 3);
+	ck_assert_msg(soft == top + 1, "worker NOFILE %lu, highest fd %lu", soft, top - 1);
+}
+
 START_TEST(worker_set_call_fd_live)
 {
 	int status;
@@ -2192,6 +2223,7 @@ START_TEST(worker_set_call_fd_live)
 	sim_init(F_V1 | F_MRG);
 	dl_rings_apart(DL_USED_ELEMS_APART);
 	start_worker();
+	assert_nofile_fits(S.pid);
 	dl_rx_post_all();
 	dl_traffic(20);
 	for (unsigned round = 0; round < 4; round++) {

@@ -39,6 +39,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -589,14 +590,32 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 /* One above the highest open fd: the NOFILE limit that still lets the
  * worker use everything it holds and nothing more (once running it
  * creates no fds and receives only SetDirtyLog's or SetCallFd's one at a
- * time, which the caller adds). */
+ * time, which the caller adds). From /proc/self/fd, so before the empty
+ * root: a few calls, where probing every number below 4096 took 4096
+ * (about 4 ms of a 10 ms start on a host where a call costs 1 us, and
+ * on a migration's destination the guest waits for the worker). */
 static unsigned fd_ceiling(void)
 {
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
 	unsigned top = 0;
 
-	for (unsigned fd = 0; fd < 4096; fd++)
-		if (fcntl((int)fd, F_GETFD) >= 0)
-			top = fd + 1;
+	if (!d) {
+		for (unsigned fd = 0; fd < 4096; fd++)
+			if (fcntl((int)fd, F_GETFD) >= 0)
+				top = fd + 1;
+		return top;
+	}
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		unsigned long fd = strtoul(e->d_name, &end, 10);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || (int)fd == dirfd(d))
+			continue;
+		if (fd + 1 > top)
+			top = (unsigned)fd + 1;
+	}
+	closedir(d);
 	return top;
 }
 
@@ -610,6 +629,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 {
 	/* A violation's record goes to the stats page, mapped by now. */
 	struct sandbox_cfg cfg = { .report = w->stats ? &w->stats->violation : NULL };
+	unsigned ceiling;
 	int r;
 
 	if (!a->sandbox) {
@@ -624,6 +644,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 			 w->nic_id);
 		return 0;
 	}
+	ceiling = fd_ceiling(); /* before the empty root hides /proc */
 	r = sandbox_isolate();
 	if (r < 0) {
 		snprintf(err, errlen, "empty root and namespaces: %s", strerror(-r));
@@ -643,7 +664,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 	 * SCM_RIGHTS while we run (mapped and closed at once), and so does
 	 * a SetCallFd's eventfd (the old call fd is closed once it is in:
 	 * one fd more for a moment, never two). */
-	r = sandbox_rlimits(fd_ceiling() + 1);
+	r = sandbox_rlimits(ceiling + 1);
 	if (r < 0) {
 		snprintf(err, errlen, "rlimits: %s", strerror(-r));
 		return r;
