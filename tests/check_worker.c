@@ -2186,7 +2186,7 @@ static uint64_t cf_wait(int fd, int ms)
  * runs sandboxed as root: its NOFILE has room for the incoming fd). Every
  * frame exactly once. A SetCallFd for a queue it lacks is an Error.
  */
-/* A sandboxed worker's NOFILE is one above its highest fd and one more
+/* A sandboxed worker's (root's) NOFILE is one above its highest fd and one more
  * (the fd a SetCallFd or SetDirtyLog brings): nothing it holds is beyond
  * it, and it can open nothing else. */
 static void assert_nofile_fits(pid_t pid)
@@ -2223,7 +2223,8 @@ START_TEST(worker_set_call_fd_live)
 	sim_init(F_V1 | F_MRG);
 	dl_rings_apart(DL_USED_ELEMS_APART);
 	start_worker();
-	assert_nofile_fits(S.pid);
+	if (geteuid() == 0) /* without root the sandbox is off: no limit set */
+		assert_nofile_fits(S.pid);
 	dl_rx_post_all();
 	dl_traffic(20);
 	for (unsigned round = 0; round < 4; round++) {
