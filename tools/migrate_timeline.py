@@ -9,8 +9,9 @@ with QEMU's trace events on (VNIC_QEMU_TRACE, each QEMU's DIR/<name>.trace,
 stamped with the wall clock) and vnicd at --log-level debug (one line per
 vhost-user request, deferral and answer).  For each migration it prints,
 in ms from the source's vm_stop ("finish-migrate"), the source's and the
-destination's QEMU events (QS, QD) and vnicd's log lines (VS, VD) up to
---window ms after it, and keeps in OUTDIR the traces, vnicd's logs and the
+destination's QEMU events (QS, QD), vnicd's log lines (VS, VD), the
+guest's pings on both taps (P) and the moment the harness saw the
+migration complete (H) up to --window ms after it, and keeps in OUTDIR the traces, vnicd's logs and the
 harness's figures (N-DIR.json).  vnicd's log is stamped to the ms,
 truncated: its lines may show up to 1 ms early.  doc/benchmarks.md
 ("Where the downtime goes") reads such timelines.
@@ -98,6 +99,10 @@ def main():
                     with open(os.path.join(out, "%d-%s-%s.log" % (i, d, k)), "w") as f:
                         f.write(text)
                     ev += vnicd_events(text, tag)
+            ev += [(t, "P", "%s seq %d on %s" % (kind, seq, tap))
+                   for t, tap, kind, seq in r.get("tap_icmp", [])]
+            if r.get("t_done_wall"):
+                ev.append((r["t_done_wall"], "H", "the harness sees the migration complete"))
             with open(os.path.join(out, "%d-%s.json" % (i, d)), "w") as f:
                 json.dump(r, f, indent=1, default=str)
             print("\n== %d %s %s: %s" % (i, a.kind, d, migrate_cases.summary(r)))

@@ -276,6 +276,14 @@ class Pair:
         # Where the worst gap was: the reply that opened it and the request
         # that closed it, in the host's clock on the taps.
         res["gap_where"] = gap_where(p, watches, m["t_done"])
+        # The pings on both taps near the switch-over, in the wall clock
+        # (as QEMU's traces and vnicd's log are): tools/migrate_timeline.py.
+        wall = time.time() - time.monotonic()
+        res["t_done_wall"] = m["t_done"] + wall
+        res["tap_icmp"] = sorted((t + wall, tap, "request" if typ == 8 else "reply", seq)
+                                 for tap, w in watches.items()
+                                 for t, _, typ, seq in w.get("icmp", [])
+                                 if abs(t - m["t_done"]) < 0.5)
         ann = sorted([(t, "rarp") for t in a["rarp"]] + [(t, "garp") for t in a["garp"]])
         ann = [x for x in ann if x[0] >= src.t_migrate]
         res.update(rarp=sum(1 for x in ann if x[1] == "rarp"),
