@@ -1114,6 +1114,7 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 	sigaddset(&stop, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stop, &old);
 	sdnotify_reloading(s);
+	vu_spares_discard(s);
 	log_info("upgrade: exec %s", ho_exe);
 	execv(ho_exe, argv);
 	rc = -errno;

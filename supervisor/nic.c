@@ -57,6 +57,7 @@
 #include "afpacket.h"
 #include "tap.h"
 #include "vring.h"
+#include "worker_spare.h"
 #include "workers/policy.h"
 #include "workers/stats.h"
 
@@ -607,6 +608,11 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 	cfg.memory_unsealed_ok = n->memory_unsealed_ok;
 	cfg.base_from_used_idx = n->base_from_used_idx;
 	cfg.pair = n->pair;
+	/* The NIC's uid of the range: a pre-started worker's command line
+	 * could not name it (worker_spare.h). */
+	cfg.worker_ids = n->worker_user[0] != '\0';
+	cfg.worker_uid = n->worker_uid;
+	cfg.worker_gid = n->worker_gid;
 	for (int i = 0; i < NIC_NUM_QUEUES; i++)
 		if (n->q[i].polled)
 			cfg.polled_queues |= 1ull << i;
@@ -703,14 +709,15 @@ static uint64_t us_between(const struct timespec *a, const struct timespec *b)
 }
 
 /*
- * nic_launch - spawn a worker for n (first start or restart: the same
- * fds either way), watch its pidfd and control socket, send Config, arm
- * the READY deadline.
+ * nic_launch_from - spawn a worker for n (first start or restart: the
+ * same fds either way), or take the pre-started one in pre (first start
+ * only), watch its pidfd and control socket, send Config, arm the READY
+ * deadline.
  * Returns: 0 when a worker process exists: whatever happens next, its
  * READY (nic_worker_ready) or its reap (nic_exit_cb) continues the story;
  * or a negative errno with n->last_error filled when there is no process.
  */
-static int nic_launch(struct nic *n)
+static int nic_launch_from(struct nic *n, const struct worker_proc *pre, uint64_t pre_age_ms)
 {
 	struct sup *s = n->sup;
 	struct worker_opts o = { .user = n->worker_user[0] ? n->worker_user : s->worker_user,
@@ -725,9 +732,14 @@ static int nic_launch(struct nic *n)
 	/* A sandbox violation record is this worker's or none. */
 	if (n->stats)
 		memset(&n->stats->violation, 0, sizeof(n->stats->violation));
-	rc = sup_wops(s)->spawn(s->worker_path, n->id, &o, &n->w, n->last_error, sizeof(n->last_error));
-	if (rc)
-		return rc;
+	if (pre) {
+		n->w = *pre; /* a spare (worker_spare.h): it waits for this Config */
+	} else {
+		rc = sup_wops(s)->spawn(s->worker_path, n->id, &o, &n->w, n->last_error,
+					sizeof(n->last_error));
+		if (rc)
+			return rc;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &n->t_spawn);
 	n->ev_exit = event_new(s->base, n->w.pidfd, EV_READ, nic_exit_cb, n);
 	n->ev_ctrl = event_new(s->base, n->w.ctrl_fd, EV_READ | EV_PERSIST, monitor_ctrl_cb, n);
@@ -742,8 +754,12 @@ static int nic_launch(struct nic *n)
 	}
 	event_add(n->ev_exit, NULL);
 	event_add(n->ev_ctrl, NULL);
-	log_info("nic %s: worker pid %d spawned%s", n->id, (int)n->w.pid,
-		 n->state == NIC_RESTARTING ? " (restart)" : "");
+	if (pre)
+		log_info("nic %s: worker pid %d spawned (pre-started %llu ms before)", n->id,
+			 (int)n->w.pid, (unsigned long long)pre_age_ms);
+	else
+		log_info("nic %s: worker pid %d spawned%s", n->id, (int)n->w.pid,
+			 n->state == NIC_RESTARTING ? " (restart)" : "");
 	if (s->sandbox_off)
 		log_warn("nic %s: worker pid %d starts WITHOUT its sandbox (--sandbox=off): "
 			 "a guest that breaks it owns a root process", n->id, (int)n->w.pid);
@@ -767,6 +783,11 @@ static int nic_launch(struct nic *n)
 	}
 	arm_timer(n, SUP_READY_TIMEOUT_MS);
 	return 0;
+}
+
+static int nic_launch(struct nic *n)
+{
+	return nic_launch_from(n, NULL, 0);
 }
 
 /* A NIC in STARTING as spec describes it, holding no fd yet.
@@ -945,6 +966,8 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	      const struct nic_spec *spec, struct wire_fds *fds,
 	      const struct wire_fd_layout *lay, char *err, size_t errlen)
 {
+	struct worker_proc pre;
+	uint64_t pre_age_ms;
 	struct nic *n;
 	int rc;
 
@@ -973,7 +996,12 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	/* From here on the NIC is in the table: a failure is answered with
 	 * an AddNic error reply (at once, or from the exit callback once the
 	 * worker is reaped) and nic_start itself returns 0. */
-	if (nic_launch(n) < 0) {
+	if (spec->spare && !nic_fault_spec(n) &&
+	    worker_spare_take(s, spec->spare, &pre, &pre_age_ms))
+		rc = nic_launch_from(n, &pre, pre_age_ms);
+	else
+		rc = nic_launch(n);
+	if (rc < 0) {
 		log_warn("nic %s: start failed: %s", n->id, n->last_error);
 		nic_close_vmm_fds(n); /* before the reply (guarantee 1) */
 		nic_notify_added(n, NIC_RES_UNAVAILABLE, n->last_error);

@@ -59,6 +59,8 @@ struct nic_queue_spec {
 	bool polled;                  /* vhost-user: no kicks come (worker.proto polled_queues) */
 };
 
+struct worker_spare;
+
 /* An AddNic request in plain C. Every fd is borrowed from the frame. */
 struct nic_spec {
 	char id[VALIDATE_ID_MAX + 1];
@@ -100,6 +102,10 @@ struct nic_spec {
 	uint64_t inflight_off;
 	size_t inflight_len;
 	struct vnic_policy policy;
+	/* Not from the wire: a vhost-user connection's pre-started worker
+	 * (worker_spare.h), which the first launch takes when it can; NULL:
+	 * spawn one. */
+	struct worker_spare *spare;
 };
 
 /*

@@ -308,6 +308,7 @@ struct vu_conn *vu_conn_new(struct vu_endpoint *ep, int fd)
 	for (unsigned i = 0; i < c->nrings; i++)
 		c->r[i].kick_fd = c->r[i].call_fd = c->r[i].err_fd = -1;
 	c->log_fd = c->inflight_fd = -1;
+	worker_spare_init(&c->spare);
 	event_add(c->ev_read, NULL);
 	ep->conn = c;
 	return c;
@@ -337,6 +338,7 @@ void vu_conn_close(struct vu_endpoint *ep, const char *why)
 	ep->conn = NULL;
 	event_free(c->ev_read);
 	close(c->fd);
+	worker_spare_discard(ep->sup, &c->spare, "front end disconnected");
 	vu_rx_reset(&c->rx);
 	vu_conn_forget_device(c);
 	close_fd(&c->inflight_fd);

@@ -111,6 +111,10 @@ const char *vu_nic_socket_path(const struct nic *n);
 /* vu_shutdown - SIGTERM: close every front end connection (their NICs stop
  * with the others) and every listener; state files stay. */
 void vu_shutdown(struct sup *s);
+/* vu_spares_discard - stop every connection's pre-started worker
+ * (worker_spare.h): before an upgrade's exec, which would leave them
+ * exiting, unreaped, under the new vnicd. */
+void vu_spares_discard(struct sup *s);
 /* vu_free_all - at exit, after every NIC is gone. */
 void vu_free_all(struct sup *s);
 

@@ -521,6 +521,17 @@ void vu_shutdown(struct sup *s)
 	}
 }
 
+void vu_spares_discard(struct sup *s)
+{
+	struct vu_endpoint *ep;
+
+	if (!s->vu)
+		return;
+	TAILQ_FOREACH(ep, &s->vu->eps, link)
+		if (ep->conn)
+			worker_spare_discard(s, &ep->conn->spare, "vnicd upgrades");
+}
+
 void vu_free_all(struct sup *s)
 {
 	struct vu_endpoint *ep;

@@ -149,6 +149,11 @@ int h_set_owner(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	(void)err;
 	(void)errlen;
 	c->owner = true;
+	/* The front end announces its device: start pair 0's worker process
+	 * now, so that the device's start (a migration's switch-over, on a
+	 * destination that runs the guest already) waits for none. */
+	if (!c->ep->p[0].nic)
+		worker_spare_start(c->ep->sup, &c->spare, c->ep->cfg.id);
 	return 0;
 }
 

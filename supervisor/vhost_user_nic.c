@@ -339,6 +339,7 @@ static int vu_start_pair(struct vu_endpoint *ep, unsigned k)
 		unsealed |= !c->reg[i].sealed;
 	spec.memory_unsealed_ok = unsealed;
 	spec.base_from_used_idx = true;
+	spec.spare = k == 0 ? &c->spare : NULL;
 
 	/* Duplicates of the front end's fds: the NIC owns its own, so a new
 	 * table or a disconnect never pulls an fd from under a worker. */

@@ -26,6 +26,7 @@
 #include "vhost_user.h"
 #include "vhost_user_msg.h"
 #include "vring.h"
+#include "worker_spare.h"
 #include "workers/stats.h"
 
 struct vu_ring {
@@ -53,6 +54,9 @@ struct vu_conn {
 	struct event *ev_read;
 	struct vu_rx rx;
 	bool owner;
+	/* Pair 0's worker, started at SET_OWNER for the first device start
+	 * (worker_spare.h); it goes with the connection. */
+	struct worker_spare spare;
 	bool features_set;
 	uint64_t features;
 	uint64_t proto;

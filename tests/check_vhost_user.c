@@ -283,14 +283,20 @@ static void fe_negotiate(struct fe *f)
 	ck_assert_int_eq(fe_ack_u64(f->fd, VU_SET_FEATURES, F_PROTO | F_V1), 0);
 }
 
-static void fe_start(struct fe *f)
+/* Pair 0's rings set and enabled: its NIC starts. */
+static void fe_rings_on(struct fe *f)
 {
-	fe_negotiate(f);
-	ck_assert_int_eq(fe_mem_table(f), 0);
 	for (int q = 0; q < 2; q++)
 		fe_ring(f, q, 0);
 	for (int q = 0; q < 2; q++)
 		ck_assert_int_eq(fe_ack_state(f->fd, VU_SET_VRING_ENABLE, (uint32_t)q, 1), 0);
+}
+
+static void fe_start(struct fe *f)
+{
+	fe_negotiate(f);
+	ck_assert_int_eq(fe_mem_table(f), 0);
+	fe_rings_on(f);
 }
 
 /* ---------------------------------------------- vnicd and status */
@@ -1689,6 +1695,79 @@ static void expect_tap(const char *has)
 	}
 	ck_abort_msg("tap vut0: \"%s\" not in: %s", has, out);
 }
+
+/* The pid of vnicd's only child (5 s at most for one to show), 0: none. */
+static int only_child(void)
+{
+	for (int tries = 0; tries < 500; tries++) {
+		if (st_child_count(vd.pid) == 1)
+			return other_worker(0, 0);
+		msleep(10);
+	}
+	return 0;
+}
+
+/* SET_OWNER starts pair 0's worker process (worker_spare.h): the device's
+ * start hands it its Config, a disconnect before that stops it, and one
+ * that died meanwhile is replaced by a worker spawned as before. */
+START_TEST(t_prestarted_worker)
+{
+	struct fe f, g;
+	char line[96];
+	int spare, pid, with_ep;
+
+	NEED_PREREQS();
+	with_ep = st_fd_count(vd.pid);
+	/* 1. Used: the NIC's worker is the process SET_OWNER started. */
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	spare = only_child();
+	ck_assert_msg(spare > 0, "no worker process after SET_OWNER (log %s)", vd.log);
+	ck_assert_msg(log_has("worker pid"), "no log line (log %s)", vd.log);
+	ck_assert_int_eq(ep_pid("vu0", NULL, 0), 0); /* no NIC yet */
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	fe_rings_on(&f);
+	pid = wait_worker("vu0");
+	ck_assert_int_eq(pid, spare);
+	snprintf(line, sizeof(line), "worker pid %d spawned (pre-started", spare);
+	ck_assert_msg(log_has(line), "no \"%s\" in %s", line, vd.log);
+	/* Running as the NIC's uid of the range, which only its Config named. */
+	wait_pairs_running("vu0");
+	ck_assert_int_ge(proc_uid(pid), 1879048192L);
+	fe_mem_free(&f);
+	wait_no_worker("vu0");
+
+	/* 2. A front end that leaves before its device starts takes its
+	 * spare along: no process, no zombie, no fd left. */
+	fe_mem_init(&g, true);
+	fe_negotiate(&g);
+	spare = only_child();
+	ck_assert(spare > 0);
+	fe_mem_free(&g);
+	for (int i = 0; i < 500 && st_pid_alive(spare); i++)
+		msleep(10);
+	ck_assert_msg(!st_pid_alive(spare), "spare %d outlived its front end", spare);
+	assert_no_leak(with_ep);
+
+	/* 3. A spare that dies first: logged, and the start spawns anew. */
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	spare = only_child();
+	ck_assert(spare > 0);
+	ck_assert_int_eq(kill(spare, SIGKILL), 0);
+	snprintf(line, sizeof(line), "pre-started worker pid %d killed by signal 9", spare);
+	ck_assert_msg(log_has(line), "no \"%s\" in %s", line, vd.log);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	fe_rings_on(&f);
+	pid = wait_worker("vu0");
+	ck_assert_int_ne(pid, spare);
+	wait_pairs_running("vu0");
+	fe_mem_free(&f);
+	wait_no_worker("vu0");
+	assert_no_leak(with_ep);
+	ck_assert_int_eq(st_child_count(vd.pid), 0);
+}
+END_TEST
 
 /* Two queue pairs (issue 15): a worker each; TX on both, host->guest
  * flows spread over both by the multi-queue tap; pair 1's worker killed
@@ -3196,6 +3275,7 @@ static Suite *vu_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, t_handshake_and_unplug);
+	tcase_add_test(t, t_prestarted_worker);
 	tcase_add_test(t, t_bad_messages);
 	tcase_add_test(t, t_mandatory_answers);
 	tcase_add_test(t, t_base_honoured);

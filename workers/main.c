@@ -741,7 +741,18 @@ static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid
 
 	/* The user is looked up while /etc/passwd is still reachable (NSS
 	 * may open files and sockets, which step 5 closes again). */
-	if (a->sandbox) {
+	if (a->sandbox && m->config->worker_ids) {
+		/* The NIC's uid of the range (a pre-started worker's command
+		 * line does not have it). */
+		*uid = m->config->worker_uid;
+		*gid = m->config->worker_gid;
+		if (*uid == 0 || *gid == 0) {
+			r = -EPERM;
+			snprintf(err, sizeof(err), "Config names uid %u gid %u: never root",
+				 (unsigned)*uid, (unsigned)*gid);
+			goto out_config_error;
+		}
+	} else if (a->sandbox) {
 		r = privdrop_resolve(a->user, uid, gid);
 		if (r < 0) {
 			snprintf(err, sizeof(err), "sandbox user %s: %s",
