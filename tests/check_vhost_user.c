@@ -1709,7 +1709,7 @@ static int only_child(void)
 
 /* SET_OWNER starts pair 0's worker process (worker_spare.h): the device's
  * start hands it its Config, a disconnect before that stops it, and one
- * that died meanwhile is replaced by a worker spawned as before. */
+ * that died meanwhile is replaced by a worker spawned as before (L17). */
 START_TEST(t_prestarted_worker)
 {
 	struct fe f, g;
