@@ -43,6 +43,7 @@
 #include "supervisor.h"
 #include "version.h"
 #include "vhost_user.h"
+#include "worker_spare.h"
 
 #ifndef VNICD_WORKER_PATH
 #define VNICD_WORKER_PATH "/usr/local/libexec/vnicd/vnicd-worker"
@@ -645,6 +646,7 @@ static void sup_cleanup(struct sup *s)
 		vmm_conn_free(c);
 	nic_free_all(s);
 	vu_free_all(s);
+	worker_spare_reap_all(s);
 	if (s->listen_fd >= 0) {
 		close(s->listen_fd);
 		if (!s->socket_activated)

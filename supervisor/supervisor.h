@@ -407,6 +407,9 @@ struct sup {
 	 * --user or --sandbox=off. */
 	bool uid_per_nic;
 	struct uidrange uids;
+	/* Pre-started workers killed and not yet reaped (worker_spare.c):
+	 * reaped from their pidfd's event, the rest at exit. NULL: none. */
+	struct worker_spare_dying *spares_dying;
 	unsigned restart_max;         /* --restart-max; 0: never restart */
 	unsigned max_pairs;           /* --max-queue-pairs: a vhost-user endpoint's pairs */
 	int upgrade_nice;             /* --upgrade-nice: 0..19, 0: no change */

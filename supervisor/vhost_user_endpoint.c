@@ -530,6 +530,7 @@ void vu_spares_discard(struct sup *s)
 	TAILQ_FOREACH(ep, &s->vu->eps, link)
 		if (ep->conn)
 			worker_spare_discard(s, &ep->conn->spare, "vnicd upgrades");
+	worker_spare_reap_all(s);
 }
 
 void vu_free_all(struct sup *s)

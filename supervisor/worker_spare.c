@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -65,7 +66,11 @@ static bool spare_allowed(const struct sup *s)
 
 void worker_spare_start(struct sup *s, struct worker_spare *sp, const char *nic_id)
 {
-	struct worker_opts o = { .user = s->worker_user, .sandbox_off = s->sandbox_off };
+	/* With a uid per NIC the uid comes in the Config: "--ids config"
+	 * makes the worker insist on it (and one too old to know the option
+	 * exits at once, so the start spawns as before). */
+	struct worker_opts o = { .user = s->worker_user, .sandbox_off = s->sandbox_off,
+				 .ids_from_config = s->uid_per_nic };
 	char err[160];
 
 	if (sp->w.pid > 0 || !spare_allowed(s))
@@ -92,7 +97,26 @@ void worker_spare_start(struct sup *s, struct worker_spare *sp, const char *nic_
 		  (int)sp->w.pid);
 }
 
-/* Is the binary at path still the one sp runs? */
+/* Does sp's process map a file that was replaced or removed since it
+ * started ("(deleted)" in /proc/PID/maps: a library or the binary that a
+ * package upgrade installed anew)? Unreadable counts as yes. */
+static bool spare_maps_stale(const struct worker_spare *sp)
+{
+	char path[48], line[512];
+	bool stale = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)sp->w.pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	while (!stale && fgets(line, sizeof(line), f))
+		stale = strstr(line, " (deleted)\n") != NULL;
+	fclose(f);
+	return stale;
+}
+
+/* Is the binary at --worker, and every file sp maps, still what sp runs? */
 static bool spare_current(const struct sup *s, const struct worker_spare *sp)
 {
 	struct stat st;
@@ -100,7 +124,7 @@ static bool spare_current(const struct sup *s, const struct worker_spare *sp)
 	return stat(s->worker_path, &st) == 0 && st.st_dev == sp->bin.st_dev &&
 	       st.st_ino == sp->bin.st_ino && st.st_size == sp->bin.st_size &&
 	       st.st_mtim.tv_sec == sp->bin.st_mtim.tv_sec &&
-	       st.st_mtim.tv_nsec == sp->bin.st_mtim.tv_nsec;
+	       st.st_mtim.tv_nsec == sp->bin.st_mtim.tv_nsec && !spare_maps_stale(sp);
 }
 
 bool worker_spare_take(struct sup *s, struct worker_spare *sp, struct worker_proc *out,
@@ -122,7 +146,7 @@ bool worker_spare_take(struct sup *s, struct worker_spare *sp, struct worker_pro
 		return false;
 	}
 	if (!spare_current(s, sp)) {
-		worker_spare_discard(s, sp, "the worker binary changed since it started");
+		worker_spare_discard(s, sp, "the worker binary or a library changed since it started");
 		return false;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -134,11 +158,41 @@ bool worker_spare_take(struct sup *s, struct worker_spare *sp, struct worker_pro
 	return true;
 }
 
-void worker_spare_discard(struct sup *s, struct worker_spare *sp, const char *why)
+/* A killed spare whose exit the loop has yet to see. */
+struct worker_spare_dying {
+	struct worker_spare_dying *next;
+	struct sup *s;
+	struct worker_proc w;   /* pidfd only: its control socket is closed */
+	struct event *ev;
+};
+
+static void dying_free(struct worker_spare_dying *d, bool block)
 {
+	struct worker_spare_dying **pp = &d->s->spares_dying;
 	struct worker_exit ex;
 
-	(void)s;
+	while (*pp != d)
+		pp = &(*pp)->next;
+	*pp = d->next;
+	event_free(d->ev);
+	worker_reap(&d->w, block, &ex);
+	close(d->w.pidfd);
+	free(d);
+}
+
+static void dying_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	dying_free(arg, true); /* readable: it has exited, no wait */
+}
+
+void worker_spare_discard(struct sup *s, struct worker_spare *sp, const char *why)
+{
+	struct worker_spare_dying *d;
+	struct worker_exit ex;
+	int r;
+
 	if (sp->w.pid <= 0)
 		return;
 	if (sp->ev_exit) {
@@ -146,8 +200,34 @@ void worker_spare_discard(struct sup *s, struct worker_spare *sp, const char *wh
 		sp->ev_exit = NULL;
 	}
 	worker_kill(&sp->w);
-	worker_reap(&sp->w, true, &ex);
 	log_debug("nic %s: pre-started worker pid %d stopped: %s", sp->nic_id, (int)sp->w.pid,
 		  why);
+	/* Its exit is reaped from the loop, which never waits for a process
+	 * (one still in exec may take a while to die). */
+	d = calloc(1, sizeof(*d));
+	r = worker_reap(&sp->w, false, &ex);
+	if (r == 0 && d) {
+		d->s = s;
+		d->w = sp->w;
+		d->ev = event_new(s->base, d->w.pidfd, EV_READ, dying_cb, d);
+		if (d->ev && event_add(d->ev, NULL) == 0) {
+			d->next = s->spares_dying;
+			s->spares_dying = d;
+			sp->w.pidfd = -1; /* the list's now */
+			spare_clear(sp);
+			return;
+		}
+		if (d->ev)
+			event_free(d->ev);
+	}
+	if (r == 0)
+		worker_reap(&sp->w, true, &ex); /* out of memory: wait for it here */
+	free(d);
 	spare_clear(sp);
+}
+
+void worker_spare_reap_all(struct sup *s)
+{
+	while (s->spares_dying)
+		dying_free(s->spares_dying, true);
 }

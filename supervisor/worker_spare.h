@@ -18,7 +18,8 @@
  * One spare per front-end connection at most, for its first queue pair;
  * it goes with the connection. A spare that dies first is reaped and
  * logged, and the NIC then starts a worker as usual; so does one whose
- * binary was replaced since (its inode or mtime differ).
+ * binary was replaced since (its inode, size or mtime differ) or that
+ * maps a file removed since (a library a package upgrade replaced).
  */
 #ifndef VNIC_WORKER_SPARE_H
 #define VNIC_WORKER_SPARE_H
@@ -63,7 +64,13 @@ void worker_spare_start(struct sup *s, struct worker_spare *sp, const char *nic_
 bool worker_spare_take(struct sup *s, struct worker_spare *sp, struct worker_proc *out,
 		       uint64_t *age_ms);
 
-/* worker_spare_discard - kill and reap sp's process, if any (sp empty). */
+/* worker_spare_discard - kill sp's process, if any (sp empty); the loop
+ * reaps it when its pidfd says it exited (worker_spare_reap_all: the
+ * rest). */
 void worker_spare_discard(struct sup *s, struct worker_spare *sp, const char *why);
+
+/* worker_spare_reap_all - wait for every killed spare the loop has not
+ * reaped yet: at exit, and before an upgrade's exec. */
+void worker_spare_reap_all(struct sup *s);
 
 #endif

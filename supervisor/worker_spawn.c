@@ -39,8 +39,9 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 	/* Writable copies: execve's prototype wants char *const[]. */
 	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
 	char au[] = "--user", as[] = "--sandbox", off[] = "off", af[] = "--fault";
+	char ai[] = "--ids", cfg[] = "config";
 	char id[128], user[64], spec[WORKER_FAULT_SPEC_MAX + 1];
-	char *argv[10] = { a0, a1, id, NULL };
+	char *argv[12] = { a0, a1, id, NULL };
 	char *envp[] = { e0, NULL };
 	size_t n = strnlen(nic_id, sizeof(id) - 1);
 	int argc = 3;
@@ -54,6 +55,10 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 		user[n] = '\0';
 		argv[argc++] = au;
 		argv[argc++] = user;
+	}
+	if (o && o->ids_from_config) {
+		argv[argc++] = ai;
+		argv[argc++] = cfg;
 	}
 	if (o && o->sandbox_off) {
 		argv[argc++] = as;

@@ -32,13 +32,16 @@ struct worker_opts {
 	const char *user; /* --user USER; NULL: the worker's default
 			     ("vnicd" when that user exists, else "nobody") */
 	bool sandbox_off; /* --sandbox off: debugging only */
+	bool ids_from_config; /* --ids config: the uid and gid come in the Config
+				 (a pre-started worker, worker_spare.h); a worker
+				 too old to know it exits at once */
 	const char *fault; /* --fault SPEC (common/fault.h); NULL or "": none.
 			      Set only by a fault-injection build of vnicd */
 };
 
 /*
  * worker_spawn - fork and exec @path as
- * `vnicd-worker --nic ID [--user USER] [--sandbox off] [--fault SPEC]` (@opts may be
+ * `vnicd-worker --nic ID [--user USER] [--ids config] [--sandbox off] [--fault SPEC]` (@opts may be
  * NULL: neither option; the defaults, sandbox on, need no argument).
  * Returns: 0 with *ret filled, or a negative errno with err filled and
  * nothing left (no child, no fd).

@@ -1696,6 +1696,24 @@ static void expect_tap(const char *has)
 	ck_abort_msg("tap vut0: \"%s\" not in: %s", has, out);
 }
 
+/* Does process pid's command line hold arg (NUL-separated words)? */
+static bool cmdline_has(int pid, const char *arg)
+{
+	char path[64], buf[1024];
+	size_t n, alen = strlen(arg) + strlen(arg + strlen(arg) + 1) + 1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	f = fopen(path, "r");
+	n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i + alen <= n; i++)
+		if (!memcmp(buf + i, arg, alen))
+			return true;
+	return false;
+}
+
 /* The pid of vnicd's only child (5 s at most for one to show), 0: none. */
 static int only_child(void)
 {
@@ -1723,6 +1741,12 @@ START_TEST(t_prestarted_worker)
 	fe_negotiate(&f);
 	spare = only_child();
 	ck_assert_msg(spare > 0, "no worker process after SET_OWNER (log %s)", vd.log);
+	/* A uid per NIC (the default): the spare insists on its Config's
+	 * (once it has exec'd: until then it is a copy of vnicd). */
+	for (int i = 0; i < 500 && !cmdline_has(spare, "--ids\0config"); i++)
+		msleep(10);
+	ck_assert_msg(cmdline_has(spare, "--ids\0config"), "spare %d without --ids config",
+		      spare);
 	ck_assert_msg(log_has("worker pid"), "no log line (log %s)", vd.log);
 	ck_assert_int_eq(ep_pid("vu0", NULL, 0), 0); /* no NIC yet */
 	ck_assert_int_eq(fe_mem_table(&f), 0);
@@ -1766,6 +1790,59 @@ START_TEST(t_prestarted_worker)
 	wait_no_worker("vu0");
 	assert_no_leak(with_ep);
 	ck_assert_int_eq(st_child_count(vd.pid), 0);
+}
+END_TEST
+
+/* A worker binary installed anew (a file renamed over the old one, as a
+ * package upgrade does) after the spare started: the device's start
+ * does not hand the Config to the old code but spawns the new (L17).
+ * A second vnicd of our own, whose --worker is a copy we may replace. */
+START_TEST(t_prestarted_worker_binary_replaced)
+{
+	struct vnicd_proc v0 = vd;
+	struct vnic_conn *c0 = ctl;
+	char s0[sizeof(sockpath)], copy[128], cmd[512];
+	struct fe f;
+	int spare, pid;
+
+	NEED_PREREQS();
+	memcpy(s0, sockpath, sizeof(s0));
+	snprintf(copy, sizeof(copy), "%s/worker-copy", v0.dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", st_worker_path(), copy);
+	ck_assert_int_eq(system(cmd), 0);
+	st_vnicd_start(&vd, copy, "--state-dir", "", NULL);
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu.sock", vd.dir),
+			 (int)sizeof(sockpath));
+	ctl = st_connect(&vd);
+	add_endpoint("vu9", "vut9", true);
+	fe_mem_init(&f, true);
+	fe_negotiate(&f);
+	spare = only_child();
+	ck_assert(spare > 0);
+	for (int i = 0; i < 500 && !cmdline_has(spare, "--nic\0vu9"); i++)
+		msleep(10);
+	ck_assert(cmdline_has(spare, "--nic\0vu9"));
+	snprintf(cmd, sizeof(cmd), "cp %s %s.new && mv %s.new %s", st_worker_path(), copy, copy,
+		 copy);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(fe_mem_table(&f), 0);
+	fe_rings_on(&f);
+	pid = wait_worker("vu9");
+	ck_assert_int_ne(pid, spare);
+	ck_assert_msg(log_has("stopped: the worker binary or a library changed"),
+		      "no discard line in %s", vd.log);
+	wait_pairs_running("vu9");
+	for (int i = 0; i < 500 && st_pid_alive(spare); i++)
+		msleep(10);
+	ck_assert_msg(!st_pid_alive(spare), "replaced spare %d not reaped", spare);
+	fe_mem_free(&f);
+	wait_no_worker("vu9");
+	vnic_close(ctl);
+	st_vnicd_stop(&vd);
+	st_rmdir(vd.dir);
+	vd = v0;
+	ctl = c0;
+	memcpy(sockpath, s0, sizeof(s0));
 }
 END_TEST
 
@@ -3276,6 +3353,7 @@ static Suite *vu_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, t_handshake_and_unplug);
 	tcase_add_test(t, t_prestarted_worker);
+	tcase_add_test(t, t_prestarted_worker_binary_replaced);
 	tcase_add_test(t, t_bad_messages);
 	tcase_add_test(t, t_mandatory_answers);
 	tcase_add_test(t, t_base_honoured);

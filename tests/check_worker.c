@@ -71,6 +71,10 @@ struct sim {
 };
 
 static struct sim S;
+/* The next worker is started with "--ids config" (a pre-started one) and
+ * the Configs name this uid and gid (0: no worker_ids). */
+static bool spawn_ids_from_config;
+static uint32_t config_uid;
 
 static void sim_spawn(void);
 
@@ -115,11 +119,22 @@ static void sim_spawn(void)
 		const char *top = getenv("VNIC_TOP_BUILDDIR");
 		char path[4096];
 		char a0[] = "vnicd-worker", a1[] = "--nic", a2[] = "test0";
-		char a3[] = "--sandbox", a4[] = "off";
+		char a3[] = "--sandbox", a4[] = "off", a5[] = "--ids", a6[] = "config";
+		char *argv[8] = { a0, a1, a2 };
+		int k = 3;
+
 		/* The sandbox needs root (namespaces, uid drop); without it
 		 * these tests run the data path unconfined and the
 		 * confinement test skips. */
-		char *argv[] = { a0, a1, a2, geteuid() ? a3 : NULL, a4, NULL };
+		if (geteuid()) {
+			argv[k++] = a3;
+			argv[k++] = a4;
+		}
+		if (spawn_ids_from_config) {
+			argv[k++] = a5;
+			argv[k++] = a6;
+		}
+		argv[k] = NULL;
 
 		snprintf(path, sizeof(path), "%s/workers/vnicd-worker", top ? top : ".");
 		if (dup2(sv[1], 3) < 0)
@@ -219,6 +234,10 @@ static void send_config_table(uint32_t nqueues, Vnic__Worker__BackendKind kind, 
 		c.log_offset = S.log_offset;
 	}
 	c.restarts = S.restarts;
+	if (config_uid) {
+		c.worker_ids = true;
+		c.worker_uid = c.worker_gid = config_uid;
+	}
 	pol.mode = VNIC__VMM__MITIGATION__MITIGATION_BH;
 	pol.tx_irq_us = S.tx_irq_us;
 	c.nic_id = nic_id;
@@ -756,22 +775,30 @@ START_TEST(worker_l6_posted_before_start_served_without_kick)
 }
 END_TEST
 
-/* A Config the worker cannot serve: Error, exit 1. */
-START_TEST(worker_bad_config_error_exit)
+/* A Config (one region, two queues, socket backend) the worker must
+ * refuse: an Error naming why, then exit status 1. */
+static void expect_config_refused(const char *why)
 {
 	Vnic__Worker__WorkerMessage *m;
 	int status;
 
-	sim_init(F_V1 | (1ull << VIRTIO_NET_F_CSUM)); /* offload on a socket backend */
 	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
 	m = recv_msg();
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
-	ck_assert_ptr_nonnull(strstr(m->error->text, "offload"));
+	ck_assert_msg(strstr(m->error->text, why), "Error \"%s\" does not say %s", m->error->text,
+		      why);
 	wire_worker_free(m);
 	status = sim_wait_exit();
-	ck_assert(WIFEXITED(status));
-	ck_assert_int_eq(WEXITSTATUS(status), 1);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
+/* A Config the worker cannot serve: Error, exit 1. */
+START_TEST(worker_bad_config_error_exit)
+{
+
+	sim_init(F_V1 | (1ull << VIRTIO_NET_F_CSUM)); /* offload on a socket backend */
+	expect_config_refused("offload");
 	sim_free();
 }
 END_TEST
@@ -958,11 +985,23 @@ static void proc_status_field(pid_t pid, const char *key, char *val, size_t len)
 	ck_assert_msg(found, "no %s in %s", key, path);
 }
 
+/* The real, effective, saved and file-system ids of field ("Uid",
+ * "Gid") in /proc/pid/status, which must all be the same: that id. */
+static unsigned proc_id_all(pid_t pid, const char *field)
+{
+	char v[128];
+	unsigned r, e, sv, fs;
+
+	proc_status_field(pid, field, v, sizeof(v));
+	ck_assert_int_eq(sscanf(v, "%u %u %u %u", &r, &e, &sv, &fs), 4);
+	ck_assert_msg(e == r && sv == r && fs == r, "%s: %s", field, v);
+	return r;
+}
+
 START_TEST(worker_sandbox_confined)
 {
 	Vnic__Worker__WorkerMessage *m;
 	char v[128];
-	unsigned r, e, sv, fs;
 	int status;
 
 	if (geteuid() != 0) {
@@ -977,12 +1016,8 @@ START_TEST(worker_sandbox_confined)
 	ck_assert_msg(m->ready->sandboxed, "Ready says the worker is not sandboxed");
 	wire_worker_free(m);
 
-	proc_status_field(S.pid, "Uid", v, sizeof(v));
-	ck_assert_int_eq(sscanf(v, "%u %u %u %u", &r, &e, &sv, &fs), 4);
-	ck_assert_msg(r != 0 && e == r && sv == r && fs == r, "Uid: %s", v);
-	proc_status_field(S.pid, "Gid", v, sizeof(v));
-	ck_assert_int_eq(sscanf(v, "%u %u %u %u", &r, &e, &sv, &fs), 4);
-	ck_assert_msg(r != 0 && e == r && sv == r && fs == r, "Gid: %s", v);
+	ck_assert_uint_ne(proc_id_all(S.pid, "Uid"), 0);
+	ck_assert_uint_ne(proc_id_all(S.pid, "Gid"), 0);
 	proc_status_field(S.pid, "Groups", v, sizeof(v));
 	ck_assert_str_eq(v, "");
 	proc_status_field(S.pid, "CapEff", v, sizeof(v));
@@ -1002,6 +1037,39 @@ START_TEST(worker_sandbox_confined)
 	status = sim_wait_exit();
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sim_free();
+}
+END_TEST
+
+/* A worker started before its NIC ("--ids config", worker_spare.h) runs
+ * as the uid its Config names, and refuses a Config that names none
+ * rather than fall back to a default user shared by every NIC. */
+START_TEST(worker_ids_from_config)
+{
+	int status;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP worker_ids_from_config: needs root (the uid drop)\n");
+		return;
+	}
+	spawn_ids_from_config = true;
+	config_uid = 0;
+	sim_init(F_V1);
+	expect_config_refused("--ids config");
+	sim_free();
+
+	config_uid = 1879113000u;
+	sim_init(F_V1);
+	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_READY);
+	ck_assert_uint_eq(proc_id_all(S.pid, "Uid"), config_uid);
+	ck_assert_uint_eq(proc_id_all(S.pid, "Gid"), config_uid);
+	send_simple(VNIC__WORKER__WORKER_MESSAGE__MSG_STOP);
+	expect(VNIC__WORKER__WORKER_MESSAGE__MSG_STOPPED);
+	status = sim_wait_exit();
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sim_free();
+	spawn_ids_from_config = false;
+	config_uid = 0;
 }
 END_TEST
 
@@ -1565,20 +1633,10 @@ END_TEST
  * Error and exit 1, before Ready. */
 START_TEST(worker_c8_bad_inflight_region_error_exit)
 {
-	Vnic__Worker__WorkerMessage *m;
-	int status;
-
 	sim_init(F_V1);
 	k_inflight_setup();
 	k_txq()->num = QSIZE / 2; /* queue size differs from the ring's */
-	send_config(2, VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_SOCKET);
-	m = recv_msg();
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(m->msg_case, VNIC__WORKER__WORKER_MESSAGE__MSG_ERROR);
-	ck_assert_ptr_nonnull(strstr(m->error->text, "inflight region"));
-	wire_worker_free(m);
-	status = sim_wait_exit();
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	expect_config_refused("inflight region");
 	munmap(k_region, S.inflight_size);
 	sim_free();
 }
@@ -2440,6 +2498,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, worker_stop_before_start_and_fds);
 	tcase_add_test(tc, worker_fd3_checked);
 	tcase_add_test(tc, worker_sandbox_confined);
+	tcase_add_test(tc, worker_ids_from_config);
 	tcase_add_test(tc, worker_i10_semaphore_kick_no_spin);
 	tcase_add_test(tc, worker_i9_saturated_blocking_call_fd);
 	tcase_add_test(tc, worker_i5_509_regions);

@@ -539,7 +539,7 @@ static void worker_fault_kill(const char *point)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vnicd-worker --nic ID [--user USER] [--sandbox on|off]%s\n"
+	fprintf(stderr, "usage: vnicd-worker --nic ID [--user USER] [--ids config] [--sandbox on|off]%s\n"
 		"       vnicd-worker --version\n"
 		"  started by vnicd with its control socket at fd 3; not for direct use\n",
 #ifdef VNIC_FAULT_INJECTION
@@ -553,12 +553,15 @@ static void usage(void)
 struct worker_args {
 	const char *user;  /* NULL: privdrop's default */
 	bool sandbox;      /* false only with --sandbox off */
+	bool ids_from_config; /* --ids config: the Config must name the uid
+				 and gid (a worker vnicd started before its NIC) */
 };
 
 static int parse_args(int argc, char **argv, struct worker *w, struct worker_args *a)
 {
 	a->user = NULL;
 	a->sandbox = true;
+	a->ids_from_config = false;
 	if (argc < 3 || strcmp(argv[1], "--nic") != 0 || argv[2][0] == '\0')
 		return -EINVAL;
 	snprintf(w->nic_id, sizeof(w->nic_id), "%s", argv[2]);
@@ -567,6 +570,8 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 			return -EINVAL;
 		if (strcmp(argv[i], "--user") == 0 && argv[i + 1][0])
 			a->user = argv[i + 1];
+		else if (strcmp(argv[i], "--ids") == 0 && strcmp(argv[i + 1], "config") == 0)
+			a->ids_from_config = true;
 		else if (strcmp(argv[i], "--sandbox") == 0 && strcmp(argv[i + 1], "on") == 0)
 			a->sandbox = true;
 		else if (strcmp(argv[i], "--sandbox") == 0 && strcmp(argv[i + 1], "off") == 0)
@@ -752,6 +757,13 @@ static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid
 				 (unsigned)*uid, (unsigned)*gid);
 			goto out_config_error;
 		}
+	} else if (a->sandbox && a->ids_from_config) {
+		/* Never fall back to a shared default user: the NIC's own uid
+		 * is the isolation between NICs. */
+		r = -EINVAL;
+		snprintf(err, sizeof(err), "started for the uid its Config names (--ids config), "
+			 "and the Config names none");
+		goto out_config_error;
 	} else if (a->sandbox) {
 		r = privdrop_resolve(a->user, uid, gid);
 		if (r < 0) {
