@@ -996,8 +996,7 @@ int nic_start(struct sup *s, const struct nic_owner_ops *ops, void *owner, uint6
 	/* From here on the NIC is in the table: a failure is answered with
 	 * an AddNic error reply (at once, or from the exit callback once the
 	 * worker is reaped) and nic_start itself returns 0. */
-	if (spec->spare && !nic_fault_spec(n) &&
-	    worker_spare_take(s, spec->spare, &pre, &pre_age_ms))
+	if (spec->spare && worker_spare_take(s, spec->spare, &pre, &pre_age_ms))
 		rc = nic_launch_from(n, &pre, pre_age_ms);
 	else
 		rc = nic_launch(n);

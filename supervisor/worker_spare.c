@@ -191,7 +191,6 @@ void worker_spare_discard(struct sup *s, struct worker_spare *sp, const char *wh
 {
 	struct worker_spare_dying *d;
 	struct worker_exit ex;
-	int r;
 
 	if (sp->w.pid <= 0)
 		return;
@@ -202,27 +201,29 @@ void worker_spare_discard(struct sup *s, struct worker_spare *sp, const char *wh
 	worker_kill(&sp->w);
 	log_debug("nic %s: pre-started worker pid %d stopped: %s", sp->nic_id, (int)sp->w.pid,
 		  why);
+	if (worker_reap(&sp->w, false, &ex) != 0) { /* reaped already, or not ours to wait for */
+		spare_clear(sp);
+		return;
+	}
 	/* Its exit is reaped from the loop, which never waits for a process
 	 * (one still in exec may take a while to die). */
 	d = calloc(1, sizeof(*d));
-	r = worker_reap(&sp->w, false, &ex);
-	if (r == 0 && d) {
+	if (d) {
 		d->s = s;
 		d->w = sp->w;
 		d->ev = event_new(s->base, d->w.pidfd, EV_READ, dying_cb, d);
-		if (d->ev && event_add(d->ev, NULL) == 0) {
-			d->next = s->spares_dying;
-			s->spares_dying = d;
-			sp->w.pidfd = -1; /* the list's now */
-			spare_clear(sp);
-			return;
-		}
-		if (d->ev)
-			event_free(d->ev);
 	}
-	if (r == 0)
+	if (!d || !d->ev || event_add(d->ev, NULL) < 0) {
+		if (d && d->ev)
+			event_free(d->ev);
+		free(d);
 		worker_reap(&sp->w, true, &ex); /* out of memory: wait for it here */
-	free(d);
+		spare_clear(sp);
+		return;
+	}
+	d->next = s->spares_dying;
+	s->spares_dying = d;
+	sp->w.pidfd = -1; /* the list's now */
 	spare_clear(sp);
 }
 

@@ -11,8 +11,8 @@ vhost-user request, deferral and answer).  For each migration it prints,
 in ms from the source's vm_stop ("finish-migrate"), the source's and the
 destination's QEMU events (QS, QD), vnicd's log lines (VS, VD), the
 guest's pings on both taps (P) and the moment the harness saw the
-migration complete (H) up to --window ms after it, and keeps in OUTDIR the traces, vnicd's logs and the
-harness's figures (N-DIR.json).  vnicd's log is stamped to the ms,
+migration complete (H) up to --window ms after it, and keeps in OUTDIR
+the traces, vnicd's logs and the harness's figures (N-DIR.json).  vnicd's log is stamped to the ms,
 truncated: its lines may show up to 1 ms early.  doc/benchmarks.md
 ("Where the downtime goes") reads such timelines.
 Needs root, qemu-system-x86, iperf3, linux-image-amd64, busybox-static."""
