@@ -4,7 +4,7 @@
  *
  * Order in the worker (see sandbox.h for the whole sequence):
  * privdrop_resolve() while /etc/passwd is still reachable,
- * privdrop_close_fds_except(), sandbox_isolate() (still root),
+ * sandbox_isolate() (still root), privdrop_close_fds_except(),
  * privdrop_to(), sandbox_rlimits(), sandbox_enter().
  *
  * Library code: never logs, returns 0 or a negative errno.
@@ -27,7 +27,8 @@
  *        else the same number as gid), "UID:GID" (both decimal, no
  *        lookup at all: vnicd's --uid-range), or NULL for PRIVDROP_DEFAULT_USER
  *        when it exists, else PRIVDROP_FALLBACK_USER.
- * May open files and sockets (NSS): call before privdrop_close_fds_except().
+ * May open files and sockets (NSS): call before sandbox_isolate() and
+ * privdrop_close_fds_except().
  * Returns: 0 with *ret_uid and *ret_gid set; -ENOENT for an unknown user;
  * -EPERM when it resolves to uid 0 or gid 0 (that would drop nothing).
  */

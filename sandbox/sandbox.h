@@ -7,11 +7,12 @@
  * The worker sheds privilege in this fixed order (each step needs what the
  * previous ones still have; see also privdrop.h):
  *
- *   receive config and fds, map guest memory        (needs the files)
  *   privdrop_resolve(user)    getpwnam reads /etc/passwd, may open sockets
- *   privdrop_close_fds_except(keep)   also closes what getpwnam left open
  *   sandbox_isolate()         new mount/ipc/net namespaces, empty root:
- *                             needs CAP_SYS_ADMIN, so before the uid drop
+ *                             needs CAP_SYS_ADMIN, so before the uid drop;
+ *                             the worker does it before its Config
+ *   receive config and fds, map guest memory        (fds only, no paths)
+ *   privdrop_close_fds_except(keep)   also closes what getpwnam left open
  *   privdrop_to(uid, gid)     setgroups, setresgid, setresuid; loses caps
  *                             (it clears PR_SET_PDEATHSIG: set it again here)
  *   sandbox_rlimits(nofile)   NPROC 0, FSIZE 0, CORE 0, NOFILE tight

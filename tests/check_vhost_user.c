@@ -1728,6 +1728,22 @@ static int only_child(void)
 /* SET_OWNER starts pair 0's worker process (worker_spare.h): the device's
  * start hands it its Config, a disconnect before that stops it, and one
  * that died meanwhile is replaced by a worker spawned as before (L17). */
+/* True when pid's namespace of this kind is not ours (false when
+ * either cannot be read). */
+static bool ns_differs(int pid, const char *kind)
+{
+	char path[64], a[64], b[64];
+	ssize_t na, nb;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, kind);
+	na = readlink(path, a, sizeof(a) - 1);
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+	nb = readlink(path, b, sizeof(b) - 1);
+	if (na <= 0 || nb <= 0)
+		return false;
+	return na != nb || memcmp(a, b, (size_t)na) != 0;
+}
+
 START_TEST(t_prestarted_worker)
 {
 	struct fe f, g;
@@ -1749,6 +1765,12 @@ START_TEST(t_prestarted_worker)
 		      spare);
 	ck_assert_msg(log_has("worker pid"), "no log line (log %s)", vd.log);
 	ck_assert_int_eq(ep_pid("vu0", NULL, 0), 0); /* no NIC yet */
+	/* It enters its namespaces while it waits for the Config, so the
+	 * device's start does not wait for that. */
+	for (int i = 0; i < 500 && !(ns_differs(spare, "net") && ns_differs(spare, "mnt")); i++)
+		msleep(10);
+	ck_assert_msg(ns_differs(spare, "net") && ns_differs(spare, "mnt"),
+		      "spare %d not in its own namespaces before its Config", spare);
 	ck_assert_int_eq(fe_mem_table(&f), 0);
 	fe_rings_on(&f);
 	pid = wait_worker("vu0");

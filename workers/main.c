@@ -555,7 +555,17 @@ struct worker_args {
 	bool sandbox;      /* false only with --sandbox off */
 	bool ids_from_config; /* --ids config: the Config must name the uid
 				 and gid (a worker vnicd started before its NIC) */
+	/* Step 1's results, which take_config and enter_sandbox use. */
+	int user_rc;       /* privdrop_resolve(user): 0 or a negative errno */
+	uid_t user_uid;
+	gid_t user_gid;
+	int isolate_rc;    /* sandbox_isolate(): 0 or a negative errno */
 };
+
+/* /proc/self/fd, opened before the empty root hides /proc, so that
+ * fd_ceiling() can still list the fds once the worker holds only what it
+ * keeps (an open directory of a detached mount reads on). -1: not open. */
+static int proc_fd_dir = -1;
 
 static int parse_args(int argc, char **argv, struct worker *w, struct worker_args *a)
 {
@@ -595,17 +605,20 @@ static int parse_args(int argc, char **argv, struct worker *w, struct worker_arg
 /* One above the highest open fd: the NOFILE limit that still lets the
  * worker use everything it holds and nothing more (once running it
  * creates no fds and receives only SetDirtyLog's or SetCallFd's one at a
- * time, which the caller adds). From /proc/self/fd, so before the empty
- * root: a few calls, where probing every number below 4096 took 4096
- * (about 4 ms of a 10 ms start on a host where a call costs 1 us, and
- * on a migration's destination the guest waits for the worker). */
+ * time, which the caller adds). From proc_fd_dir, which it closes: a few
+ * calls, where probing every number below 4096 took 4096 (about 4 ms of
+ * a 10 ms start on a host where a call costs 1 us, and on a migration's
+ * destination the guest waits for the worker). */
 static unsigned fd_ceiling(void)
 {
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = proc_fd_dir >= 0 ? fdopendir(proc_fd_dir) : NULL;
 	struct dirent *e;
 	unsigned top = 0;
 
 	if (!d) {
+		if (proc_fd_dir >= 0)
+			close(proc_fd_dir);
+		proc_fd_dir = -1;
 		for (unsigned fd = 0; fd < 4096; fd++)
 			if (fcntl((int)fd, F_GETFD) >= 0)
 				top = fd + 1;
@@ -615,13 +628,37 @@ static unsigned fd_ceiling(void)
 		char *end;
 		unsigned long fd = strtoul(e->d_name, &end, 10);
 
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || (int)fd == dirfd(d))
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || (int)fd == proc_fd_dir)
 			continue;
 		if (fd + 1 > top)
 			top = (unsigned)fd + 1;
 	}
 	closedir(d);
+	proc_fd_dir = -1;
 	return top;
+}
+
+/*
+ * Step 1, once fd 3 is checked, before the Config: what needs the host's files, then the new
+ * namespaces and the empty root. A pre-started worker (worker_spare.h)
+ * does this while it waits, so a migration's destination does not wait
+ * for it (2.8 ms of an 8 ms start, up to 7 ms on a loaded host). The
+ * user is looked up while /etc/passwd is reachable (NSS may open files
+ * and sockets, which step 5 closes again); --ids config needs no lookup.
+ * A failure is kept and reported once the Config is in, as the answer
+ * to it. In sanitizer builds LeakSanitizer's last check runs here, so it
+ * does not see the Config's handling (the supervisor's side it does).
+ */
+static void prepare_sandbox(struct worker_args *a)
+{
+	a->user_rc = 0;
+	a->isolate_rc = 0;
+	if (!a->sandbox)
+		return;
+	if (!a->ids_from_config)
+		a->user_rc = privdrop_resolve(a->user, &a->user_uid, &a->user_gid);
+	proc_fd_dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	a->isolate_rc = sandbox_isolate();
 }
 
 /*
@@ -649,8 +686,8 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 			 w->nic_id);
 		return 0;
 	}
-	ceiling = fd_ceiling(); /* before the empty root hides /proc */
-	r = sandbox_isolate();
+	ceiling = fd_ceiling();
+	r = a->isolate_rc; /* step 1's */
 	if (r < 0) {
 		snprintf(err, errlen, "empty root and namespaces: %s", strerror(-r));
 		return r;
@@ -688,7 +725,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
  * anything else the process may hold). Closes fds, the Config's. */
 static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 {
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 1 + 3];
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3]; /* + ctrl, proc_fd_dir, stdio */
 	unsigned nkeep = 0;
 
 	keep[nkeep++] = WORKER_CTRL_FD;
@@ -698,6 +735,8 @@ static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 	}
 	for (unsigned k = 0; k < w->npairs; k++)
 		keep[nkeep++] = w->p[k].backend_fd;
+	if (proc_fd_dir >= 0)
+		keep[nkeep++] = proc_fd_dir; /* fd_ceiling() closes it */
 	for (unsigned i = 0; i < fds->n; i++) {
 		bool kept = false;
 
@@ -744,8 +783,6 @@ static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid
 		return -1;
 	}
 
-	/* The user is looked up while /etc/passwd is still reachable (NSS
-	 * may open files and sockets, which step 5 closes again). */
 	if (a->sandbox && m->config->worker_ids) {
 		/* The NIC's uid of the range (a pre-started worker's command
 		 * line does not have it). */
@@ -765,7 +802,9 @@ static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid
 			 "and the Config names none");
 		goto out_config_error;
 	} else if (a->sandbox) {
-		r = privdrop_resolve(a->user, uid, gid);
+		r = a->user_rc; /* looked up in step 1 */
+		*uid = a->user_uid;
+		*gid = a->user_gid;
 		if (r < 0) {
 			snprintf(err, sizeof(err), "sandbox user %s: %s",
 				 a->user ? a->user : "(default)", strerror(-r));
@@ -878,6 +917,8 @@ int main(int argc, char **argv)
 	fault_set_hooks(worker_fault_report, worker_fault_kill);
 #endif
 
+	/* Still 1: the user, then namespaces and the empty root. */
+	prepare_sandbox(&args);
 	/* 2-5. Config: memory, stats page, queues; then only their fds. */
 	if (take_config(w, &args, &uid, &gid) < 0)
 		return 1;
