@@ -832,10 +832,11 @@ _PING_AWK = " ".join(r"""
   if (n > 1 && t - last > gap) { gap = t - last; ga = lq; gb = q; };
   if (n > 1 && t - last > 0.012 && ng < 300) { gl = gl "," q ":" int((t - last) * 10000); ng++; };
   last = t; lq = q; }
-/packets transmitted/ { sent = $2; }
+/packets transmitted/ { sent = $2; stop = $1; }
 END { miss = 0; ml = "";
   for (i = 0; i <= mx; i++) if (!(i in seen)) { miss++; if (miss <= 30) ml = ml "," i; };
-  printf "@@PING replies=%d maxseq=%d missing=%d gap_ms=%.1f gap_after=%d gap_before=%d dup=%d repeated=%d sent=%d missing_seqs=%s dup_seqs=%s gaps=%s\n", n, mx, miss, gap * 1000, ga, gb, dup, rep, sent, substr(ml, 2), substr(dl, 2), substr(gl, 2); }
+  tail = sent - mx - 1; tail_ms = (n > 0 && stop > last) ? (stop - last) * 1000 : 0;
+  printf "@@PING replies=%d maxseq=%d missing=%d gap_ms=%.1f gap_after=%d gap_before=%d dup=%d repeated=%d sent=%d tail=%d tail_ms=%.1f missing_seqs=%s dup_seqs=%s gaps=%s\n", n, mx, miss, gap * 1000, ga, gb, dup, rep, sent, tail, tail_ms, substr(ml, 2), substr(dl, 2), substr(gl, 2); }
 """.split())  # one line: the command loop reads lines
 
 
@@ -868,11 +869,16 @@ class GuestPing:
     """The guest pings addr every interval s (at most count pings, at most
     deadline s) in the background; result() stops it and returns the
     replies, the pings lost (sequence numbers below the last answered one
-    that got no answer: the tail cut by the stop is not a loss) and the
-    worst gap between two replies in the guest's clock; "gaps": every gap
+    that got no answer: the tail cut by the stop is not a loss, unless no
+    reply came in the last DEAD_TAIL s before the stop: then the network
+    was down when the ping stopped, and the tail counts as lost and as a
+    gap up to the stop) and the worst gap between two replies in the
+    guest's clock; "gaps": every gap
     over 12 ms (the first 300) as (seq of the reply that ended it, ms), for
     gap_near(); "dup_seqs": the first 10 doubled replies as "seq:ms after
     the reply before it"."""
+
+    DEAD_TAIL = 1.0  # s
 
     def __init__(self, guest, addr, interval=0.01, count=6000, deadline=90,
                  log="/tmp/tping.log"):
@@ -910,6 +916,12 @@ class GuestPing:
             raise Fail("the guest's ping got %d replies: %s" % (
                 r["replies"], g.run("tail -n 5 %s" % self.log, check=False)[1]))
         r["lost"] = r["missing"]
+        if r["tail"] > 0 and r["tail_ms"] > self.DEAD_TAIL * 1000:
+            # Down at the stop, not cut by it: replies come within ms.
+            r["lost"] += r["tail"]
+            if r["tail_ms"] > r["gap_ms"]:
+                r["gap_ms"], r["gap_after"], r["gap_before"] = (r["tail_ms"], r["maxseq"],
+                                                               r["sent"])
         r["sock_drops"] = sock_drops
         return r
 
