@@ -16,7 +16,9 @@ host's address.  Each round boots the guest once per back end and migrates
 it there and back: a->b under an iperf3 stream host->guest (h2g), then
 b->a under one guest->host (g2h), each under the guest's pings to the host
 every 10 ms (the stream starts 2 s before the migration and ends --seconds
-after the switch-over); --runs rounds alternate the order of the back ends.  Per
+after the switch-over); --runs rounds alternate the order of the back ends.  A
+round whose guest dies (QEMU's migration loses guest writes on some hosts,
+doc/benchmarks.md) keeps the migration it completed before.  Per
 direction: QEMU's downtime (query-migrate), the worst gap between two ping
 replies seen in the guest, the pings lost, whether TCP survived (iperf3
 ended without error and moved bytes after the switch-over), how the guest
@@ -44,13 +46,15 @@ CONFIGS = {"vnicd": ("vnicd", "server"), "vnicd-client": ("vnicd", "client"),
            "qemu": ("qemu", "server"), "qemu-private": ("qemu", "server")}
 
 
-def one_round(cfg, a, image, ramchecks):
+def one_round(cfg, a, image, ramchecks, out):
+    """Boots the guest on cfg and migrates it there and back; each
+    migration's figures go into out[direction] as it completes, so a
+    guest that dies in the second keeps the first's."""
     kind, mode = CONFIGS[cfg]
     announce = {"on": True, "off": False, "default": None}[a.announce]
     p = migrate_cases.Pair(kind, image, a.builddir, mode=mode, announce=announce, tag="b",
                            ramcheck=a.ramcheck, private_ram=cfg == "qemu-private",
                            prealloc=not a.no_prealloc, iperf_args=a.iperf_args)
-    out = {}
     try:
         p.boot()
         for d in ("h2g", "g2h"):
@@ -63,7 +67,6 @@ def one_round(cfg, a, image, ramchecks):
         # Every RAM check, a failed round's too (lost pages often kill the guest).
         ramchecks.extend(p.ram_diffs)
         p.close()
-    return out
 
 
 def mmm(xs, fmt="%.0f"):
@@ -119,17 +122,19 @@ def main():
     ramchecks = {c: [] for c in cfgs}
     for rnd in range(a.runs):
         for c in (cfgs if rnd % 2 == 0 else cfgs[::-1]):
+            x = {}
             try:
-                x = one_round(c, a, image, ramchecks[c])
+                one_round(c, a, image, ramchecks[c], x)
             except (Fail, SystemExit, OSError) as e:
                 # A skip (77: this vnicd has no vhost-user) costs the round;
                 # SIGTERM's exit ends the benchmark.
                 if isinstance(e, SystemExit) and e.code != vmlib.SKIP:
                     raise
                 # OSError: the guest's command socket broke (it crashed).
-                print("round %d %s: FAILED: %s" % (rnd + 1, c, e), flush=True)
+                print("round %d %s: FAILED: %s%s" % (
+                    rnd + 1, c, e, " (after its %s migration, which counts)" % ", ".join(x)
+                    if x else ""), flush=True)
                 failed[c] += 1
-                continue
             for d, r in x.items():
                 res[c][d].append(r)
                 print("round %d %-12s %s: downtime %s ms (%.1f MiB in it), total %s ms, worst "
