@@ -1725,9 +1725,6 @@ static int only_child(void)
 	return 0;
 }
 
-/* SET_OWNER starts pair 0's worker process (worker_spare.h): the device's
- * start hands it its Config, a disconnect before that stops it, and one
- * that died meanwhile is replaced by a worker spawned as before (L17). */
 /* True when pid's namespace of this kind is not ours (false when
  * either cannot be read). */
 static bool ns_differs(int pid, const char *kind)
@@ -1744,6 +1741,9 @@ static bool ns_differs(int pid, const char *kind)
 	return na != nb || memcmp(a, b, (size_t)na) != 0;
 }
 
+/* SET_OWNER starts pair 0's worker process (worker_spare.h): the device's
+ * start hands it its Config, a disconnect before that stops it, and one
+ * that died meanwhile is replaced by a worker spawned as before (L17). */
 START_TEST(t_prestarted_worker)
 {
 	struct fe f, g;

@@ -80,6 +80,7 @@ def main():
     image = vmlib.build_guest(os.path.join(b, "tests/guest-image"))
     cases = os.environ.get("VNIC_MIGRATE_CASES", "anchor,server,client").split(",")
     failures, rows, crashed = [], [], {}
+    verdict = {}  # "why": the controls' verdict, once they ran
 
     def unfit_host():
         """Why QEMU's own migration cannot be trusted here, or ""."""
@@ -93,15 +94,15 @@ def main():
                     break
         return verdict["why"]
 
-    verdict = {}
     for c in cases:
         for attempt in range(1, ATTEMPTS + 1):
             oops, mine_f, mine_r = run_case(c, image, b)
+            unfit = unfit_host() if mine_f and not oops else ""
             if oops:
                 why = "the guest crashed; its console:\n" + oops
-            elif mine_f and unfit_host():
+            elif unfit:
                 why = ("it failed its checks, on a host where QEMU's own migration loses "
-                       "guest memory (%s): %s" % (unfit_host(), "; ".join(mine_f)))
+                       "guest memory (%s): %s" % (unfit, "; ".join(mine_f)))
             else:
                 failures.extend(mine_f)
                 rows.extend(mine_r)

@@ -639,8 +639,9 @@ static unsigned fd_ceiling(void)
 }
 
 /*
- * Step 1, once fd 3 is checked, before the Config: what needs the host's files, then the new
- * namespaces and the empty root. A pre-started worker (worker_spare.h)
+ * Step 1, once fd 3 is checked, before the Config: what needs the
+ * host's files, then the new namespaces and the empty root. A
+ * pre-started worker (worker_spare.h)
  * does this while it waits, so a migration's destination does not wait
  * for it (2.8 ms of an 8 ms start, up to 7 ms on a loaded host). The
  * user is looked up while /etc/passwd is reachable (NSS may open files
@@ -803,13 +804,13 @@ static int take_config(struct worker *w, const struct worker_args *a, uid_t *uid
 		goto out_config_error;
 	} else if (a->sandbox) {
 		r = a->user_rc; /* looked up in step 1 */
-		*uid = a->user_uid;
-		*gid = a->user_gid;
 		if (r < 0) {
 			snprintf(err, sizeof(err), "sandbox user %s: %s",
 				 a->user ? a->user : "(default)", strerror(-r));
 			goto out_config_error;
 		}
+		*uid = a->user_uid;
+		*gid = a->user_gid;
 	}
 
 	/* 3, 4. Map memory and the stats page, set up the queues. */
