@@ -56,6 +56,9 @@ static const struct fault_point_def fault_points[] = {
 	{ "worker.stop", "worker worker_event.c: Stop received, before the queues stop",
 	  "RemoveNic deadline path (delay > deadline: SIGKILL via pidfd, reaped before the "
 	  "reply); crash during Stop", 0 },
+	{ "worker.exit", "worker main.c: Stopped sent and the loop left, before the teardown",
+	  "a stopped worker that is slow to exit: its tap queue leaves the steering before "
+	  "the reap (t_unsteer_at_stopped)", 0 },
 	{ "sup.config.send", "vnicd nic.c: worker spawned, before Config is sent",
 	  "a worker waiting for Config while the VMM goes away; fail: Config send fails", 1 },
 	{ "sup.restart", "vnicd nic.c: a worker died, backoff over, before the replacement spawns",

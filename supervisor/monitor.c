@@ -62,6 +62,7 @@ static int mon_stopped(struct nic *n, const Vnic__Worker__WorkerMessage *m)
 		q->final_used = s->queues[i]->used_idx & 0xffff;
 	}
 	n->stopped_seen = true;
+	nic_notify_stopped(n);
 	return 0;
 }
 

@@ -158,6 +158,12 @@ void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason)
 		n->ops->queue_reset(n, queue, reason);
 }
 
+void nic_notify_stopped(struct nic *n)
+{
+	if (n->owner && n->ops->stopped)
+		n->ops->stopped(n);
+}
+
 void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *error)
 {
 	if (!n->log_pending)

@@ -162,6 +162,9 @@ struct nic_owner_ops {
 			      const char *why);
 	void (*queue_reset)(struct nic *n, uint32_t queue, const char *reason);
 	void (*stalled)(struct nic *n, uint64_t silent_ms);
+	/* The worker reported Stopped: it reads and writes nothing more,
+	 * backend included, and exits next (gone follows its reap). */
+	void (*stopped)(struct nic *n);
 	void (*gone)(struct nic *n);
 	void (*counters_base)(const struct nic *n, int slot, struct stats_queue_snapshot *s);
 	void (*dirty_log_set)(struct nic *n, enum nic_result r, const char *error);
@@ -554,6 +557,7 @@ void nic_detach_owner(struct sup *s, void *owner);
 void nic_notify_removed(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_policy_set(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_queue_reset(struct nic *n, uint32_t queue, const char *reason);
+void nic_notify_stopped(struct nic *n);
 void nic_notify_dirty_log_set(struct nic *n, enum nic_result r, const char *error);
 void nic_notify_call_fd_set(struct nic *n, enum nic_result r, const char *error);
 /* nic_ctrl_closed - a RUNNING worker closed its control socket: kill it

@@ -131,6 +131,27 @@ void vu_tap_queue(struct vu_endpoint *ep, struct vu_pair *p, bool on)
 		p->detached = !on;
 }
 
+/* A pair the guest turned off gets no host->guest flow: its tap queue
+ * leaves the steering once its worker reads no more. A planned restart
+ * keeps its queue: frames wait in the tap. */
+static void vu_pair_unsteer_stopped(struct vu_endpoint *ep, struct vu_pair *p, unsigned pair)
+{
+	if (vu_pair_current(ep, p) && !vu_pair_enabled(ep->conn, pair))
+		vu_tap_queue(ep, p, false);
+}
+
+/* The worker's last read of the tap is done, its exit is still to come
+ * (1-2 ms: its guest memory unmapped, its namespaces dropped). The
+ * detach (TUNSETQUEUE waits for an expedited RCU grace period: up to 1 ms
+ * here) happens now, beside that exit, not between the reap and the
+ * answer that waits for it (GET_VRING_BASE in a migration's downtime). */
+static void vu_nic_stopped(struct nic *n)
+{
+	struct vu_endpoint *ep = n->owner;
+
+	vu_pair_unsteer_stopped(ep, vu_pair_of(ep, n), n->pair);
+}
+
 /* The worker is reaped (or there was none): keep the final indices as
  * the rings' bases, forget the NIC, continue outside nic.c's call. */
 static void vu_nic_gone(struct nic *n)
@@ -144,11 +165,9 @@ static void vu_nic_gone(struct nic *n)
 		for (int i = 0; i < NIC_NUM_QUEUES; i++)
 			if (n->q[i].final_valid && n->q[i].index < ep->conn->nrings)
 				ep->conn->r[n->q[i].index].base = (uint16_t)n->q[i].final_avail;
-		/* A pair the guest turned off gets no host->guest flow. A
-		 * planned restart keeps its queue: frames wait in the tap. */
-		if (!vu_pair_enabled(ep->conn, n->pair))
-			vu_tap_queue(ep, p, false);
 	}
+	/* Done already when the worker reported Stopped; not when it died. */
+	vu_pair_unsteer_stopped(ep, p, n->pair);
 	if (n->deadline_missed)
 		ep->rm_deadline = true;
 	vu_session_stats_fold(p);
@@ -242,6 +261,7 @@ const struct nic_owner_ops vu_nic_owner = {
 	.policy_changed = vu_nic_policy_changed,
 	.failed = vu_nic_failed,
 	.queue_reset = vu_nic_queue_reset,
+	.stopped = vu_nic_stopped,
 	.gone = vu_nic_gone,
 	.counters_base = vu_nic_counters_base,
 	.dirty_log_set = vu_nic_dirty_log_set,

@@ -1682,14 +1682,22 @@ static void wait_pairs_running(const char *id)
 	ck_abort_msg("pairs of %s not all RUNNING within 5 s", id);
 }
 
-static void expect_tap(const char *has)
+/* Does `ip -d link` of tap vut0 show has? out: what it showed. */
+static bool tap_has(const char *has, char *out, size_t outlen)
 {
-	char cmd[160], out[4096];
+	char cmd[160];
 
 	snprintf(cmd, sizeof(cmd), "ip -n %s -d link show vut0", netns);
+	ck_assert_int_eq(st_run_capture(cmd, out, outlen), 0);
+	return strstr(out, has) != NULL;
+}
+
+static void expect_tap(const char *has)
+{
+	char out[4096];
+
 	for (int tries = 0; tries < 100; tries++) {
-		ck_assert_int_eq(st_run_capture(cmd, out, sizeof(out)), 0);
-		if (strstr(out, has))
+		if (tap_has(has, out, sizeof(out)))
 			return;
 		msleep(10);
 	}
@@ -2883,6 +2891,24 @@ START_TEST(t_call_fd_live)
 }
 END_TEST
 
+#ifdef VNIC_FAULT_INJECTION
+/* A new vnicd whose workers take the fault spec (VNIC_FAULT), with
+ * endpoint vu0 on tap vut0. */
+static void faulty_vnicd_endpoint(const char *spec)
+{
+	vnic_close(ctl);
+	st_vnicd_stop(&vd);
+	st_rmdir(vd.dir);
+	setenv("VNIC_FAULT", spec, 1);
+	st_vnicd_start(&vd, st_worker_path(), "--state-dir", "", NULL);
+	unsetenv("VNIC_FAULT");
+	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu.sock", vd.dir),
+			 (int)sizeof(sockpath));
+	ctl = st_connect(&vd);
+	add_endpoint("vu0", "vut0", true);
+}
+#endif
+
 /* SET_VRING_CALL while the worker is still starting (a migration's
  * destination: QEMU starts the device, then sends each ring's call fd;
  * QEMU's guest stays paused until the messages that follow are answered).
@@ -2908,16 +2934,7 @@ START_TEST(t_call_fd_during_start)
 
 	NEED_PREREQS();
 	/* A vnicd whose workers are slow to start. */
-	vnic_close(ctl);
-	st_vnicd_stop(&vd);
-	st_rmdir(vd.dir);
-	setenv("VNIC_FAULT", "worker.ready.send=delay:2000", 1);
-	st_vnicd_start(&vd, st_worker_path(), "--state-dir", "", NULL);
-	unsetenv("VNIC_FAULT");
-	ck_assert_int_lt(snprintf(sockpath, sizeof(sockpath), "%s/vu.sock", vd.dir),
-			 (int)sizeof(sockpath));
-	ctl = st_connect(&vd);
-	add_endpoint("vu0", "vut0", true);
+	faulty_vnicd_endpoint("worker.ready.send=delay:2000");
 	netns_setup(&s);
 	fe_mem_init(&f, true);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -2949,6 +2966,57 @@ START_TEST(t_call_fd_during_start)
 		close(old[q]);
 	}
 	ck_assert_msg(log_has("sent before READY"), "no early CallFdSet in the log %s", vd.log);
+	fe_end(&f, &s);
+#endif
+}
+END_TEST
+
+/* A device stop takes the pair's tap queue out of the steering (the
+ * guest turned it off) as soon as its worker reported Stopped, not after
+ * the reap: the worker's exit (its guest memory unmapped, its namespaces
+ * dropped) and the detach (TUNSETQUEUE waits for an RCU grace period) then
+ * run side by side, and the answer that waits for the reap (SET_STATUS 0,
+ * GET_VRING_BASE: a migration's downtime) follows the reap at once.
+ * Forced (fault-injection builds): the worker sleeps 1 s after Stopped
+ * (worker.exit=delay:1000); the queue must leave the steering while it
+ * lives, and the answer still waits for its reap. */
+START_TEST(t_unsteer_at_stopped)
+{
+#ifndef VNIC_FAULT_INJECTION
+	NEED_PREREQS();
+	fprintf(stderr, "t_unsteer_at_stopped: needs a fault-injection build, not run\n");
+#else
+	struct fe f;
+	struct ns_socks s;
+	char out[4096];
+	int pid;
+
+	NEED_PREREQS();
+	faulty_vnicd_endpoint("worker.exit=delay:1000");
+	netns_setup(&s);
+	fe_mem_init(&f, true);
+	fe_start(&f);
+	pid = wait_running("vu0");
+	expect_tap("numqueues 1 numdisabled 0");
+
+	/* SET_STATUS 0, its answer not read yet: the queue leaves the
+	 * steering while the stopped worker still sleeps. */
+	fe_send(f.fd, VU_SET_STATUS, VU_FLAG_NEED_REPLY, &(uint64_t){ 0 }, 8, NULL, 0);
+	while (!tap_has("numqueues 0 numdisabled 1", out, sizeof(out))) {
+		ck_assert_msg(st_pid_alive(pid), "worker %d reaped with its tap queue still "
+			      "steered to: %s (log %s)", pid, out, vd.log);
+		msleep(5);
+	}
+	ck_assert_msg(st_pid_alive(pid), "worker %d reaped before the tap queue left the "
+		      "steering (log %s)", pid, vd.log);
+	{
+		uint64_t v = 1;
+
+		ck_assert_int_eq(fe_recv(f.fd, VU_SET_STATUS, &v, sizeof(v)), 8);
+		ck_assert_uint_eq(v, 0);
+	}
+	ck_assert_msg(!st_pid_alive(pid), "worker %d alive at SET_STATUS 0's answer", pid);
+	ck_assert_msg(log_has("point worker.exit fired"), "no fault (log %s)", vd.log);
 	fe_end(&f, &s);
 #endif
 }
@@ -3400,6 +3468,7 @@ static Suite *vu_suite(void)
 	tcase_add_test(t, t_dirty_log_e2e);
 	tcase_add_test(t, t_call_fd_live);
 	tcase_add_test(t, t_call_fd_during_start);
+	tcase_add_test(t, t_unsteer_at_stopped);
 	tcase_add_test(t, t_inflight_messages);
 	tcase_add_test(t, t_inflight_survives_vnicd);
 	suite_add_tcase(s, t);

@@ -937,6 +937,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	code = worker_loop_run(w);
+	FAULT_POINT("worker.exit");
 	worker_heartbeat_stop(w);
 	worker_loop_free(w);
 	worker_teardown(w);
