@@ -506,19 +506,21 @@ class Guest:
         buggy fast path (migrate_cases.MEM), that sync resets TCG's TLB
         once per dirty page and stalls the guest for 250-500 ms; a
         migration started after this one finds only the pages written
-        since. The source's max-bandwidth is left at 4 KiB/s: the
-        caller's migrate_to sets its own. Returns the time it took (ms)."""
+        since. It runs at 4 KiB/s, so it cannot complete; the source's
+        max-bandwidth is then what it was. Returns the time it took (ms)."""
+        bw = self.qmp("query-migrate-parameters")["max-bandwidth"]
         self.qmp("migrate-set-parameters", **{"max-bandwidth": 4096})
         t0 = time.monotonic()
-        self.qmp("migrate", uri="exec:cat >/dev/null")
         try:
+            self.qmp("migrate", uri="exec:cat >/dev/null")
             wait_for("the priming migration's setup", seconds,
                      lambda: self.qmp("query-migrate").get("status") != "setup", poll)
         finally:
             self.qmp("migrate_cancel")
             wait_for("the priming migration to end", seconds,
                      lambda: self.qmp("query-migrate").get("status") in
-                     ("cancelled", "failed", "completed"), poll)
+                     ("cancelled", "failed", "completed", None), poll)
+            self.qmp("migrate-set-parameters", **{"max-bandwidth": bw})
         st = self.qmp("query-migrate").get("status")
         if st != "cancelled":
             raise Fail("the priming migration ended %s, not cancelled" % st)
