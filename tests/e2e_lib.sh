@@ -9,7 +9,9 @@
 
 E2E_NAME=${E2E_NAME:-$(basename "$0" .sh)}
 
-e2e_log() { printf '%s: %s\n' "$E2E_NAME" "$*" >&2; }
+# Each line carries the UTC time to the millisecond, as vnicd's log does,
+# so a failure's lines line up with the daemon's.
+e2e_log() { printf '%s %s: %s\n' "$(date -u +%T.%3N)" "$E2E_NAME" "$*" >&2; }
 e2e_skip() { e2e_log "SKIP: $*"; exit 77; }
 e2e_die() { e2e_log "FAIL: $*"; exit 1; }
 

@@ -46,7 +46,7 @@ SD_PID=
 sd_cleanup() {
 	_rc=$?
 	if [ $_rc -ne 0 ] && [ $_rc -ne 77 ]; then
-		for f in "$E2E_TMP"/vnicd-*.log; do
+		for f in "$E2E_TMP"/vnicd-*.log "$E2E_TMP"/systemd.log; do
 			[ -f "$f" ] && { e2e_log "$f (last 40 lines):"; tail -n 40 "$f" >&2; }
 		done
 	fi
@@ -263,8 +263,29 @@ sd systemctl stop vnicd-sock.service vnicd-sock.socket
 e2e_log "ok socket activation: the store and the socket unit's listener side by side"
 
 # --- after: it serves, and stops cleanly ------------------------------------
-sd systemctl stop vnicd-store
-[ "$(sd systemctl show -p ActiveState --value vnicd-store)" = inactive ] || e2e_die "vnicd-store not stopped"
+sd systemctl stop vnicd-store || e2e_log "systemctl stop vnicd-store: exit status $?"
+# One line of what systemd saw: the state, and how the main process ended.
+stopped_as() {
+	sd systemctl show -p ActiveState -p SubState -p Result -p ExecMainCode -p ExecMainStatus \
+		vnicd-store | tr '\n' ' '
+}
+# Inactive, not failed: vnicd exits 0 on SIGTERM. A state still on its
+# way there (a stop job that returned early) is waited for, and said.
+ST=$(stopped_as)
+case $ST in
+*ActiveState=inactive*) ;;
+*ActiveState=failed*) sd systemctl status --no-pager vnicd-store >&2
+	e2e_die "vnicd-store failed at its stop: $ST";;
+*) e2e_log "right after systemctl stop: $ST"
+	i=0
+	until case $(stopped_as) in *ActiveState=inactive*) true;; *) false;; esac; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { sd systemctl status --no-pager vnicd-store >&2
+			e2e_die "vnicd-store not stopped 10 s after systemctl stop: $(stopped_as)"; }
+		sleep 0.1
+	done
+	e2e_log "inactive after $i polls";;
+esac
 left=$(sd pgrep -x vnicd-worker | wc -l)
 [ "$left" = 0 ] || e2e_die "$left worker(s) left after systemctl stop"
 grep -q "fd store: emptied" "$E2E_TMP/vnicd-store.log" || e2e_die "the store was not emptied at stop"
