@@ -34,6 +34,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "guest"))
 import backends  # noqa: E402
+import migrate_cases  # noqa: E402
 import vmlib  # noqa: E402
 from vmlib import Fail, log  # noqa: E402
 
@@ -202,7 +203,8 @@ def migrate(builddir, out, ns, image):
         Relay("vhost-user", fsock, vsock, os.path.join(out, "vhost_user"),
               "qemu-mig-%s-" % end)
         g = vmlib.Guest(image, ("vhost-user", fsock, False), ip=GUEST + "/24", netns=ns,
-                        workdir=d, name=end, incoming=end == "dst", mac="52:54:00:12:34:56")
+                        workdir=d, name=end, incoming=end == "dst", mac="52:54:00:12:34:56",
+                        mem=migrate_cases.MEM)  # QEMU 7.2's TCG dirty-bitmap bug
         ends[end] = (b, g)
         g.start(boot_timeout=180)
         if end == "src":
