@@ -86,10 +86,8 @@ class TracedVnicd(vmlib.Vnicd):
 def vnicd_backend(builddir, ns, sock, mode, d, nic_id, tap, v=None, **kw):
     """A VnicdBackend whose vnicd is ours (TracedVnicd has the same
     interface), or v, another backend's."""
-    b = backends.VnicdBackend.__new__(backends.VnicdBackend)
-    b.v = v or TracedVnicd(builddir, d, **kw).start()
-    b.ns, b.sock, b.mode, b.id, b.tap, b.mtu, b.policy = ns, sock, mode, nic_id, tap, None, None
-    return b
+    return backends.VnicdBackend(builddir, ns, sock, mode, nic_id=nic_id, tap=tap,
+                                 vnicd=v or TracedVnicd(builddir, d, **kw).start())
 
 
 def libvnic(builddir, out, ns):

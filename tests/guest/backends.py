@@ -24,12 +24,14 @@ class VnicdBackend:
 
     def __init__(self, builddir, netns, sock, mode, nic_id="q0", tap="vq0", mtu=None,
                  workdir=None, policy=None, log_level=None, policy_opts=None,
-                 af_packet=False, fd_store=None):
+                 af_packet=False, fd_store=None, vnicd=None):
+        # vnicd: a running vnicd (vmlib.Vnicd's interface) that gets this
+        # NIC too, e.g. another backend's .v; default: one of our own.
         # fd_store: vnicd under a systemd of its own with --fd-store
         # (vmlib.SystemdVnicd); default: $VNIC_VNICD_FDSTORE=1.
         if fd_store is None:
             fd_store = os.environ.get("VNIC_VNICD_FDSTORE") == "1"
-        self.v = (vmlib.SystemdVnicd if fd_store else vmlib.Vnicd)(builddir, workdir)
+        self.v = vnicd or (vmlib.SystemdVnicd if fd_store else vmlib.Vnicd)(builddir, workdir)
         self.ns, self.sock, self.mode = netns, sock, mode
         self.id, self.tap, self.mtu, self.policy = nic_id, tap, mtu, policy
         # vnicctl set-policy options once the NIC runs: {"rx-irq-us": 200, ...}
@@ -39,7 +41,8 @@ class VnicdBackend:
         if "--vhost-user" not in r.stdout + r.stderr:
             vmlib.skip("this vnicctl has no 'add --vhost-user' (issue 8's front door is not "
                        "in this tree yet)")
-        self.v.start(["--log-level", log_level] if log_level else [])
+        if not vnicd:
+            self.v.start(["--log-level", log_level] if log_level else [])
         vmlib.diagnose("vnicd's status of %s" % nic_id, lambda: self.v.ctl_raw("status").stdout)
 
     def add(self):
