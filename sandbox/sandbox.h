@@ -15,6 +15,8 @@
  *   privdrop_close_fds_except(keep)   also closes what getpwnam left open
  *   privdrop_to(uid, gid)     setgroups, setresgid, setresuid; loses caps
  *                             (it clears PR_SET_PDEATHSIG: set it again here)
+ *   holder_start()            the worker's holder (workers/holder.h), as
+ *                             that user, while clone is still allowed
  *   sandbox_rlimits(nofile)   NPROC 0, FSIZE 0, CORE 0, NOFILE tight
  *   sandbox_enter(&cfg)       NO_NEW_PRIVS, then the seccomp filter
  *   send READY

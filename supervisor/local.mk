@@ -10,6 +10,7 @@ libvnicsup_la_SOURCES = \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/afpacket.c supervisor/afpacket.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h \
+	supervisor/holders.c supervisor/holders.h \
 	supervisor/worker_spare.c supervisor/worker_spare.h \
 	supervisor/nic.c supervisor/monitor.c supervisor/supervisor.h \
 	supervisor/limits.c supervisor/watchdog.c \

@@ -38,6 +38,7 @@
 #include "fault.h"
 #include "fdstore.h"
 #include "handover.h"
+#include "holders.h"
 #include "inflight_file.h"
 #include "sdnotify.h"
 #include "supervisor.h"
@@ -602,6 +603,7 @@ static void events_setup(struct sup *s)
 {
 	struct event_config *cfg;
 	char user[320];
+	int rc;
 
 	cfg = event_config_new();
 	if (!cfg)
@@ -615,6 +617,10 @@ static void events_setup(struct sup *s)
 	event_config_free(cfg);
 	if (!s->base)
 		fatalx("event_base_new failed");
+	rc = holders_init(s->base); /* the workers' holders come to us (holders.h) */
+	if (rc < 0)
+		log_warn("cannot become a child subreaper (%s): the workers' holders go to init",
+			 strerror(-rc));
 	s->ev_listen = event_new(s->base, s->listen_fd, EV_READ | EV_PERSIST, vmm_conn_accept, s);
 	s->ev_sigterm = evsignal_new(s->base, SIGTERM, signal_cb, s);
 	s->ev_sigint = evsignal_new(s->base, SIGINT, signal_cb, s);
@@ -647,6 +653,7 @@ static void sup_cleanup(struct sup *s)
 	nic_free_all(s);
 	vu_free_all(s);
 	worker_spare_reap_all(s);
+	holders_shutdown();
 	if (s->listen_fd >= 0) {
 		close(s->listen_fd);
 		if (!s->socket_activated)

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "holders.h"
 #include "worker_spawn.h"
 
 #ifndef P_PIDFD
@@ -176,6 +177,8 @@ int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret
 	}
 	if (si.si_pid == 0)
 		return 0;
+	/* Its holder is ours now, and dying (holders.h). */
+	holders_collect();
 	memset(ret, 0, sizeof(*ret));
 	switch (si.si_code) {
 	case CLD_EXITED:

@@ -13,7 +13,7 @@ E2E_BENCH_TIMEOUT=20
 e2e_start_vnicd
 (
 	sleep 2.2
-	pid=$(pgrep -P "$VNICD_PID" | head -n 1)
+	pid=$(pgrep -x vnicd-worker -P "$VNICD_PID" | head -n 1)
 	[ -n "$pid" ] || exit 0
 	# utime + stime (fields 14, 15 after the "(comm)" field), in seconds
 	sed 's/.*) //' "/proc/$pid/stat" |

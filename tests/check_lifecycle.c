@@ -26,7 +26,9 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <linux/kcmp.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -843,6 +846,145 @@ START_TEST(l3_sigkill_running_worker_restarted)
 }
 END_TEST
 
+/* The one child of a worker, its holder (workers/holder.h): its pid, or 0. */
+static pid_t holder_of(pid_t worker)
+{
+	char path[96], buf[256];
+	FILE *f;
+	int pid = 0, more = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)worker, (int)worker);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f))
+		ck_assert_int_le(sscanf(buf, "%d %d", &pid, &more), 1); /* one child, no more */
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/* A line of /proc/pid/status ("Uid:" ...), without its name; "" when absent. */
+static void status_line(pid_t pid, const char *name, char *out, size_t outlen)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, name, strlen(name)) == 0) {
+			snprintf(out, outlen, "%s", line + strlen(name));
+			break;
+		}
+	fclose(f);
+}
+
+/* Wait up to 5 s for pid to be gone: not alive and not a zombie either. */
+static bool pid_gone(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		if (access(path, F_OK) < 0)
+			return true;
+		msleep(10);
+	}
+	return false;
+}
+
+/*
+ * Every worker runs with a holder (workers/holder.h): a process of its
+ * own that shares the worker's memory and nothing else the worker holds
+ * (no fd but its own pipe, the worker's uid, strict seccomp), blocked for
+ * good. When the worker goes, by RemoveNic or by a crash, the holder dies
+ * with it and vnicd reaps it: no process of it is left, not even a
+ * zombie (on a host whose init does not reap orphans either).
+ */
+START_TEST(holder_shares_only_memory_and_goes_with_its_worker)
+{
+	struct evlog ev = { 0 };
+	struct vnic_conn *c;
+	struct vnic_nic_status n;
+	struct vnic_remove_result rr;
+	struct st_guest g;
+	char wuid[128], huid[128], state[64], mode[64], path[64];
+	pid_t worker, holder, holder2;
+	DIR *d;
+	struct dirent *e;
+	int nfd = 0;
+
+	st_vnicd_start(&lv, st_worker_path(), NULL);
+	c = st_connect(&lv);
+	vnic_set_event_cb(c, on_event, &ev);
+	st_guest_init(&g, "held");
+	st_add_ok(c, &g);
+	ck_assert(nic_status(c, "held", &n));
+	worker = n.pid;
+	ck_assert(n.sandboxed);
+	holder = holder_of(worker);
+	ck_assert_msg(holder > 0, "worker %d has no holder", (int)worker);
+
+	ck_assert(st_is_holder(holder));
+	/* The same memory, a file table of its own. */
+	ck_assert_int_eq(syscall(SYS_kcmp, worker, holder, KCMP_VM, 0, 0), 0);
+	ck_assert_int_ne(syscall(SYS_kcmp, worker, holder, KCMP_FILES, 0, 0), 0);
+	/* The worker's user, strict seccomp (mode 1), asleep. */
+	status_line(worker, "Uid:", wuid, sizeof(wuid));
+	status_line(holder, "Uid:", huid, sizeof(huid));
+	ck_assert_str_ne(wuid, "");
+	ck_assert_str_eq(huid, wuid);
+	ck_assert_msg(strncmp(huid, "\t0\t", 3) != 0, "holder runs as root: %s", huid);
+	status_line(holder, "Seccomp:", mode, sizeof(mode));
+	ck_assert_str_eq(mode, "\t1\n");
+	status_line(holder, "State:", state, sizeof(state));
+	ck_assert_msg(state[1] == 'S', "holder state %s", state);
+	/* Its two fds are its own pipe: nothing of the worker's. */
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)holder);
+	d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		char link[sizeof(path) + sizeof(e->d_name) + 1], target[128];
+		ssize_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		nfd++;
+		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		ck_assert_int_gt(len, 0);
+		target[len] = '\0';
+		ck_assert_msg(strncmp(target, "pipe:", 5) == 0, "holder fd %s: %s", e->d_name,
+			      target);
+	}
+	closedir(d);
+	ck_assert_int_eq(nfd, 2);
+
+	/* A crash: the holder goes with the worker, the new worker has its own. */
+	ck_assert_int_eq(kill(worker, SIGKILL), 0);
+	pump(c, &ev.restarted, 1, 5000);
+	ck_assert_msg(pid_gone(holder), "holder %d of the killed worker is still there",
+		      (int)holder);
+	ck_assert(nic_status(c, "held", &n));
+	ck_assert_int_ne(n.pid, worker);
+	holder2 = holder_of(n.pid);
+	ck_assert_int_gt(holder2, 0);
+	ck_assert_int_ne(holder2, holder);
+	ck_assert_int_eq(syscall(SYS_kcmp, n.pid, holder2, KCMP_VM, 0, 0), 0);
+
+	/* RemoveNic: the same, and vnicd is left with no child at all. */
+	ck_assert_int_eq(vnic_remove_nic(c, "held", 3000, &rr), 0);
+	ck_assert_msg(pid_gone(holder2), "holder %d of the removed worker is still there",
+		      (int)holder2);
+	ck_assert_int_eq(st_child_count(lv.pid), 0);
+	st_guest_free(&g);
+	vnic_close(c);
+}
+END_TEST
+
 #ifdef VNIC_FAULT_INJECTION
 /* Does the log at path hold needle? */
 static bool file_has(const char *path, const char *needle)
@@ -1133,6 +1275,7 @@ static Suite *lifecycle_suite(void)
 		tcase_add_checked_fixture(tr, NULL, rw_teardown);
 		tcase_set_timeout(tr, 120);
 		tcase_add_test(tr, l3_sigkill_running_worker_restarted);
+		tcase_add_test(tr, holder_shares_only_memory_and_goes_with_its_worker);
 		tcase_add_test(tr, l16_vnicd_killed_nic_resumes_from_state_file);
 		tcase_add_test(tr, s_sandbox_off_visible);
 		tcase_add_test(tr, measure_worker_start_and_memory);

@@ -1580,7 +1580,8 @@ static uint64_t queue_packets_at_least(const char *id, const char *name, uint64_
 }
 
 /* A worker of vnicd's other than the ones given (a second pair's): its
- * pid, waiting up to 5 s. /proc's children list holds vnicd's. */
+ * pid, waiting up to 5 s. /proc's children list holds vnicd's (and, for a
+ * few ms after a worker ends, its holder's: not a worker). */
 static int other_worker(int not1, int not2)
 {
 	for (int tries = 0; tries < 500; tries++) {
@@ -1597,7 +1598,7 @@ static int other_worker(int not1, int not2)
 		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
 			int pid = atoi(t);
 
-			if (pid > 0 && pid != not1 && pid != not2)
+			if (pid > 0 && pid != not1 && pid != not2 && !st_is_holder(pid))
 				return pid;
 		}
 		msleep(10);

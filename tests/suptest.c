@@ -186,9 +186,25 @@ int st_fd_count(pid_t pid)
 	d = opendir(path);
 	if (!d)
 		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
+	while ((e = readdir(d))) {
+		char link[sizeof(path) + sizeof(e->d_name) + 1], target[16];
+		ssize_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		/* vnicd reads /proc for a moment after each worker's reap
+		 * (its holder, supervisor/holders.h): not an fd it keeps. */
+		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0 && errno == ENOENT)
+			continue; /* closed since readdir saw it */
+		if (len > 0) {
+			target[len] = '\0';
+			if (strncmp(target, "/proc/", 6) == 0)
+				continue;
+		}
+		n++;
+	}
 	closedir(d);
 	return n;
 }
@@ -204,12 +220,32 @@ int st_fd_count_settle(pid_t pid, int want)
 	return n;
 }
 
-int st_child_count(pid_t pid)
+bool st_is_holder(pid_t pid)
+{
+	char path[64], comm[32];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	len = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	comm[len] = '\0';
+	return strcmp(comm, "vnicd-holder\n") == 0;
+}
+
+/* pid's children now; *holders: how many of them are holders. */
+static int child_count_now(pid_t pid, int *holders)
 {
 	char path[96], buf[4096];
 	int fd, n = 0;
 	ssize_t len;
 
+	*holders = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -219,8 +255,24 @@ int st_child_count(pid_t pid)
 	if (len <= 0)
 		return 0;
 	buf[len] = '\0';
-	for (char *p = strtok(buf, " \n"); p; p = strtok(NULL, " \n"))
+	for (char *p = strtok(buf, " \n"); p; p = strtok(NULL, " \n")) {
 		n++;
+		*holders += st_is_holder((pid_t)atoi(p));
+	}
+	return n;
+}
+
+int st_child_count(pid_t pid)
+{
+	int holders, n = child_count_now(pid, &holders);
+
+	/* A worker's holder is vnicd's child for the few ms it takes to
+	 * tear the worker's memory down after the worker is reaped. One
+	 * still there after 2 s is counted (vnicd did not reap it). */
+	for (int i = 0; i < 200 && holders > 0; i++) {
+		msleep(10);
+		n = child_count_now(pid, &holders);
+	}
 	return n;
 }
 

@@ -41,13 +41,19 @@ int st_vnicd_stop(struct vnicd_proc *v);
 /* Remove the files in dir (one level) and dir. */
 void st_rmdir(const char *dir);
 
-/* Open fds of a process (entries of /proc/pid/fd). */
+/* Open fds of a process (entries of /proc/pid/fd), but for files of /proc
+ * (vnicd opens those for a moment after a worker's reap: supervisor/holders.h). */
 int st_fd_count(pid_t pid);
 
 /* Wait up to 2 s for pid's fd count to equal want; returns the last count. */
 int st_fd_count_settle(pid_t pid, int want);
 
-/* Children of pid (from /proc/pid/task/pid/children). */
+/* Is pid a worker's holder (named vnicd-holder: workers/holder.h)? */
+bool st_is_holder(pid_t pid);
+
+/* Children of pid (from /proc/pid/task/pid/children), once no worker's
+ * holder is among them, or after 2 s: a holder outlives its worker by a
+ * few ms (workers/holder.h) before vnicd reaps it. */
 int st_child_count(pid_t pid);
 
 /* Connect and Hello; aborts the test on failure. */

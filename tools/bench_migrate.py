@@ -142,7 +142,7 @@ def main():
                       % (rnd + 1, c, d, r["downtime"], r["final_mib"], r["total"], r["gap"],
                          r["lost"],
                          "survived" if r["tcp"] else "FAILED", announce_kind(r),
-                         ", GET_VRING_BASE to answer %.0f ms" % r["src_stop_ms"]
+                         ", GET_VRING_BASE to answer %.1f ms" % r["src_stop_ms"]
                          if r.get("src_stop_ms") is not None else "",
                          "" if not r["failures"] else "; " + "; ".join(r["failures"]),
                          vmlib.loadavg()), flush=True)

@@ -16,7 +16,8 @@ libvnicnet_la_LIBADD = libvnicshm.la $(FAULT_LIBS)
 # workers/vnicd-worker).
 pkglibexec_PROGRAMS += workers/vnicd-worker
 workers_vnicd_worker_SOURCES = \
-	workers/main.c workers/worker.h workers/worker_event.c workers/worker_fds.c
+	workers/main.c workers/worker.h workers/worker_event.c workers/worker_fds.c \
+	workers/holder.c workers/holder.h
 workers_vnicd_worker_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 workers_vnicd_worker_LDADD = libvnicnet.la libvnicshm.la libvnicproto.la libvnicsandbox.la $(FAULT_LIBS) \
 	$(LIBEVENT_LIBS)

@@ -27,8 +27,9 @@
  *      (a bad region is an Error: exit 1, TESTPLAN C8);
  *   5. close every fd not needed from here on;
  *   6. sandbox, in the order sandbox.h gives: empty root and fresh
- *      mount/ipc/net namespaces, drop to the unprivileged user, rlimits,
- *      no_new_privs and the seccomp filter;
+ *      mount/ipc/net namespaces, drop to the unprivileged user, the
+ *      holder (holder.h: the exit's teardown off a device stop's path),
+ *      rlimits, no_new_privs and the seccomp filter;
  *   7. send Ready (it says whether the sandbox is on);
  *   8. event loop: Start begins ring processing, Stop ends it (Stopped
  *      carries the final indices), supervisor EOF ends the process;
@@ -55,6 +56,7 @@
 #include "afp_ring.h"
 #include "inflight.h"
 #include "fault.h"
+#include "holder.h"
 #include "log.h"
 #include "privdrop.h"
 #include "sandbox.h"
@@ -566,6 +568,7 @@ struct worker_args {
  * fd_ceiling() can still list the fds once the worker holds only what it
  * keeps (an open directory of a detached mount reads on). -1: not open. */
 static int proc_fd_dir = -1;
+static int proc_dir = -1; /* /proc, the same way: holder_start() watches the holder */
 
 static int parse_args(int argc, char **argv, struct worker *w, struct worker_args *a)
 {
@@ -628,7 +631,8 @@ static unsigned fd_ceiling(void)
 		char *end;
 		unsigned long fd = strtoul(e->d_name, &end, 10);
 
-		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || (int)fd == proc_fd_dir)
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || (int)fd == proc_fd_dir ||
+		    (int)fd == proc_dir)
 			continue;
 		if (fd + 1 > top)
 			top = (unsigned)fd + 1;
@@ -663,6 +667,24 @@ static void prepare_sandbox(struct worker_args *a)
 }
 
 /*
+ * In step 6, as the user the worker runs as (the holder's PR_SET_PDEATHSIG
+ * is sent with the exiting worker's credentials, and must be allowed to
+ * kill it) and before the rlimits (NPROC 0) and the filter (no clone).
+ * The holder shares the namespaces too, so the worker's exit does not wait
+ * for their teardown either. Without a holder the worker runs as well;
+ * only its exit is slower (holder.h).
+ */
+static void start_holder(struct worker *w)
+{
+	char err[128];
+	pid_t pid = holder_start(proc_dir, err, sizeof(err));
+
+	if (pid < 0)
+		log_warn("nic %s: no holder (%s): this worker's exit will unmap the guest's "
+			 "memory before it can be reaped", w->nic_id, err);
+}
+
+/*
  * Step 6. Every call here either succeeds or the worker must not run: a
  * half-applied sandbox is reported as an error and the worker exits.
  * Returns: 1 when sandboxed, 0 when --sandbox off, negative errno.
@@ -685,6 +707,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 		log_warn("nic %s: SANDBOX OFF (--sandbox off): this worker runs with the "
 			 "supervisor's privileges and no seccomp filter; for debugging only",
 			 w->nic_id);
+		start_holder(w);
 		return 0;
 	}
 	ceiling = fd_ceiling();
@@ -703,6 +726,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
 	 * kill us when stderr is the supervisor's log file; ignored, such a
 	 * write fails with EFBIG instead (log lines travel over fd 3). */
 	signal(SIGXFSZ, SIG_IGN);
+	start_holder(w);
 	/* One fd number more: a SetDirtyLog's log memfd arrives by
 	 * SCM_RIGHTS while we run (mapped and closed at once), and so does
 	 * a SetCallFd's eventfd (the old call fd is closed once it is in:
@@ -726,7 +750,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
  * anything else the process may hold). Closes fds, the Config's. */
 static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 {
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 2 + 3]; /* + ctrl, proc_fd_dir, stdio */
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 3 + 3]; /* + ctrl, proc dirs, stdio */
 	unsigned nkeep = 0;
 
 	keep[nkeep++] = WORKER_CTRL_FD;
@@ -738,6 +762,8 @@ static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 		keep[nkeep++] = w->p[k].backend_fd;
 	if (proc_fd_dir >= 0)
 		keep[nkeep++] = proc_fd_dir; /* fd_ceiling() closes it */
+	if (proc_dir >= 0)
+		keep[nkeep++] = proc_dir; /* closed after step 6's holder */
 	for (unsigned i = 0; i < fds->n; i++) {
 		bool kept = false;
 
@@ -923,7 +949,9 @@ int main(int argc, char **argv)
 	fault_set_hooks(worker_fault_report, worker_fault_kill);
 #endif
 
-	/* Still 1: the user, then namespaces and the empty root. */
+	/* Still 1: the user, then namespaces and the empty root. /proc is
+	 * opened first, for step 6's holder: the empty root hides it. */
+	proc_dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	prepare_sandbox(&args);
 	/* 2-5. Config: memory, stats page, queues; then only their fds. */
 	if (take_config(w, &args, &uid, &gid) < 0)
@@ -933,6 +961,9 @@ int main(int argc, char **argv)
 
 	/* 6. Sandbox, before the first guest-controlled byte is read. */
 	sandboxed = enter_sandbox(w, &args, uid, gid, err, sizeof(err));
+	if (proc_dir >= 0)
+		close(proc_dir);
+	proc_dir = -1;
 	if (sandboxed < 0)
 		worker_send_error(w, -sandboxed, err);
 	/* 7. Ready, then 8. the loop. */
