@@ -41,7 +41,7 @@ struct holder_arg {
  * handled in the kernel. So what a compromised worker writes to the
  * holder's stack or data is never used.
  */
-__attribute__((no_sanitize_address, no_sanitize_undefined, noinline))
+__attribute__((no_sanitize("address", "undefined"), noinline))
 static int holder_main(void *argp)
 {
 	const struct holder_arg *arg = argp;
