@@ -162,27 +162,24 @@ int holders_init(struct event_base *base)
 {
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) < 0)
 		return -errno;
-	if (base) {
-		retry_ms = RETRY_FIRST_MS;
-		ev_collect = evtimer_new(base, collect_cb, NULL);
-		if (!ev_collect)
-			return -ENOMEM;
-	}
-	return 0;
+	retry_ms = RETRY_FIRST_MS;
+	ev_collect = evtimer_new(base, collect_cb, NULL);
+	return ev_collect ? 0 : -ENOMEM;
 }
 
 void holders_collect(void)
 {
 	/* After the callback that reaped the worker (a device stop's answer
-	 * is not held up by the sweep). */
+	 * is not held up by the sweep). Not a subreaper (no holders_init):
+	 * the holders went to init, nothing to do. */
 	if (ev_collect)
 		event_active(ev_collect, EV_TIMEOUT, 0);
-	else
-		sweep();
 }
 
 void holders_shutdown(void)
 {
+	if (!ev_collect)
+		return;
 	sweep();
 	while (held) {
 		struct holder *h = held;
@@ -191,7 +188,6 @@ void holders_shutdown(void)
 		held = h->next;
 		free(h);
 	}
-	if (ev_collect)
-		event_free(ev_collect);
+	event_free(ev_collect);
 	ev_collect = NULL;
 }

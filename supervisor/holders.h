@@ -17,8 +17,9 @@
 struct event_base;
 
 /* Become a child subreaper; holders are then reaped from base's loop.
- * Without a base (or before this), holders_collect() reaps only holders
- * that have already exited. Returns 0 or a negative errno. */
+ * Before this (a test that spawns workers itself), holders_collect() and
+ * holders_shutdown() do nothing: the holders go to init. Returns 0 or a
+ * negative errno. */
 int holders_init(struct event_base *base);
 
 /* After a worker was reaped: take up the holders among our children. */

@@ -80,7 +80,7 @@ static int holder_main(void *argp)
  */
 static int holder_blocked(int proc_dir, pid_t pid)
 {
-	char path[32], buf[2048];
+	char path[32], buf[4096]; /* status is about 1.5 KiB */
 	const char *state, *mode;
 	ssize_t n;
 	int fd;
