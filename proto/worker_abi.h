@@ -8,10 +8,14 @@
 #ifndef VNIC_WORKER_ABI_H
 #define VNIC_WORKER_ABI_H
 
-/* The fd the worker finds at exec (fork+exec, worker_spawn.c), besides
+/* The fds the worker finds at exec (fork+exec, worker_spawn.c), besides
  * stdio. Everything else arrives in Config. A sandbox violation's record
  * goes to the stats page (sandbox.h), not to an fd. */
 #define WORKER_CTRL_FD 3   /* control socket (SOCK_SEQPACKET) */
+/* The read end of vnicd's lifeline pipe (supervisor/holders.h), which
+ * only the worker's holder keeps (workers/holder.h); absent when the
+ * worker was not started by vnicd: then it runs without a holder. */
+#define WORKER_LIFELINE_FD 4
 
 enum nic_backend_type {
 	NIC_BACKEND_NONE = 0,

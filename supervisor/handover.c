@@ -25,6 +25,7 @@
 #include "fault.h"
 #include "fdstore.h"
 #include "handover_priv.h"
+#include "holders.h"
 #include "memtable.h"
 #include "pbconv.h"
 #include "policy_pb.h"
@@ -179,6 +180,8 @@ static int handover_each_fd(const Vnic__Handover__Handover *m, ho_fd_fn fn, void
 
 	rc = rc ? rc : fn(m->old_exe_fd, "old binary", arg);
 	rc = rc ? rc : fn(m->journal_fd > 0 ? m->journal_fd : -1, "fd store journal", arg);
+	rc = rc ? rc : fn(m->lifeline_rd_fd > 0 ? m->lifeline_rd_fd : -1, "holders' lifeline", arg);
+	rc = rc ? rc : fn(m->lifeline_wr_fd > 0 ? m->lifeline_wr_fd : -1, "holders' lifeline", arg);
 	for (size_t i = 0; !rc && i < m->n_conns; i++)
 		rc = fn(m->conns[i]->fd, "connection", arg);
 	for (size_t i = 0; !rc && i < m->n_nics; i++) {
@@ -1068,6 +1071,9 @@ int handover_upgrade(struct sup *s, struct vmm_conn *asker, uint64_t req, char *
 	rc = exe_fd < 0 ? -errno : handover_build(s, &a, asker, req, exe_fd, &m);
 	if (rc == 0) {
 		m.stored_fds = fdstore_stored(s, &m.n_stored_fds);
+		/* Not the fd store's: a restore from it starts a new one. */
+		m.lifeline_rd_fd = holders_lifeline_rd();
+		m.lifeline_wr_fd = holders_lifeline_wr();
 		upgrade_renice(s, &m);
 	}
 	if (rc) {
@@ -1307,6 +1313,8 @@ int handover_restore(struct sup *s, struct handover *h, char *err, size_t errlen
 	s->next_conn_id = m->next_conn_id;
 	s->upgrades = m->upgrades + (!ho_rolled_back && !h->from_store);
 	s->accept_pauses = m->accept_pauses;
+	if (!h->from_store)
+		holders_adopt(m->lifeline_rd_fd, m->lifeline_wr_fd);
 	for (size_t i = 0; !rc && i < m->n_conns; i++)
 		if (!conn_restore(s, m->conns[i])) {
 			snprintf(err, errlen, "out of memory");

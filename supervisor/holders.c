@@ -15,25 +15,37 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "holders.h"
 #include "log.h"
 #include "workers/holder.h"
 
-/* A holder we saw among our children and have not reaped yet. It cannot
- * be reused as another process's pid before we reap it. */
+/* A holder among our children (its worker is gone) that we have not
+ * reaped yet. Its pid cannot be another process's before we reap it. */
 struct holder {
 	pid_t pid;
+	long long since_ms; /* when a sweep first saw it */
+	bool killed;
 	struct holder *next;
 };
 
-static struct event *ev_collect;   /* the deferred sweep, and its retries */
-static struct holder *held;        /* being waited for */
-static unsigned retry_ms;          /* the next retry's delay, while any is held */
+static struct event *ev_collect;   /* the deferred sweep, the lingers, the retries */
+static struct holder *held;        /* lingering or dying */
+static unsigned retry_ms;          /* the next reap retry's delay, while one is dying */
+static int life_rd = -1, life_wr = -1; /* the lifeline (holders.h) */
 
 #define RETRY_FIRST_MS 1
 #define RETRY_MAX_MS 100
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
 
 /* Reap pid if it has exited; with block, wait for it. 1 reaped (or not
  * ours any more), 0 not yet. */
@@ -77,8 +89,8 @@ static bool is_held(pid_t pid)
 	return false;
 }
 
-/* Take up one holder: reap it now if it has exited, else remember it. */
-static void holder_take(pid_t pid)
+/* Take up one holder: reap it now if it has exited, else let it linger. */
+static void holder_take(pid_t pid, long long now)
 {
 	struct holder *h;
 
@@ -88,34 +100,55 @@ static void holder_take(pid_t pid)
 	if (!h)
 		return; /* the next sweep takes it */
 	h->pid = pid;
+	h->since_ms = now;
 	h->next = held;
 	held = h;
 }
 
-/* Reap the holders taken up that have exited since. */
-static void reap_held(void)
+/* Reap the holders that have exited, kill those that lingered long
+ * enough. Returns the ms until there is more to do, or -1 for nothing. */
+static long long tend_held(long long now)
 {
 	struct holder **pp = &held;
+	long long next = -1;
+	bool dying = false;
 
 	while (*pp) {
 		struct holder *h = *pp;
+		long long left = h->since_ms + HOLDERS_LINGER_MS - now;
 
 		if (holder_try_reap(h->pid, false)) {
 			*pp = h->next;
 			free(h);
-		} else {
-			pp = &h->next;
+			continue;
 		}
+		if (!h->killed && left <= 0) {
+			/* Our unreaped child: the pid is still this holder. */
+			kill(h->pid, SIGKILL);
+			h->killed = true;
+		}
+		if (h->killed)
+			dying = true;
+		else if (next < 0 || left < next)
+			next = left;
+		pp = &h->next;
 	}
+	if (!dying) {
+		retry_ms = RETRY_FIRST_MS;
+		return next;
+	}
+	if (next < 0 || (long long)retry_ms < next)
+		next = retry_ms;
+	retry_ms = retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry_ms * 2;
+	return next;
 }
 
 /* Our children, from every thread's list (an orphan goes to any thread). */
-static void sweep(void)
+static void sweep(long long now)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 
-	reap_held();
 	if (!d)
 		return;
 	while ((e = readdir(d)) != NULL) {
@@ -131,47 +164,82 @@ static void sweep(void)
 			continue;
 		while (fscanf(fp, "%d", &pid) == 1)
 			if (pid > 0 && !is_held(pid) && is_holder(pid))
-				holder_take(pid);
+				holder_take(pid, now);
 		fclose(fp);
 	}
 	closedir(d);
 }
 
-/* The sweep, then a retry while a holder is still tearing down: a timer
+/* The sweep, then a timer for the next linger's end or reap retry:
  * rather than a pidfd each, so vnicd holds no fd for them (a reply's
  * "every fd of the NIC closed" stays true). */
 static void collect_cb(evutil_socket_t fd, short what, void *arg)
 {
+	long long now = now_ms(), next;
+
 	(void)fd;
 	(void)what;
 	(void)arg;
-	sweep();
-	if (!held) {
-		retry_ms = RETRY_FIRST_MS;
-		return;
-	}
-	{
-		struct timeval tv = { .tv_sec = 0, .tv_usec = (suseconds_t)retry_ms * 1000 };
+	sweep(now);
+	next = tend_held(now);
+	if (next >= 0) {
+		struct timeval tv = { .tv_sec = (time_t)(next / 1000),
+				      .tv_usec = (suseconds_t)(next % 1000) * 1000 };
 
 		event_add(ev_collect, &tv);
-		retry_ms = retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry_ms * 2;
 	}
 }
 
 int holders_init(struct event_base *base)
 {
+	int p[2];
+
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) < 0)
+		return -errno;
+	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	retry_ms = RETRY_FIRST_MS;
 	ev_collect = evtimer_new(base, collect_cb, NULL);
-	return ev_collect ? 0 : -ENOMEM;
+	if (!ev_collect) {
+		close(p[0]);
+		close(p[1]);
+		return -ENOMEM;
+	}
+	life_rd = p[0];
+	life_wr = p[1];
+	/* Holders that lingered when an upgrade's exec brought us here. */
+	event_active(ev_collect, EV_TIMEOUT, 0);
+	return 0;
+}
+
+void holders_adopt(int rd, int wr)
+{
+	if (rd <= 0 || wr <= 0 || life_rd < 0)
+		return;
+	close(life_rd);
+	close(life_wr);
+	life_rd = rd;
+	life_wr = wr;
+	/* The exec needed them without FD_CLOEXEC; nothing else may. */
+	fcntl(life_rd, F_SETFD, FD_CLOEXEC);
+	fcntl(life_wr, F_SETFD, FD_CLOEXEC);
+}
+
+int holders_lifeline_rd(void)
+{
+	return life_rd;
+}
+
+int holders_lifeline_wr(void)
+{
+	return life_wr;
 }
 
 void holders_collect(void)
 {
 	/* After the callback that reaped the worker (a device stop's answer
-	 * is not held up by the sweep). Not a subreaper (no holders_init):
-	 * the holders went to init, nothing to do. */
+	 * is not held up by the sweep). Without holders_init there is no
+	 * lifeline and no holder. */
 	if (ev_collect)
 		event_active(ev_collect, EV_TIMEOUT, 0);
 }
@@ -180,7 +248,10 @@ void holders_shutdown(void)
 {
 	if (!ev_collect)
 		return;
-	sweep();
+	sweep(now_ms());
+	for (struct holder *h = held; h; h = h->next)
+		if (!h->killed)
+			kill(h->pid, SIGKILL);
 	while (held) {
 		struct holder *h = held;
 
@@ -190,4 +261,7 @@ void holders_shutdown(void)
 	}
 	event_free(ev_collect);
 	ev_collect = NULL;
+	close(life_rd);
+	close(life_wr);
+	life_rd = life_wr = -1;
 }

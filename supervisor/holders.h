@@ -1,32 +1,51 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * holders: vnicd reaps its workers' holders (workers/holder.h).
+ * holders: vnicd's side of its workers' holders (workers/holder.h).
  *
- * A holder is a worker's child that shares the worker's memory; it dies
- * with the worker (PR_SET_PDEATHSIG) and then tears that memory down. So
- * that the teardown is not the worker's, the holder outlives the worker by
- * a few milliseconds, and an orphan goes to the nearest child subreaper:
- * vnicd is one, and after each worker it reaps (worker_reap) it looks for
- * children named HOLDER_COMM and reaps each once it has exited, from the
- * event loop (a timer retries, 1 ms doubling to 100 ms, while one is left),
- * never blocking for it and holding no fd for it.
+ * A holder is a worker's child that shares the worker's memory and sleeps
+ * reading the lifeline, a pipe whose write end only vnicd holds (and never
+ * writes to): each worker gets its read end at exec (WORKER_LIFELINE_FD)
+ * and leaves it to its holder. When the worker dies its holder comes to
+ * vnicd, a child subreaper; so a holder among vnicd's own children is one
+ * whose worker is gone. After each worker it reaps (worker_reap) vnicd
+ * looks for such children (named HOLDER_COMM) and lets each linger for
+ * HOLDERS_LINGER_MS before it kills and reaps it, from the event loop,
+ * holding no fd for it: the teardown of the worker's memory, which the
+ * kill starts, then falls after a device stop's answer and after the rest
+ * of a migration's downtime, not in them. If vnicd dies, the lifeline's
+ * last write end closes and every holder exits.
  */
 #ifndef VNICD_SUPERVISOR_HOLDERS_H
 #define VNICD_SUPERVISOR_HOLDERS_H
 
 struct event_base;
 
-/* Become a child subreaper; holders are then reaped from base's loop.
- * Before this (a test that spawns workers itself), holders_collect() and
- * holders_shutdown() do nothing: the holders go to init. Returns 0 or a
- * negative errno. */
+/* How long a holder outlives its worker. A migration's stop-and-copy
+ * lasts what QEMU's downtime limit allows (300 ms by default). */
+#define HOLDERS_LINGER_MS 1000
+
+/* Become a child subreaper and open the lifeline (or keep the one
+ * holders_adopt() gives); holders are then handled from base's loop.
+ * Before this (a test that spawns workers itself) there is no lifeline,
+ * workers start without a holder and the calls below do nothing.
+ * Returns 0 or a negative errno. */
 int holders_init(struct event_base *base);
+
+/* An upgrade's new process: the lifeline that the old one handed over
+ * (rd, wr) replaces the one holders_init() opened, so the holders of the
+ * workers taken over keep sleeping. */
+void holders_adopt(int rd, int wr);
+
+/* The lifeline's ends (-1 before holders_init): rd for a worker's
+ * WORKER_LIFELINE_FD, both for an upgrade's handover. */
+int holders_lifeline_rd(void);
+int holders_lifeline_wr(void);
 
 /* After a worker was reaped: take up the holders among our children. */
 void holders_collect(void);
 
-/* Wait for every holder taken up (they are dying with their workers),
- * and stop watching. */
+/* Kill every holder among our children now, wait for each, close the
+ * lifeline and stop watching. */
 void holders_shutdown(void);
 
 #endif

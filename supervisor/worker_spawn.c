@@ -35,7 +35,7 @@ static int pidfd_send_signal_(int pidfd, int sig)
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
 static void child_exec(const char *path, const char *nic_id, const struct worker_opts *o,
-		       int ctrl)
+		       int ctrl, int lifeline)
 {
 	/* Writable copies: execve's prototype wants char *const[]. */
 	char a0[] = "vnicd-worker", a1[] = "--nic", e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
@@ -45,7 +45,7 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 	char *argv[12] = { a0, a1, id, NULL };
 	char *envp[] = { e0, NULL };
 	size_t n = strnlen(nic_id, sizeof(id) - 1);
-	int argc = 3;
+	int argc = 3, first;
 	sigset_t none;
 
 	memcpy(id, nic_id, n);
@@ -83,15 +83,23 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
+	/* The lifeline out of the way of fd 3 first (holders.h). */
+	if (lifeline >= 0 && (lifeline = fcntl(lifeline, F_DUPFD_CLOEXEC,
+					       WORKER_LIFELINE_FD + 1)) < 0)
+		_exit(126);
 	/* The control socket at its fixed number, without CLOEXEC (dup2
 	 * clears it; when it already is fd 3, clear it by hand). */
 	if (ctrl == WORKER_CTRL_FD ? fcntl(ctrl, F_SETFD, 0) < 0 : dup2(ctrl, WORKER_CTRL_FD) < 0)
 		_exit(126);
+	/* The lifeline's read end for the worker's holder (none: no holder). */
+	if (lifeline >= 0 && dup2(lifeline, WORKER_LIFELINE_FD) < 0)
+		_exit(126);
+	first = lifeline >= 0 ? WORKER_LIFELINE_FD + 1 : WORKER_CTRL_FD + 1;
 	/* Blocking for the worker: it runs its own loop and sets what it wants. */
 	fcntl(WORKER_CTRL_FD, F_SETFL, fcntl(WORKER_CTRL_FD, F_GETFL) & ~O_NONBLOCK);
 	/* Every other NIC's fds, the listener, the VMM sockets: gone. */
-	if (syscall(SYS_close_range, WORKER_CTRL_FD + 1, ~0U, 0) < 0) {
-		for (int fd = WORKER_CTRL_FD + 1; fd < 65536; fd++)
+	if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) < 0) {
+		for (int fd = first; fd < 65536; fd++)
 			close(fd);
 	}
 	execve(path, argv, envp);
@@ -101,7 +109,7 @@ static void child_exec(const char *path, const char *nic_id, const struct worker
 int worker_spawn(const char *path, const char *nic_id, const struct worker_opts *opts,
 		 struct worker_proc *ret, char *err, size_t errlen)
 {
-	int sv[2], pidfd, rc;
+	int sv[2], pidfd, rc, lifeline = holders_lifeline_rd();
 	pid_t pid;
 
 	if (access(path, X_OK) < 0) {
@@ -122,7 +130,7 @@ int worker_spawn(const char *path, const char *nic_id, const struct worker_opts 
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child_exec(path, nic_id, opts, sv[1]);
+		child_exec(path, nic_id, opts, sv[1], lifeline);
 	}
 	close(sv[1]);
 	pidfd = pidfd_open_(pid);
@@ -177,7 +185,7 @@ int worker_reap(const struct worker_proc *w, bool block, struct worker_exit *ret
 	}
 	if (si.si_pid == 0)
 		return 0;
-	/* Its holder is ours now, and dying (holders.h). */
+	/* Its holder is ours now (holders.h). */
 	holders_collect();
 	memset(ret, 0, sizeof(*ret));
 	switch (si.si_code) {

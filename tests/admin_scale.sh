@@ -16,7 +16,8 @@ fds0=$(ls /proc/$VNICD_PID/fd | wc -l)
 e2e_bench scale --nics 8 --frames 8 --status-reps 5 || e2e_die "vnic-bench scale failed"
 grep -q '^RESULT scale nics=8 ' "$E2E_TMP/bench.out" || e2e_die "no RESULT line"
 e2e_wait_for 5 "vnicd's fds back to $fds0" sh -c "[ \$(ls /proc/$VNICD_PID/fd | wc -l) -eq $fds0 ]"
-# No child either: each worker's holder is reaped too, a few ms after its worker.
+# No child either: each worker's holder is reaped too, 1 s after its worker
+# (HOLDERS_LINGER_MS, supervisor/holders.h).
 e2e_wait_for 5 "no worker or holder left after remove" \
 	sh -c "[ -z \"\$(cat /proc/$VNICD_PID/task/$VNICD_PID/children)\" ]"
 e2e_stop_vnicd

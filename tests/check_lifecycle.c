@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "holders.h"
 #include "nic_state.h"
 #include "suptest.h"
 #include "vring_drv.h"
@@ -882,27 +883,103 @@ static void status_line(pid_t pid, const char *name, char *out, size_t outlen)
 	fclose(f);
 }
 
-/* Wait up to 5 s for pid to be gone: not alive and not a zombie either. */
-static bool pid_gone(pid_t pid)
+static long long mono_ms(void)
 {
-	char path[64];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Wait up to 10 s for pid to be gone: not alive and, with no_zombie, not
+ * a zombie either. Returns when it went (mono_ms), or -1. */
+static long long pid_gone(pid_t pid, bool no_zombie)
+{
+	char path[64], state[64];
 
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	for (int i = 0; i < 500; i++) {
+	for (int i = 0; i < 1000; i++) {
 		if (access(path, F_OK) < 0)
-			return true;
+			return mono_ms();
+		if (!no_zombie) {
+			status_line(pid, "State:", state, sizeof(state));
+			if (state[1] == 'Z')
+				return mono_ms();
+		}
 		msleep(10);
 	}
-	return false;
+	return -1;
+}
+
+/* The inode of the pipe at /proc/pid/fd/fd, 0 when it is not a pipe. */
+static unsigned long pipe_ino(pid_t pid, const char *fd)
+{
+	char link[128], target[128];
+	unsigned long ino = 0;
+	ssize_t len;
+
+	snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, fd);
+	len = readlink(link, target, sizeof(target) - 1);
+	if (len <= 0)
+		return 0;
+	target[len] = '\0';
+	if (sscanf(target, "pipe:[%lu]", &ino) != 1)
+		return 0;
+	return ino;
+}
+
+/* Does pid hold an fd on the pipe ino? */
+static bool holds_pipe(pid_t pid, unsigned long ino)
+{
+	char path[64];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d)) != NULL)
+		found = e->d_name[0] != '.' && pipe_ino(pid, e->d_name) == ino;
+	closedir(d);
+	return found;
+}
+
+/* The holder, after its worker went at t0 (mono_ms): while it lingers it
+ * is vnicd's child, asleep; it goes, reaped, no sooner than
+ * HOLDERS_LINGER_MS after t0 and within 10 s. */
+static void holder_lingers_then_goes(pid_t holder, pid_t vnicd, long long t0)
+{
+	char ppid[64], state[64], want[32];
+	long long gone;
+
+	status_line(holder, "PPid:", ppid, sizeof(ppid));
+	status_line(holder, "State:", state, sizeof(state));
+	if (mono_ms() - t0 < HOLDERS_LINGER_MS / 2) {
+		/* (Later than that it may have gone already: not checked.) */
+		snprintf(want, sizeof(want), "\t%d\n", (int)vnicd);
+		ck_assert_msg(strcmp(ppid, want) == 0, "lingering holder %d: PPid%s",
+			      (int)holder, ppid);
+		ck_assert_msg(state[1] == 'S', "lingering holder %d: State%s", (int)holder, state);
+	}
+	gone = pid_gone(holder, true);
+	ck_assert_msg(gone >= 0, "holder %d is still there 10 s after its worker went",
+		      (int)holder);
+	ck_assert_msg(gone - t0 >= HOLDERS_LINGER_MS, "holder %d went %lld ms after its worker",
+		      (int)holder, gone - t0);
 }
 
 /*
  * Every worker runs with a holder (workers/holder.h): a process of its
  * own that shares the worker's memory and nothing else the worker holds
- * (no fd but its own pipe, the worker's uid, strict seccomp), blocked for
- * good. When the worker goes, by RemoveNic or by a crash, the holder dies
- * with it and vnicd reaps it: no process of it is left, not even a
- * zombie (on a host whose init does not reap orphans either).
+ * (no fd but the read end of vnicd's lifeline, the worker's uid, strict
+ * seccomp), blocked for good. When the worker goes, by a crash or by
+ * RemoveNic, the holder comes to vnicd and lingers, asleep, for
+ * HOLDERS_LINGER_MS (supervisor/holders.h); then vnicd kills and reaps
+ * it: no process is left, not even a zombie (on a host whose init does not
+ * reap orphans either). When vnicd itself dies, the holder reads EOF on
+ * the lifeline and exits.
  */
 START_TEST(holder_shares_only_memory_and_goes_with_its_worker)
 {
@@ -912,7 +989,9 @@ START_TEST(holder_shares_only_memory_and_goes_with_its_worker)
 	struct vnic_remove_result rr;
 	struct st_guest g;
 	char wuid[128], huid[128], state[64], mode[64], path[64];
-	pid_t worker, holder, holder2;
+	pid_t worker, holder, holder2, holder3;
+	unsigned long ino = 0;
+	long long t0;
 	DIR *d;
 	struct dirent *e;
 	int nfd = 0;
@@ -942,46 +1021,57 @@ START_TEST(holder_shares_only_memory_and_goes_with_its_worker)
 	ck_assert_str_eq(mode, "\t1\n");
 	status_line(holder, "State:", state, sizeof(state));
 	ck_assert_msg(state[1] == 'S', "holder state %s", state);
-	/* Its two fds are its own pipe: nothing of the worker's. */
+	/* Its one fd is a pipe vnicd holds too (the lifeline); nothing of
+	 * the worker's, and the worker kept no copy of it. */
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)holder);
 	d = opendir(path);
 	ck_assert_ptr_nonnull(d);
 	while ((e = readdir(d)) != NULL) {
-		char link[sizeof(path) + sizeof(e->d_name) + 1], target[128];
-		ssize_t len;
-
 		if (e->d_name[0] == '.')
 			continue;
 		nfd++;
-		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		ck_assert_int_gt(len, 0);
-		target[len] = '\0';
-		ck_assert_msg(strncmp(target, "pipe:", 5) == 0, "holder fd %s: %s", e->d_name,
-			      target);
+		ino = pipe_ino(holder, e->d_name);
+		ck_assert_msg(ino != 0, "holder fd %s is not a pipe", e->d_name);
 	}
 	closedir(d);
-	ck_assert_int_eq(nfd, 2);
+	ck_assert_int_eq(nfd, 1);
+	ck_assert_msg(holds_pipe(lv.pid, ino), "vnicd does not hold the holder's pipe");
+	ck_assert_msg(!holds_pipe(worker, ino), "the worker kept the lifeline");
 
-	/* A crash: the holder goes with the worker, the new worker has its own. */
+	/* A crash: the holder outlives the worker by the linger, the new
+	 * worker has its own. */
+	t0 = mono_ms();
 	ck_assert_int_eq(kill(worker, SIGKILL), 0);
 	pump(c, &ev.restarted, 1, 5000);
-	ck_assert_msg(pid_gone(holder), "holder %d of the killed worker is still there",
-		      (int)holder);
 	ck_assert(nic_status(c, "held", &n));
 	ck_assert_int_ne(n.pid, worker);
 	holder2 = holder_of(n.pid);
 	ck_assert_int_gt(holder2, 0);
 	ck_assert_int_ne(holder2, holder);
 	ck_assert_int_eq(syscall(SYS_kcmp, n.pid, holder2, KCMP_VM, 0, 0), 0);
+	holder_lingers_then_goes(holder, lv.pid, t0);
 
 	/* RemoveNic: the same, and vnicd is left with no child at all. */
+	t0 = mono_ms();
 	ck_assert_int_eq(vnic_remove_nic(c, "held", 3000, &rr), 0);
-	ck_assert_msg(pid_gone(holder2), "holder %d of the removed worker is still there",
-		      (int)holder2);
+	holder_lingers_then_goes(holder2, lv.pid, t0);
 	ck_assert_int_eq(st_child_count(lv.pid), 0);
-	st_guest_free(&g);
+
+	/* vnicd dies: the holder reads EOF on the lifeline and exits. */
+	st_add_ok(c, &g);
+	ck_assert(nic_status(c, "held", &n));
+	holder3 = holder_of(n.pid);
+	ck_assert_int_gt(holder3, 0);
 	vnic_close(c);
+	ck_assert_int_eq(kill(lv.pid, SIGKILL), 0);
+	waitpid(lv.pid, NULL, 0);
+	ck_assert_msg(pid_gone(holder3, false) >= 0,
+		      "holder %d is still there 10 s after vnicd died", (int)holder3);
+	ck_assert_msg(pid_gone(n.pid, false) >= 0, "worker %d outlived vnicd", (int)n.pid);
+	unlink(lv.sock);
+	st_rmdir(lv.dir);
+	lv.pid = 0;
+	st_guest_free(&g);
 }
 END_TEST
 

@@ -245,7 +245,7 @@ round_once() {
 		kill -0 "$VNICD_PID" 2>/dev/null
 		inv clean $? "vnicd died"
 		e2e_wait_for 10 "no NIC left" no_nics
-		# A holder is reaped a few ms after its worker (workers/holder.h).
+		# A holder is reaped 1 s after its worker (supervisor/holders.h).
 		for _ in $(seq 50); do
 			pgrep -P "$VNICD_PID" >/dev/null 2>&1 || break
 			sleep 0.1

@@ -266,10 +266,10 @@ int st_child_count(pid_t pid)
 {
 	int holders, n = child_count_now(pid, &holders);
 
-	/* A worker's holder is vnicd's child for the few ms it takes to
-	 * tear the worker's memory down after the worker is reaped. One
-	 * still there after 2 s is counted (vnicd did not reap it). */
-	for (int i = 0; i < 200 && holders > 0; i++) {
+	/* A worker's holder is vnicd's child for HOLDERS_LINGER_MS (1 s)
+	 * after the worker is reaped, and the few ms its teardown takes.
+	 * One still there after 4 s is counted (vnicd did not reap it). */
+	for (int i = 0; i < 400 && holders > 0; i++) {
 		msleep(10);
 		n = child_count_now(pid, &holders);
 	}

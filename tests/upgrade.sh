@@ -11,7 +11,8 @@
 #                  every frame arrives once and intact, every TX
 #                  descriptor comes back once (vnic-bench's own checks);
 #                  the same vnicd pid, every worker the same pid with no
-#                  restart, the VMM's connection kept; vnicd runs the new
+#                  restart, each worker's holder the same pid (the
+#                  lifeline went over), the VMM's connection kept; vnicd runs the new
 #                  file (/proc/PID/exe not "(deleted)"); its fd count is
 #                  the same before and after; its nice value (2, set by
 #                  the test) is 2 again after each upgrade
@@ -56,6 +57,13 @@ fds() { ls "/proc/$VNICD_PID/fd" | wc -l; }
 # fd_list FILE: vnicd's fds and what each is, for the message of a failure.
 fd_list() { for f in /proc/"$VNICD_PID"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n >"$1"; }
 workers() { e2e_workers; }
+# holders: each worker's holder (workers/holder.h), one line "worker holder".
+holders() {
+	local w
+	for w in $(pgrep -x -P "$VNICD_PID" vnicd-worker); do
+		echo "$w $(cat "/proc/$w/task/$w/children" 2>/dev/null)"
+	done | sort
+}
 nice_of() { ps -o ni= -p "$VNICD_PID" | tr -d ' '; }
 json_field() { python3 -c 'import json, sys; j = json.load(sys.stdin); print(*(j[k] for k in sys.argv[1:]))' "$@"; }
 
@@ -82,6 +90,8 @@ sleep 0.5
 # An upgrade runs at nice 10 (--upgrade-nice) and returns to what vnicd had.
 renice -n 2 -p "$VNICD_PID" >/dev/null || e2e_die "renice vnicd"
 W0=$(workers)
+H0=$(holders)
+[ "$(echo "$H0" | awk 'NF == 2' | wc -l)" -ge 4 ] || e2e_die "not every worker has a holder: [$H0]"
 NFD0=$(fds)
 fd_list "$E2E_TMP/fds0"
 e2e_log "workers before: $(echo "$W0" | tr '\n' ';')"
@@ -100,10 +110,13 @@ done
 [ $(( (${EPOCHREALTIME/./} - T0) / 1000000 )) -lt 30 ] ||
 	e2e_die "the traffic ended before the upgrades did: too slow a machine?"
 W1=$(workers)
+H1=$(holders)
 NFD1=$(fds)
 fd_list "$E2E_TMP/fds1"
 touch "$E2E_TMP/checked"
 [ "$W0" = "$W1" ] || e2e_die "workers changed across the upgrades: before [$W0] after [$W1]"
+# The lifeline goes over with the rest: the holders sleep on (holders.h).
+[ "$H0" = "$H1" ] || e2e_die "holders changed across the upgrades: before [$H0] after [$H1]"
 [ "$NFD0" = "$NFD1" ] || e2e_die "vnicd's fd count changed across the upgrades: $NFD0 -> $NFD1:
 $(diff "$E2E_TMP/fds0" "$E2E_TMP/fds1")"
 wait $BENCH || { cat "$E2E_TMP/bench.log"; e2e_die "vnic-bench traffic failed across the upgrades"; }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -20,53 +21,82 @@
 #include <unistd.h>
 
 #include "holder.h"
+#include "worker_abi.h"
 
 #define HOLDER_STACK (64 * 1024)
 /* How long the worker waits for the holder to block (it takes well under
  * a millisecond; a host that needs more loses only the fast exit). */
 #define HOLDER_WAIT_NS (1000 * 1000 * 1000LL)
 
-struct holder_arg {
-	pid_t parent;
-};
+/*
+ * Read the lifeline until EOF, then exit: from the text alone. Only
+ * registers it sets itself and no stack: after the first read blocks,
+ * nothing a compromised worker can write (the holder's stack and data are
+ * in the memory they share; text it cannot make writable and executable
+ * again, the filter refuses PROT_EXEC) decides what the holder does when
+ * that read returns.
+ */
+__attribute__((noreturn, always_inline))
+static inline void holder_sleep(void)
+{
+#if defined(__x86_64__)
+	static char sink;
+
+	__asm__ volatile("1:\n\t"
+			 "mov %[nr_read], %%eax\n\t"
+			 "mov %[fd], %%edi\n\t"
+			 "lea %[buf], %%rsi\n\t"
+			 "mov $1, %%edx\n\t"
+			 "syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jg 1b\n\t"
+			 "mov %[nr_exit], %%eax\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "syscall\n\t"
+			 "ud2"
+			 : [buf] "=m"(sink)
+			 : [nr_read] "i"(SYS_read), [fd] "i"(WORKER_LIFELINE_FD),
+			   [nr_exit] "i"(SYS_exit)
+			 : "rax", "rcx", "rdx", "rsi", "rdi", "r11", "memory");
+	__builtin_unreachable();
+#else
+	/* Elsewhere in C: what the read returns to is on the stack. */
+	char c;
+
+	while (syscall(SYS_read, WORKER_LIFELINE_FD, &c, 1) > 0)
+		;
+	syscall(SYS_exit, 0);
+	__builtin_unreachable();
+#endif
+}
 
 /*
  * The holder's whole life. It runs on its own stack in the worker's
  * address space and shares the worker's TLS, so it calls nothing but
  * syscall(2) (no errno it would write is ever read) and is not
- * instrumented. After the read below blocks it never runs an instruction
- * of its own again: nothing can write to its pipe (it holds both ends,
- * in a file table of its own), a signal without a handler only restarts
- * the call from the saved registers, and the SIGKILL that ends it is
- * handled in the kernel. So what a compromised worker writes to the
- * holder's stack or data is never used.
+ * instrumented. Once it sleeps it runs no instruction while vnicd lives:
+ * vnicd never writes to the lifeline, a signal without a handler only
+ * restarts the read, and the SIGKILL with which vnicd ends it is handled
+ * in the kernel. Only when vnicd is gone (the lifeline's last write end
+ * closed) does the read return, and the holder exits (holder_sleep);
+ * strict seccomp leaves it read, write and exit in any case, with no fd
+ * but the lifeline's read end.
  */
 __attribute__((no_sanitize("address", "undefined"), noinline))
 static int holder_main(void *argp)
 {
-	const struct holder_arg *arg = argp;
-	pid_t parent = arg->parent;
-	int p[2];
-	char c;
-
-	/* Only its own two fds: the worker's control socket, tap and
-	 * eventfds stay the worker's. */
-	if (syscall(SYS_close_range, 0U, ~0U, 0U) < 0 || syscall(SYS_pipe2, p, 0) < 0)
-		syscall(SYS_exit, 1);
+	(void)argp;
 	syscall(SYS_prctl, PR_SET_NAME, (unsigned long)HOLDER_COMM, 0UL, 0UL, 0UL);
-	/* Dies with the worker. The parent may have gone before this: then
-	 * we were reparented and must not wait for a signal that is not
-	 * coming. */
-	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, (unsigned long)SIGKILL, 0UL, 0UL, 0UL) < 0 ||
-	    syscall(SYS_getppid) != parent)
+	/* Only the lifeline: the worker's control socket, tap and eventfds
+	 * stay the worker's. */
+	if (syscall(SYS_close_range, 0U, (unsigned)WORKER_LIFELINE_FD - 1, 0U) < 0 ||
+	    syscall(SYS_close_range, (unsigned)WORKER_LIFELINE_FD + 1, ~0U, 0U) < 0)
 		syscall(SYS_exit, 1);
 	/* read, write, exit, sigreturn: nothing else, ever. */
 	if (syscall(SYS_prctl, PR_SET_SECCOMP, (unsigned long)SECCOMP_MODE_STRICT, 0UL, 0UL,
 		    0UL) < 0)
 		syscall(SYS_exit, 1);
-	for (;;)
-		syscall(SYS_read, p[0], &c, 1);
-	return 0;
+	holder_sleep();
 }
 
 /*
@@ -103,6 +133,15 @@ static int holder_blocked(int proc_dir, pid_t pid)
 	return state[8] == 'S' && mode[10] == '1' && mode[11] == '\n';
 }
 
+bool holder_lifeline_ok(int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY && fstat(fd, &st) == 0 &&
+	       S_ISFIFO(st.st_mode);
+}
+
 static long long now_ns(void)
 {
 	struct timespec ts;
@@ -113,7 +152,6 @@ static long long now_ns(void)
 
 pid_t holder_start(int proc_dir, char *err, size_t errlen)
 {
-	static struct holder_arg arg; /* read by the holder before it blocks */
 	long long deadline;
 	void *stack;
 	pid_t pid;
@@ -123,6 +161,11 @@ pid_t holder_start(int proc_dir, char *err, size_t errlen)
 		snprintf(err, errlen, "/proc is not open");
 		return -EBADF;
 	}
+	if (!holder_lifeline_ok(WORKER_LIFELINE_FD)) {
+		snprintf(err, errlen, "no lifeline at fd %d (not started by vnicd)",
+			 WORKER_LIFELINE_FD);
+		return -EBADF;
+	}
 	stack = mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED) {
@@ -130,11 +173,10 @@ pid_t holder_start(int proc_dir, char *err, size_t errlen)
 		snprintf(err, errlen, "stack: %s", strerror(errno));
 		return r;
 	}
-	arg.parent = getpid();
 	/* Not CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD: a process of its
 	 * own that shares only the memory. The stack stays mapped for the
 	 * holder's life (64 KiB; it is never freed, like the holder). */
-	pid = clone(holder_main, (char *)stack + HOLDER_STACK, CLONE_VM | SIGCHLD, &arg);
+	pid = clone(holder_main, (char *)stack + HOLDER_STACK, CLONE_VM | SIGCHLD, NULL);
 	if (pid < 0) {
 		r = -errno;
 		munmap(stack, HOLDER_STACK);

@@ -569,6 +569,8 @@ struct worker_args {
  * keeps (an open directory of a detached mount reads on). -1: not open. */
 static int proc_fd_dir = -1;
 static int proc_dir = -1; /* /proc, the same way: holder_start() watches the holder */
+/* WORKER_LIFELINE_FD when vnicd gave it (step 1), for step 6's holder. */
+static int lifeline_fd = -1;
 
 static int parse_args(int argc, char **argv, struct worker *w, struct worker_args *a)
 {
@@ -667,9 +669,10 @@ static void prepare_sandbox(struct worker_args *a)
 }
 
 /*
- * In step 6, as the user the worker runs as (the holder's PR_SET_PDEATHSIG
- * is sent with the exiting worker's credentials, and must be allowed to
- * kill it) and before the rlimits (NPROC 0) and the filter (no clone).
+ * In step 6, as the user the worker runs as (a holder as root would share
+ * a memory that a compromised worker writes) and before the rlimits
+ * (NPROC 0) and the filter (no clone). The worker then closes its copy of
+ * the lifeline: only the holder keeps one.
  * The holder shares the namespaces too, so the worker's exit does not wait
  * for their teardown either. Without a holder the worker runs as well;
  * only its exit is slower (holder.h).
@@ -750,7 +753,7 @@ static int enter_sandbox(struct worker *w, const struct worker_args *a, uid_t ui
  * anything else the process may hold). Closes fds, the Config's. */
 static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 {
-	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 3 + 3]; /* + ctrl, proc dirs, stdio */
+	int keep[2 * STATS_MAX_QUEUES + NET_MAX_PAIRS + 4 + 3]; /* + ctrl, proc dirs, lifeline, stdio */
 	unsigned nkeep = 0;
 
 	keep[nkeep++] = WORKER_CTRL_FD;
@@ -764,6 +767,8 @@ static int close_unneeded_fds(struct worker *w, struct wire_fds *fds)
 		keep[nkeep++] = proc_fd_dir; /* fd_ceiling() closes it */
 	if (proc_dir >= 0)
 		keep[nkeep++] = proc_dir; /* closed after step 6's holder */
+	if (lifeline_fd >= 0)
+		keep[nkeep++] = lifeline_fd; /* the same */
 	for (unsigned i = 0; i < fds->n; i++) {
 		bool kept = false;
 
@@ -952,6 +957,8 @@ int main(int argc, char **argv)
 	/* Still 1: the user, then namespaces and the empty root. /proc is
 	 * opened first, for step 6's holder: the empty root hides it. */
 	proc_dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (holder_lifeline_ok(WORKER_LIFELINE_FD))
+		lifeline_fd = WORKER_LIFELINE_FD;
 	prepare_sandbox(&args);
 	/* 2-5. Config: memory, stats page, queues; then only their fds. */
 	if (take_config(w, &args, &uid, &gid) < 0)
@@ -964,6 +971,9 @@ int main(int argc, char **argv)
 	if (proc_dir >= 0)
 		close(proc_dir);
 	proc_dir = -1;
+	if (lifeline_fd >= 0)
+		close(lifeline_fd); /* the holder has its own */
+	lifeline_fd = -1;
 	if (sandboxed < 0)
 		worker_send_error(w, -sandboxed, err);
 	/* 7. Ready, then 8. the loop. */
