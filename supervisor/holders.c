@@ -170,24 +170,29 @@ static void sweep(long long now)
 	closedir(d);
 }
 
-/* The sweep, then a timer for the next linger's end or reap retry:
+/* A timer for the next linger's end or reap retry (next ms; -1: none):
  * rather than a pidfd each, so vnicd holds no fd for them (a reply's
  * "every fd of the NIC closed" stays true). */
-static void collect_cb(evutil_socket_t fd, short what, void *arg)
+static void schedule(long long next)
 {
-	long long now = now_ms(), next;
-
-	(void)fd;
-	(void)what;
-	(void)arg;
-	sweep(now);
-	next = tend_held(now);
 	if (next >= 0) {
 		struct timeval tv = { .tv_sec = (time_t)(next / 1000),
 				      .tv_usec = (suseconds_t)(next % 1000) * 1000 };
 
 		event_add(ev_collect, &tv);
 	}
+}
+
+/* The sweep, then the timer. */
+static void collect_cb(evutil_socket_t fd, short what, void *arg)
+{
+	long long now = now_ms();
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sweep(now);
+	schedule(tend_held(now));
 }
 
 int holders_init(struct event_base *base)
@@ -242,6 +247,19 @@ void holders_collect(void)
 	 * lifeline and no holder. */
 	if (ev_collect)
 		event_active(ev_collect, EV_TIMEOUT, 0);
+}
+
+void holders_expire(void)
+{
+	long long now;
+
+	if (!ev_collect)
+		return;
+	now = now_ms();
+	sweep(now); /* a worker reaped in this very callback */
+	for (struct holder *h = held; h; h = h->next)
+		h->since_ms = now - HOLDERS_LINGER_MS;
+	schedule(tend_held(now));
 }
 
 void holders_shutdown(void)

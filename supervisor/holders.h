@@ -44,6 +44,13 @@ int holders_lifeline_wr(void);
 /* After a worker was reaped: take up the holders among our children. */
 void holders_collect(void);
 
+/* End every linger now: kill each holder among our children, reaped
+ * from the loop as usual. Before a worker starts on a backend whose
+ * mapped state outlives a worker (an AF_PACKET socket's rings: the
+ * kernel refuses to replace them while any process maps them, and a
+ * lingering holder maps its worker's). */
+void holders_expire(void);
+
 /* Kill every holder among our children now, wait for each, close the
  * lifeline and stop watching. */
 void holders_shutdown(void);

@@ -55,6 +55,7 @@
 #include "supervisor.h"
 #include "afp_ring.h"
 #include "afpacket.h"
+#include "holders.h"
 #include "tap.h"
 #include "vring.h"
 #include "worker_spare.h"
@@ -731,6 +732,13 @@ static int nic_launch_from(struct nic *n, const struct worker_proc *pre, uint64_
 				 .fault = nic_fault_spec(n) };
 	int rc;
 
+	/* A restart (or a vhost-user device's new start) on the same
+	 * AF_PACKET socket sets up new rings, refused while an earlier
+	 * worker's lingering holder maps the old ones (holders.h). The
+	 * kill starts the teardown now; the worker's ring setup waits out
+	 * its few ms (afp_ring_opt). */
+	if (n->backend == NIC_BACKEND_AF_PACKET)
+		holders_expire();
 	n->ready_seen = n->stopped_seen = n->kill_sent = n->ctrl_closed = false;
 	n->call_early = 0;
 	n->mon_once = 0;

@@ -238,6 +238,12 @@ round_once() {
 		# and the guest kept transmitting through the new one.
 		grep -qE '^LOST-TO-FAULTS nic=lc0 .*deaths=[1-9].* restarts=[1-9].* failed=no .*g2h_after_restart=[1-9]' "$out"
 		inv op $? "lc0 did not die, restart and carry frames again: $(grep '^LOST-TO-FAULTS' "$out")"
+		# The first restart works: a replacement sets the backend up
+		# afresh (AF_PACKET: new rings on the same socket, which the
+		# kernel refuses while the dead worker's holder still maps the
+		# old ones), and none of this list's faults fires before READY.
+		! grep -q 'failed: restarted worker .* before it was ready' "$out"
+		inv op $? "a restarted worker failed before it was ready: $(grep -m1 'failed: restarted worker' "$out")"
 		;;
 	esac
 
