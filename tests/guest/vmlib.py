@@ -559,6 +559,18 @@ class Guest:
                     pass
             raise
         t_done = time.monotonic()
+        # QEMU 7.2 sets "completed" before it computes the migration's
+        # times (migration_calculate_complete, in the migration thread;
+        # upstream swapped the two in 2023), so a query in between reads
+        # total-time and downtime 0: read the figures again until they
+        # are there.
+        for n in range(100):
+            if last.get("total-time"):
+                if n:
+                    log("query-migrate: the figures came %d reads after \"completed\"" % n)
+                break
+            time.sleep(0.01)
+            last = self.qmp("query-migrate")
         diff = None
         if dst.hold:
             wait_for("the destination to have the guest", 30,
