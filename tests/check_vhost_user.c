@@ -1598,7 +1598,8 @@ static int other_worker(int not1, int not2)
 		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
 			int pid = atoi(t);
 
-			if (pid > 0 && pid != not1 && pid != not2 && !st_is_holder(pid))
+			/* Not a holder, nor a child reaped since the list. */
+			if (pid > 0 && pid != not1 && pid != not2 && st_holder_kind(pid) == 0)
 				return pid;
 		}
 		msleep(10);

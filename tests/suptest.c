@@ -220,7 +220,7 @@ int st_fd_count_settle(pid_t pid, int want)
 	return n;
 }
 
-bool st_is_holder(pid_t pid)
+int st_holder_kind(pid_t pid)
 {
 	char path[64], comm[32];
 	ssize_t len;
@@ -229,16 +229,23 @@ bool st_is_holder(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return -1; /* reaped since it was listed */
 	len = read(fd, comm, sizeof(comm) - 1);
 	close(fd);
 	if (len <= 0)
-		return false;
+		return -1;
 	comm[len] = '\0';
 	return strcmp(comm, "vnicd-holder\n") == 0;
 }
 
-/* pid's children now; *holders: how many of them are holders. */
+bool st_is_holder(pid_t pid)
+{
+	return st_holder_kind(pid) == 1;
+}
+
+/* pid's children now; *holders: how many of them are holders. A child
+ * reaped between the list and its name (a holder whose linger ended) is
+ * not counted. */
 static int child_count_now(pid_t pid, int *holders)
 {
 	char path[96], buf[4096];
@@ -256,8 +263,12 @@ static int child_count_now(pid_t pid, int *holders)
 		return 0;
 	buf[len] = '\0';
 	for (char *p = strtok(buf, " \n"); p; p = strtok(NULL, " \n")) {
+		int k = st_holder_kind((pid_t)atoi(p));
+
+		if (k < 0)
+			continue;
 		n++;
-		*holders += st_is_holder((pid_t)atoi(p));
+		*holders += k;
 	}
 	return n;
 }
