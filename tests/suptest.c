@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "suptest.h"
+#include "workers/holder.h"
 
 unsigned long st_vnicd_nofile;
 
@@ -235,7 +236,8 @@ int st_holder_kind(pid_t pid)
 	if (len <= 0)
 		return -1;
 	comm[len] = '\0';
-	return strcmp(comm, "vnicd-holder\n") == 0;
+	comm[strcspn(comm, "\n")] = '\0';
+	return strcmp(comm, HOLDER_COMM) == 0;
 }
 
 bool st_is_holder(pid_t pid)

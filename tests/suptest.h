@@ -48,7 +48,7 @@ int st_fd_count(pid_t pid);
 /* Wait up to 2 s for pid's fd count to equal want; returns the last count. */
 int st_fd_count_settle(pid_t pid, int want);
 
-/* Is pid a worker's holder (named vnicd-holder: workers/holder.h)? 1
+/* Is pid a worker's holder (named HOLDER_COMM: workers/holder.h)? 1
  * yes, 0 another process, -1 no such process (reaped since it was listed
  * as a child). st_is_holder: st_holder_kind() == 1. */
 int st_holder_kind(pid_t pid);
