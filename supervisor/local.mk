@@ -9,6 +9,7 @@ libvnicsup_la_SOURCES = \
 	supervisor/nic_state.c supervisor/nic_state.h \
 	supervisor/tap.c supervisor/tap.h \
 	supervisor/afpacket.c supervisor/afpacket.h \
+	supervisor/announce.c supervisor/announce.h \
 	supervisor/worker_spawn.c supervisor/worker_spawn.h \
 	supervisor/holders.c supervisor/holders.h \
 	supervisor/worker_spare.c supervisor/worker_spare.h \

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "announce.h"
 #include "vhost_user_priv.h"
 
 /* Stop the NIC, if one runs, before a change it cannot take live: a
@@ -507,24 +508,34 @@ int h_set_vring_enable(struct vu_conn *c, struct vu_msg *m, char *err, size_t er
 }
 
 /* SEND_RARP: announce the guest's MAC after a migration, as QEMU's own
- * device does, by a RARP broadcast on the tap. */
+ * device does, by a RARP broadcast out of the backend: the tap's pair-0
+ * queue, or on an AF_PACKET endpoint a packet socket of its own on the
+ * interface. Answered whatever happens (the spec gives SEND_RARP no
+ * failure answer); a failure is logged, rate-limited, as the front end
+ * may send it at will. */
 int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 {
-	uint8_t f[VIRTIO_NET_HDR_MRG_LEN + 60] = { 0 };
-	uint8_t *e = f + VIRTIO_NET_HDR_MRG_LEN;
-	const uint8_t *mac = m->p.bytes;
+	struct vu_endpoint *ep = c->ep;
+	char why[160];
+	int rc;
 
 	(void)err;
 	(void)errlen;
-	memset(e, 0xff, 6);
-	memcpy(e + 6, mac, 6);
-	e[12] = 0x80, e[13] = 0x35;              /* ETH_P_RARP */
-	e[14] = 0, e[15] = 1, e[16] = 8, e[17] = 0; /* Ethernet, IPv4 */
-	e[18] = 6, e[19] = 4, e[20] = 0, e[21] = 3; /* reverse request */
-	memcpy(e + 22, mac, 6);
-	memcpy(e + 32, mac, 6);
-	if (write(c->ep->p[0].tap_fd, f, sizeof(f)) < 0)
-		log_debug("vhost-user %s: RARP: %s", c->ep->cfg.id, strerror(errno));
+	/* The guest's MAC is the front end's (QEMU's mac=), not
+	 * necessarily the endpoint's; a group address is no guest's. */
+	if (m->p.bytes[0] & 1)
+		rc = sup_errf(why, sizeof(why), -EINVAL, "%02x:%02x:%02x:%02x:%02x:%02x is not a "
+			      "unicast MAC: nothing sent", m->p.bytes[0], m->p.bytes[1],
+			      m->p.bytes[2], m->p.bytes[3], m->p.bytes[4], m->p.bytes[5]);
+	else
+		rc = announce_send(ep->cfg.af_packet ? -1 : ep->p[0].tap_fd,
+				   VIRTIO_NET_HDR_MRG_LEN, ep->ifname, ep->cfg.netns, m->p.bytes,
+				   why, sizeof(why));
+	if (rc)
+		log_ratelimited(&ep->msg_rl, LOG_LEVEL_WARN, "vhost-user %s: SEND_RARP: %s", ep->cfg.id,
+				why);
+	else
+		log_debug("vhost-user %s: SEND_RARP: announced on %s", ep->cfg.id, ep->ifname);
 	return 0;
 }
 

@@ -402,3 +402,19 @@ int st_run_capture(const char *cmd, char *out, size_t outlen)
 	st = pclose(f);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+void st_assert_rarp(const uint8_t *f, ssize_t n, const uint8_t mac[6])
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	/* Ethernet, IPv4, 6- and 4-byte addresses, reverse request */
+	static const uint8_t rarp[8] = { 0, 1, 8, 0, 6, 4, 0, 3 };
+
+	ck_assert_msg(n == 60, "not an announcement: %zd bytes (%s)", n, n < 0 ? strerror(errno) : "");
+	ck_assert_mem_eq(f, bcast, 6);
+	ck_assert_mem_eq(f + 6, mac, 6);
+	ck_assert_uint_eq(f[12], 0x80); /* ETH_P_RARP */
+	ck_assert_uint_eq(f[13], 0x35);
+	ck_assert_mem_eq(f + 14, rarp, 8);
+	ck_assert_mem_eq(f + 22, mac, 6);
+	ck_assert_mem_eq(f + 32, mac, 6);
+}

@@ -95,6 +95,11 @@ int st_run_capture(const char *cmd, char *out, size_t outlen);
  * there is exactly one). */
 struct vnic_nic_status st_one_nic(struct vnic_conn *c);
 
+/* Fail the test unless frame f (n bytes, from a backend or a packet
+ * socket) is the announcement of a migrated guest (supervisor/announce.h):
+ * a RARP reverse request from mac for mac, to everyone, 60 bytes. */
+void st_assert_rarp(const uint8_t *f, ssize_t n, const uint8_t mac[6]);
+
 /* Number of NICs the supervisor reports (over a fresh status call). */
 int st_nic_count(struct vnic_conn *c);
 
