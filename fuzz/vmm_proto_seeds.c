@@ -560,6 +560,20 @@ static void set_dirty_log(const char *id, uint64_t size)
 	set_dirty_log_full(id, size, 0, size ? 1 : 0);
 }
 
+static void announce(const char *id)
+{
+	Vnic__Vmm__Request r;
+	Vnic__Vmm__Announce a;
+
+	vnic__vmm__request__init(&r);
+	vnic__vmm__announce__init(&a);
+	r.version = VERSION;
+	a.id = (char *)id;
+	r.body_case = VNIC__VMM__REQUEST__BODY_ANNOUNCE;
+	r.announce = &a;
+	rec(0, 0, &r);
+}
+
 static void set_log_level(const char *level)
 {
 	Vnic__Vmm__Request r;
@@ -641,6 +655,8 @@ int main(int argc, char **argv)
 		save(d, "get-status");
 	hello(1, 1), add_nic("n0", BE_SOCKET, 0), set_dirty_log("n0", 4096),
 		set_dirty_log("n0", 0), save(d, "set-dirty-log-on-off");
+	hello(1, 1), add_nic("n0", BE_SOCKET, 0), add_nic("n1", BE_TAP, 0), announce("n0"),
+		announce("n1"), announce("nothere"), save(d, "announce");
 	hello(1, 1), set_log_level("debug"), set_log_level("loud"), save(d, "set-log-level");
 	hello(1, 1), add_vhost_user("vu0", "/run/vnicfz-vu0.sock", 1), get_status(""),
 		remove_endpoint("vu0"), save(d, "add-vhost-user-server");

@@ -823,6 +823,31 @@ int vnic_set_dirty_log(struct vnic_conn *c, const char *id, int fd, uint64_t siz
 	return rc;
 }
 
+int vnic_announce(struct vnic_conn *c, const char *id)
+{
+	Vnic__Vmm__Request req;
+	Vnic__Vmm__Announce an;
+	Vnic__Vmm__VmmMessage *m = NULL;
+	char idbuf[128];
+	int rc;
+
+	if (!id)
+		return set_err(c, -EINVAL, "vnic_announce: no id");
+	vnic__vmm__request__init(&req);
+	vnic__vmm__announce__init(&an);
+	snprintf(idbuf, sizeof(idbuf), "%s", id);
+	an.id = idbuf;
+	req.body_case = VNIC__VMM__REQUEST__BODY_ANNOUNCE;
+	req.announce = &an;
+	rc = call(c, &req, NULL, 0, c->timeout_ms, &m);
+	if (rc == 0) {
+		rc = reply_code(c, m->reply, "Announce");
+		wire_vmm_free(m);
+	}
+	evq_deliver(c);
+	return rc;
+}
+
 int vnic_set_log_level(struct vnic_conn *c, const char *level, char *old, size_t oldlen)
 {
 	Vnic__Vmm__Request req;

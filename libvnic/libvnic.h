@@ -306,6 +306,22 @@ int vnic_set_dirty_log(struct vnic_conn *conn, const char *id, int fd, uint64_t 
 		       uint64_t offset);
 
 /*
+ * vnic_announce - on a migration's destination, once the NIC runs there:
+ * vnicd sends a RARP broadcast from the NIC's MAC out of its backend (the
+ * tap, the socket, or the AF_PACKET interface), as QEMU does for its own
+ * devices, so that the host's bridge learns where the guest now is. For
+ * guests that do not announce themselves (VIRTIO_NET_F_GUEST_ANNOUNCE, which
+ * the VMM's own device model offers; with it the guest's gratuitous ARPs
+ * leave through the NIC like any frame). Any state of the NIC; it may be
+ * repeated (QEMU sends its announcement several times, 50 ms apart and
+ * growing).
+ * Returns: 0 (the frame was sent), -EINVAL (no id), a negative errno, or
+ * VNIC_STATUS_NOT_FOUND (no such NIC on this connection),
+ * VNIC_STATUS_UNAVAILABLE (the send failed: vnic_last_error says why).
+ */
+int vnic_announce(struct vnic_conn *conn, const char *id);
+
+/*
  * vnic_remove_nic - hot-unplug a NIC this connection added.
  * The reply comes only after the worker process is gone (reaped): once
  * this returns 0, no process maps the NIC's guest memory or holds its

@@ -3,7 +3,8 @@
 # pkg-config file.
 # Only vnic_* symbols are exported: the protobuf-c and wire code inside
 # is private (the regex skips the generated vnic__* names).
-# -version-info current:revision:age: 5:0:2 since struct vnic_status grew
+# -version-info current:revision:age: 6:0:3 since vnic_announce (issue 14),
+# an addition: the soname stays .so.3. 5:0:2 came when struct vnic_status grew
 # its inflight array (issue 16; allocated by the library, read through the
 # pointer): an addition, the soname stays .so.3. 4:0:1 came with
 # vnic_upgrade (issue 16), an addition too. 3:0:0 came when struct vnic_policy grew
@@ -20,7 +21,7 @@ pkgconfig_DATA += libvnic/libvnic.pc
 libvnic_la_SOURCES = libvnic/libvnic.c libvnic/libvnic.h
 libvnic_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 libvnic_la_LIBADD = libvnicproto.la $(PROTOBUF_C_LIBS)
-libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 5:0:2 -export-symbols-regex '^vnic_[a-z]'
+libvnic_la_LDFLAGS = $(AM_LDFLAGS) -version-info 6:0:3 -export-symbols-regex '^vnic_[a-z]'
 
 # Generated headers first under make -j (wire.h includes them).
 $(libvnic_la_OBJECTS): proto/vmm.pb-c.h proto/worker.pb-c.h

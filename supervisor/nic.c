@@ -55,6 +55,7 @@
 #include "supervisor.h"
 #include "afp_ring.h"
 #include "afpacket.h"
+#include "announce.h"
 #include "holders.h"
 #include "tap.h"
 #include "vring.h"
@@ -911,6 +912,19 @@ static int nic_prepare(struct nic *n, const struct nic_spec *spec, char *err, si
 		snprintf(n->ifname, sizeof(n->ifname), "%s", spec->tap_name);
 	}
 	return nic_worker_ids(n, err, errlen);
+}
+
+int nic_announce(struct nic *n, char *err, size_t errlen)
+{
+	bool afp = n->backend == NIC_BACKEND_AF_PACKET;
+
+	/* The AF_PACKET socket's TX ring is the worker's: a socket of its
+	 * own on the interface sends the frame. */
+	if (!afp && n->backend_fd < 0)
+		return sup_errf(err, errlen, -ENODEV, "its backend is closed");
+	return announce_send(afp ? -1 : n->backend_fd,
+			     n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN, n->ifname,
+			     n->netns, n->mac, err, errlen);
 }
 
 /* Adopt: from here on the NIC owns the VMM's fds (guest memory, kick and

@@ -20,6 +20,7 @@ struct log_ratelimit *nic_log_ratelimit(struct nic *n, enum nic_rl which)
 		[NIC_RL_WORKER_LOG] = NIC_RL_WORKER_LOG_BURST,
 		[NIC_RL_QUEUE_BROKEN] = NIC_RL_QUEUE_BROKEN_BURST,
 		[NIC_RL_DIRTY_LOG] = NIC_RL_DIRTY_LOG_BURST,
+		[NIC_RL_ANNOUNCE] = NIC_RL_ANNOUNCE_BURST,
 	};
 
 	if (!n->rl_ready) {

@@ -176,12 +176,14 @@ enum nic_rl {
 	NIC_RL_WORKER_LOG,   /* Log messages the worker relays: 50 per 5 s */
 	NIC_RL_QUEUE_BROKEN, /* QueueBroken reports: 10 per 5 s */
 	NIC_RL_DIRTY_LOG,    /* dirty log changes (an owner may toggle at will): 20 per 5 s */
+	NIC_RL_ANNOUNCE,     /* Announce failures (an owner may ask at will): 20 per 5 s */
 	NIC_RL_COUNT,
 };
 #define NIC_RL_WINDOW_MS 5000
 #define NIC_RL_WORKER_LOG_BURST 50
 #define NIC_RL_QUEUE_BROKEN_BURST 10
 #define NIC_RL_DIRTY_LOG_BURST 20
+#define NIC_RL_ANNOUNCE_BURST 20
 
 struct nic_queue {
 	uint32_t index;   /* virtqueue index (slot from nic_queue_slot) */
@@ -527,6 +529,10 @@ int sup_read_guest_u16(const struct memtable_region_desc *r, unsigned nr, uint64
  * still pending (fd not adopted, nothing changed). */
 int nic_set_dirty_log(struct nic *n, int fd, uint64_t size, uint64_t offset, char *err,
 		      size_t errlen);
+/* nic_announce - after a live migration: a RARP broadcast from the NIC's
+ * MAC out of its backend (announce.h), in any state of the NIC.
+ * Returns: 0, or a negative errno with err filled. */
+int nic_announce(struct nic *n, char *err, size_t errlen);
 /* nic_set_policy - apply @p (validated, resolved) to the NIC. A running
  * worker gets SetPolicy; the owner's policy_set() follows its PolicySet,
  * with @req as policy_req, or, with an @admin_conn_id and
@@ -615,6 +621,7 @@ int nic_handover_adopt(struct nic *n, char *err, size_t errlen);
 struct vmm_conn *vmm_conn_new(struct sup *s, int fd, pid_t pid, uid_t uid, gid_t gid,
 			      unsigned id);
 void vmm_handle_upgrade(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
+void vmm_handle_announce(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds);
 /* nic_stalled (nic.c) - the worker stopped beating: STALLED, kill; its
  * reap restarts it under the usual backoff. */
 void nic_stalled(struct nic *n, uint64_t silent_ms);

@@ -67,6 +67,7 @@ static const struct vmm_row {
 	{ VNIC__VMM__REQUEST__BODY_SET_DIRTY_LOG, "SetDirtyLog", VMM_NEEDS_HELLO,
 	  VMM_FDS_DIRTYLOG, vmm_handle_set_dirty_log },
 	{ VNIC__VMM__REQUEST__BODY_UPGRADE, "Upgrade", VMM_NEEDS_HELLO, 0, vmm_handle_upgrade },
+	{ VNIC__VMM__REQUEST__BODY_ANNOUNCE, "Announce", VMM_NEEDS_HELLO, 0, vmm_handle_announce },
 };
 
 static void conn_write_cb(evutil_socket_t fd, short what, void *arg);

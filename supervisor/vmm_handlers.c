@@ -1205,6 +1205,40 @@ static void set_dirty_log_pairs(struct vmm_conn *c, uint64_t req, const char *id
 	}
 }
 
+/* Announce (issue 14): the migrated guest's RARP, out of pair 0's
+ * backend (a NIC of several pairs shares one interface). Answered at
+ * once: the frame is sent or it is not. */
+void vmm_handle_announce(struct vmm_conn *c, const Vnic__Vmm__Request *r, struct wire_fds *fds)
+{
+	const Vnic__Vmm__Announce *a = r->announce;
+	struct nic *n = nic_find_pair(c->sup, a->id, 0);
+	Vnic__Vmm__Reply rep;
+	char err[200];
+	int rc;
+
+	(void)fds;
+	/* F3: another connection's NIC (or a vhost-user endpoint's, whose
+	 * front end has SEND_RARP) is, for this peer, not there. */
+	if (!n || n->ops != &vmm_nic_owner || n->owner != c) {
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_NOT_FOUND,
+				     "no NIC \"%.64s\" on this connection", a->id);
+		return;
+	}
+	rc = nic_announce(n, err, sizeof(err));
+	if (rc) {
+		log_ratelimited(nic_log_ratelimit(n, NIC_RL_ANNOUNCE), LOG_LEVEL_WARN,
+				"conn %u: Announce \"%s\": %s", c->id, n->id, err);
+		vmm_conn_reply_error(c, r->request_id, VNIC__VMM__STATUS__STATUS_UNAVAILABLE,
+				     "nic %s: announce: %s", n->id, err);
+		return;
+	}
+	log_debug("conn %u: nic %s announced on %s", c->id, n->id,
+		  n->backend == NIC_BACKEND_SOCKET || n->backend == NIC_BACKEND_TAP_FD ? "its backend"
+										     : n->ifname);
+	vnic__vmm__reply__init(&rep);
+	vmm_conn_reply(c, &rep, r->request_id, VNIC__VMM__STATUS__STATUS_OK, NULL);
+}
+
 void vmm_handle_set_dirty_log(struct vmm_conn *c, const Vnic__Vmm__Request *r,
 			      struct wire_fds *fds)
 {

@@ -16,7 +16,11 @@
  *  - a second log replaces the first; logging stops; a stopped NIC's log
  *    stays clear under traffic;
  *  - the NIC's worker SIGKILLed: the new worker logs into the same log;
- *  - RemoveNic answers after the reap, and vnicd holds no fd of the log.
+ *  - RemoveNic answers after the reap, and vnicd holds no fd of the log;
+ *  - Announce: a RARP from the NIC's MAC comes out of its backend, with the
+ *    worker stopped too (vnicd sends it); another connection's NIC and an
+ *    unknown one are not found and send nothing; a backend that takes no
+ *    more frames gives UNAVAILABLE with the reason, and the NIC runs on.
  *
  * Needs root and workers/vnicd-worker (the worker's sandbox); skipped
  * otherwise. The frames go through a socketpair: no network at all.
@@ -441,6 +445,68 @@ START_TEST(disconnect_with_log)
 }
 END_TEST
 
+/* One frame from the backend's far end within @ms, or 0 bytes. */
+static ssize_t backend_frame(uint8_t *buf, size_t len, int ms)
+{
+	struct pollfd p = { .fd = g.backend[1], .events = POLLIN };
+
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	return recv(g.backend[1], buf, len, MSG_DONTWAIT);
+}
+
+static void assert_rarp(const uint8_t *f, ssize_t n)
+{
+	st_assert_rarp(f, n, g.cfg.mac);
+}
+
+/* The destination's announcement through the native API. */
+START_TEST(announce_rarp)
+{
+	struct vnic_conn *other = st_connect(&vd);
+	pid_t pid = st_one_nic(conn).pid;
+	int fds = st_fd_count(vd.pid), sent = 0, rc = 0;
+	uint8_t f[2048];
+	ssize_t n;
+
+	ck_assert_int_eq(vnic_announce(conn, "nic0"), 0);
+	n = backend_frame(f, sizeof(f), 3000);
+	assert_rarp(f, n);
+	/* vnicd sends it, not the worker: a stopped worker changes nothing. */
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	ck_assert_int_eq(vnic_announce(conn, "nic0"), 0);
+	assert_rarp(f, backend_frame(f, sizeof(f), 3000));
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+
+	/* Not this connection's NIC, or none: NOT_FOUND, nothing sent. */
+	ck_assert_int_eq(vnic_announce(other, "nic0"), VNIC_STATUS_NOT_FOUND);
+	ck_assert_int_eq(vnic_announce(conn, "nic9"), VNIC_STATUS_NOT_FOUND);
+	ck_assert_int_eq(vnic_announce(conn, NULL), -EINVAL);
+	ck_assert_int_eq(backend_frame(f, sizeof(f), 200), 0);
+
+	/* The far end reads nothing until the socket takes no more: the
+	 * next Announce is UNAVAILABLE with the reason (vnicd never blocks
+	 * on it), and every frame sent before is a whole RARP. */
+	for (int i = 0; i < 100000 && (rc = vnic_announce(conn, "nic0")) == 0; i++)
+		sent++;
+	ck_assert_int_eq(rc, VNIC_STATUS_UNAVAILABLE);
+	ck_assert_msg(strstr(vnic_last_error(conn), "temporarily unavailable"), "error: %s",
+		      vnic_last_error(conn));
+	ck_assert_int_gt(sent, 0);
+	for (int i = 0; i < sent; i++)
+		assert_rarp(f, backend_frame(f, sizeof(f), 1000));
+	ck_assert_int_eq(backend_frame(f, sizeof(f), 100), 0);
+	ck_assert_int_eq(vnic_announce(conn, "nic0"), 0);
+	assert_rarp(f, backend_frame(f, sizeof(f), 3000));
+
+	/* The NIC ran on, in the same worker; vnicd kept no fd. */
+	ck_assert_int_eq(st_one_nic(conn).pid, pid);
+	rx_frames(2, 0x5a);
+	vnic_close(other);
+	ck_assert_int_eq(st_fd_count_settle(vd.pid, fds - 1), fds - 1);
+}
+END_TEST
+
 static Suite *setdirtylog_suite(void)
 {
 	Suite *s = suite_create("setdirtylog");
@@ -452,6 +518,7 @@ static Suite *setdirtylog_suite(void)
 	tcase_add_test(tc, wire_holds_fd_counts);
 	tcase_add_test(tc, log_replace_stop_restart_remove);
 	tcase_add_test(tc, disconnect_with_log);
+	tcase_add_test(tc, announce_rarp);
 	suite_add_tcase(s, tc);
 	return s;
 }
