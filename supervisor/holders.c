@@ -34,10 +34,12 @@ struct holder {
 static struct event *ev_collect;   /* the deferred sweep, the lingers, the retries */
 static struct holder *held;        /* lingering or dying */
 static unsigned retry_ms;          /* the next reap retry's delay, while one is dying */
+static bool sweep_due;             /* holders_collect armed the timer for a sweep */
 static int life_rd = -1, life_wr = -1; /* the lifeline (holders.h) */
 
 #define RETRY_FIRST_MS 1
 #define RETRY_MAX_MS 100
+#define HOLDERS_COLLECT_DELAY_US 2000 /* holders_collect */
 
 static long long now_ms(void)
 {
@@ -191,6 +193,7 @@ static void collect_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
+	sweep_due = false;
 	sweep(now);
 	schedule(tend_held(now));
 }
@@ -242,11 +245,20 @@ int holders_lifeline_wr(void)
 
 void holders_collect(void)
 {
-	/* After the callback that reaped the worker (a device stop's answer
-	 * is not held up by the sweep). Without holders_init there is no
-	 * lifeline and no holder. */
-	if (ev_collect)
-		event_active(ev_collect, EV_TIMEOUT, 0);
+	/* A moment after the reap, not in the same turn of the loop: the
+	 * answer a reap releases (GET_VRING_BASE at a migration's
+	 * switch-over) goes out from a later callback of that turn, and the
+	 * sweep (about 75 us of /proc reads here) would run before it. The
+	 * holder lingers anyway. Without holders_init there is no lifeline
+	 * and no holder. */
+	if (ev_collect && !sweep_due) {
+		struct timeval tv = { 0, HOLDERS_COLLECT_DELAY_US };
+
+		/* Once: many reaps in a row (every NIC removed) must not keep
+		 * pushing the sweep, and with it every linger's end, away. */
+		sweep_due = true;
+		event_add(ev_collect, &tv);
+	}
 }
 
 void holders_expire(void)
@@ -256,6 +268,7 @@ void holders_expire(void)
 	if (!ev_collect)
 		return;
 	now = now_ms();
+	sweep_due = false;
 	sweep(now); /* a worker reaped in this very callback */
 	for (struct holder *h = held; h; h = h->next)
 		h->since_ms = now - HOLDERS_LINGER_MS;

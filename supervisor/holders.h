@@ -41,7 +41,8 @@ void holders_adopt(int rd, int wr);
 int holders_lifeline_rd(void);
 int holders_lifeline_wr(void);
 
-/* After a worker was reaped: take up the holders among our children. */
+/* After a worker was reaped: take up the holders among our children, in
+ * a sweep 2 ms later (after the answers the reap releases). */
 void holders_collect(void);
 
 /* End every linger now: kill each holder among our children, reaped
