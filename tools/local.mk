@@ -28,7 +28,7 @@ EXTRA_DIST += tools/bench_ab_ring.sh tools/policy_plots.sh tools/bench_dpdk_ring
 # Real clients (issue 8): a Linux guest under QEMU and DPDK testpmd.
 EXTRA_DIST += tools/bench_qemu.py tools/bench_dpdk.py
 # Live migration (issue 14): vnicd against QEMU's own virtio-net.
-EXTRA_DIST += tools/bench_migrate.py tools/migrate_timeline.py tools/bench_restart.py tools/bench_upgrade_pause.sh
+EXTRA_DIST += tools/bench_migrate.py tools/migrate_compare.py tools/migrate_timeline.py tools/bench_restart.py tools/bench_upgrade_pause.sh
 EXTRA_DIST += tools/fuzz.sh tools/fuzz_cov.sh
 # Seed corpora from real QEMU, DPDK and libvnic sessions (issue 18).
 EXTRA_DIST += tools/fuzz_record.py tools/fuzz_seeds.py
