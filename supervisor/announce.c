@@ -19,10 +19,7 @@
 #include "tap.h"
 #include "validate.h"
 
-/* The largest virtio-net header a backend carries (TAP_VNET_HDR_LEN). */
-#define ANNOUNCE_HDR_MAX 12
-
-void announce_rarp_frame(uint8_t f[ANNOUNCE_FRAME_LEN], const uint8_t mac[6])
+static void announce_rarp_frame(uint8_t f[ANNOUNCE_FRAME_LEN], const uint8_t mac[6])
 {
 	memset(f, 0, ANNOUNCE_FRAME_LEN);
 	memset(f, 0xff, 6);                         /* to everyone */
@@ -69,7 +66,7 @@ static int afp_send_here(void *arg)
 int announce_send(int fd, size_t hdr_len, const char *ifname, const char *netns,
 		  const uint8_t mac[6], char *err, size_t errlen)
 {
-	uint8_t buf[ANNOUNCE_HDR_MAX + ANNOUNCE_FRAME_LEN] = { 0 };
+	uint8_t buf[TAP_VNET_HDR_LEN + ANNOUNCE_FRAME_LEN] = { 0 };
 	size_t len = hdr_len + ANNOUNCE_FRAME_LEN;
 	ssize_t n;
 	int rc;
@@ -83,7 +80,7 @@ int announce_send(int fd, size_t hdr_len, const char *ifname, const char *netns,
 		announce_rarp_frame(buf, mac);
 		return tap_in_netns(netns, afp_send_here, &a, err, errlen);
 	}
-	if (hdr_len > ANNOUNCE_HDR_MAX)
+	if (hdr_len > TAP_VNET_HDR_LEN)
 		return sup_errf(err, errlen, -EINVAL, "a %zu-byte virtio-net header", hdr_len);
 	announce_rarp_frame(buf + hdr_len, mac);
 	/* A socket of plain frames (never SIGPIPE), or a tap. */

@@ -14,12 +14,9 @@
 
 #define ANNOUNCE_FRAME_LEN 60 /* the Ethernet minimum, as QEMU pads it */
 
-/* announce_rarp_frame - a RARP "reverse request" from @mac to the
- * broadcast address, for @mac, padded to ANNOUNCE_FRAME_LEN bytes. */
-void announce_rarp_frame(uint8_t f[ANNOUNCE_FRAME_LEN], const uint8_t mac[6]);
-
 /*
- * announce_send - send that frame for @mac out of a NIC's backend.
+ * announce_send - send a RARP "reverse request" for @mac, from @mac to
+ * the broadcast address (ANNOUNCE_FRAME_LEN bytes), out of a NIC's backend.
  * @fd >= 0: the backend's own descriptor, a tap (@hdr_len: the bytes of
  *   virtio-net header it carries, all zero: no offload) or a socket of
  *   plain frames (@hdr_len 0); one write, never blocking.

@@ -544,6 +544,17 @@ static void arm_timer(struct nic *n, uint32_t ms)
 /* Build and send the Config message with the NIC's fds in the order
  * worker.proto documents: regions, (kick, call) per queue, backend, stats,
  * inflight region (when there is one), dirty log (when there is one). */
+/* The virtio-net header each frame carries on the NIC's backend: a tap
+ * the 12-byte one (TUNSETVNETHDRSZ); a socket none, plain frames, as the
+ * worker implements it; AF_PACKET the kernel's 10-byte struct
+ * virtio_net_hdr (PACKET_VNET_HDR). */
+static uint32_t nic_vnet_hdr_len(const struct nic *n)
+{
+	return n->backend == NIC_BACKEND_SOCKET	       ? 0
+	       : n->backend == NIC_BACKEND_AF_PACKET ? AFP_VNET_HDR_LEN
+						     : TAP_VNET_HDR_LEN;
+}
+
 static int nic_send_config(struct nic *n, char *err, size_t errlen)
 {
 	Vnic__Worker__WorkerMessage m;
@@ -600,12 +611,7 @@ static int nic_send_config(struct nic *n, char *err, size_t errlen)
 		      : n->backend == NIC_BACKEND_AF_PACKET
 			      ? VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_AF_PACKET
 			      : VNIC__WORKER__BACKEND_KIND__BACKEND_KIND_TAP;
-	/* A tap carries the 12-byte header (TUNSETVNETHDRSZ); a socket
-	 * carries plain frames, as the worker implements it; AF_PACKET the
-	 * kernel's 10-byte struct virtio_net_hdr (PACKET_VNET_HDR). */
-	cfg.vnet_hdr_len = n->backend == NIC_BACKEND_SOCKET	 ? 0
-			   : n->backend == NIC_BACKEND_AF_PACKET ? AFP_VNET_HDR_LEN
-								 : TAP_VNET_HDR_LEN;
+	cfg.vnet_hdr_len = nic_vnet_hdr_len(n);
 	cfg.stats_size = (uint32_t)n->stats_len;
 	/* > 0 on every start after the first: the worker resumes on live
 	 * rings (and recovers what the inflight region says was in flight). */
@@ -922,9 +928,8 @@ int nic_announce(struct nic *n, char *err, size_t errlen)
 	 * own on the interface sends the frame. */
 	if (!afp && n->backend_fd < 0)
 		return sup_errf(err, errlen, -ENODEV, "its backend is closed");
-	return announce_send(afp ? -1 : n->backend_fd,
-			     n->backend == NIC_BACKEND_SOCKET ? 0 : TAP_VNET_HDR_LEN, n->ifname,
-			     n->netns, n->mac, err, errlen);
+	return announce_send(afp ? -1 : n->backend_fd, nic_vnet_hdr_len(n), n->ifname, n->netns,
+			     n->mac, err, errlen);
 }
 
 /* Adopt: from here on the NIC owns the VMM's fds (guest memory, kick and

@@ -522,15 +522,11 @@ int h_send_rarp(struct vu_conn *c, struct vu_msg *m, char *err, size_t errlen)
 	(void)err;
 	(void)errlen;
 	/* The guest's MAC is the front end's (QEMU's mac=), not
-	 * necessarily the endpoint's; a group address is no guest's. */
-	if (m->p.bytes[0] & 1)
-		rc = sup_errf(why, sizeof(why), -EINVAL, "%02x:%02x:%02x:%02x:%02x:%02x is not a "
-			      "unicast MAC: nothing sent", m->p.bytes[0], m->p.bytes[1],
-			      m->p.bytes[2], m->p.bytes[3], m->p.bytes[4], m->p.bytes[5]);
-	else
-		rc = announce_send(ep->cfg.af_packet ? -1 : ep->p[0].tap_fd,
-				   VIRTIO_NET_HDR_MRG_LEN, ep->ifname, ep->cfg.netns, m->p.bytes,
-				   why, sizeof(why));
+	 * necessarily the endpoint's; checked as AddNic checks a MAC. */
+	rc = validate_mac(m->p.bytes, 6, why, sizeof(why));
+	if (rc == 0)
+		rc = announce_send(ep->cfg.af_packet ? -1 : ep->p[0].tap_fd, TAP_VNET_HDR_LEN,
+				   ep->ifname, ep->cfg.netns, m->p.bytes, why, sizeof(why));
 	if (rc)
 		log_ratelimited(&ep->msg_rl, LOG_LEVEL_WARN, "vhost-user %s: SEND_RARP: %s", ep->cfg.id,
 				why);

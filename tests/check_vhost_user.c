@@ -3521,7 +3521,7 @@ START_TEST(t_send_rarp)
 	assert_rarp_on(ps, qemu_mac);
 	fe_send_rarp(f.fd, group);
 	assert_no_frame_on(ps);
-	ck_assert(log_has("SEND_RARP: 01:00:5e:00:00:01 is not a unicast MAC"));
+	ck_assert(log_has("SEND_RARP: mac 01:00:5e:00:00:01 is multicast, must be unicast"));
 	/* And with the device running. */
 	ck_assert_int_eq(fe_mem_table(&f), 0);
 	fe_rings_on(&f);
