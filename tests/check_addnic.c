@@ -947,25 +947,17 @@ END_TEST
 /* Open a tap inside network namespace ns (the test's own), with flags. */
 static int open_tap_in(const char *ns, const char *name, short flags)
 {
-	char path[128];
 	struct ifreq ifr;
-	int self, target, fd;
+	int self = tu_netns_enter(ns), fd;
 
-	snprintf(path, sizeof(path), "/run/netns/%s", ns);
-	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	target = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(self, 0);
-	ck_assert_int_ge(target, 0);
-	ck_assert_int_eq(setns(target, CLONE_NEWNET), 0);
 	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_flags = flags;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
 	ck_assert_int_eq(ioctl(fd, TUNSETIFF, &ifr), 0);
-	ck_assert_int_eq(setns(self, CLONE_NEWNET), 0);
-	close(self);
-	close(target);
+	ck_assert_int_eq(tu_netns_leave(self), 0);
 	return fd;
 }
 

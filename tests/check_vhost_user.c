@@ -1117,22 +1117,16 @@ static void netns_addr(const char *tap)
 
 static void netns_setup_tap(struct ns_socks *s, const char *tap)
 {
-	char path[96];
-	int self, ns;
+	int self;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9999) };
 	struct timeval tv = { 3, 0 };
 
 	netns_addr(tap);
-	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/run/netns/%s", netns);
-	ns = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert(self >= 0 && ns >= 0);
-	ck_assert_int_eq(setns(ns, CLONE_NEWNET), 0);
+	self = tu_netns_enter(netns);
+	ck_assert_int_ge(self, 0);
 	s->rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	s->tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_eq(setns(self, CLONE_NEWNET), 0);
-	close(self);
-	close(ns);
+	ck_assert_int_eq(tu_netns_leave(self), 0);
 	inet_pton(AF_INET, "198.18.0.1", &a.sin_addr);
 	ck_assert_int_eq(bind(s->rx, (struct sockaddr *)&a, sizeof(a)), 0);
 	setsockopt(s->rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -3448,19 +3442,12 @@ static int ns_rarp_socket(const char *ifname)
 {
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_RARP) };
 	struct timeval tv = { 3, 0 };
-	char path[96];
-	int self, ns, fd;
+	int self = tu_netns_enter(netns), fd;
 
-	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/run/netns/%s", netns);
-	ns = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert(self >= 0 && ns >= 0);
-	ck_assert_int_eq(setns(ns, CLONE_NEWNET), 0);
+	ck_assert_int_ge(self, 0);
 	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_RARP));
 	sll.sll_ifindex = (int)if_nametoindex(ifname);
-	ck_assert_int_eq(setns(self, CLONE_NEWNET), 0);
-	close(self);
-	close(ns);
+	ck_assert_int_eq(tu_netns_leave(self), 0);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_gt(sll.sll_ifindex, 0);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sll, sizeof(sll)), 0);

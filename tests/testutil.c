@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,4 +227,29 @@ void tu_soak_report(const char *what, unsigned ran, unsigned max, uint64_t t0_ms
 {
 	fprintf(stderr, "%s: %u of %u iterations in %llu ms\n", what, ran, max,
 		(unsigned long long)(tu_mono_ms() - t0_ms));
+}
+
+int tu_netns_enter(const char *name)
+{
+	char path[128];
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), target;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	target = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) < 0) {
+		if (self >= 0)
+			close(self);
+		self = -1;
+	}
+	if (target >= 0)
+		close(target);
+	return self;
+}
+
+int tu_netns_leave(int self)
+{
+	int rc = setns(self, CLONE_NEWNET);
+
+	close(self);
+	return rc;
 }

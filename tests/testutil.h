@@ -100,5 +100,11 @@ int tu_netns_del(const char *name);
 /* tu_netns_sweep - remove every namespace of this runner still there,
  * each with a line on stderr; returns how many. */
 int tu_netns_sweep(void);
+/* tu_netns_enter - move this thread into namespace name (made by
+ * tu_netns_add): what it opens there (sockets, taps) stays there. Returns
+ * an fd of the namespace it was in, for tu_netns_leave, or -1. */
+int tu_netns_enter(const char *name);
+/* tu_netns_leave - back into the namespace of self (closed); 0 or -1. */
+int tu_netns_leave(int self);
 
 #endif
